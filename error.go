@@ -1,0 +1,55 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The api package maps each to one HTTP status; an error without
+// a code is internal: logged, never shown to a caller.
+const (
+	EINVALID       = "invalid"       // bad input: 400
+	EUNAUTHORIZED  = "unauthorized"  // no or bad credentials: 401
+	EFORBIDDEN     = "forbidden"     // valid credentials, wrong role: 403
+	ENOTFOUND      = "not_found"     // missing or another tenant's: 404
+	ECONFLICT      = "conflict"      // already exists or wrong state: 409
+	EUNPROCESSABLE = "unprocessable" // a probe or check failed: 422
+	ERATELIMITED   = "rate_limited"  // slow down: 429
+	EINTERNAL      = "internal"      // everything else: 500
+)
+
+// Error is an application error with a code a caller may act on and a message
+// safe to show them.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, or EINTERNAL when it carries none.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if err == nil {
+		return ""
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the caller-safe message of err. Errors without a code
+// are internal and answer a generic message.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

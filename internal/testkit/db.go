@@ -1,0 +1,76 @@
+package testkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvPostgres and EnvRedis name the services tests may use.
+const (
+	EnvPostgres = "STREAMING_HUB_TEST_POSTGRES_URL"
+	EnvRedis    = "STREAMING_HUB_TEST_REDIS_URL"
+)
+
+// PostgresURL returns a URL whose search_path is a fresh, empty schema that is
+// dropped when the test ends. It skips the test when EnvPostgres is unset.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvPostgres)
+	if base == "" {
+		t.Skip(EnvPostgres + " is not set: skipping PostgreSQL test (.ci/run sets it)")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", EnvPostgres, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvPostgres, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// SQLitePath returns the path of a database file in the test's temp dir.
+func SQLitePath(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "hub.db")
+}
+
+// RedisURL returns EnvRedis, or skips the test when it is unset.
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvRedis)
+	if u == "" {
+		t.Skip(EnvRedis + " is not set: skipping Redis test (.ci/run sets it)")
+	}
+	return u
+}

@@ -1,0 +1,111 @@
+// Package store defines the hub's persistence: one interface, implemented by
+// the postgres and sqlite drivers and held to one behaviour by the storetest
+// conformance suite. Every method is one transaction.
+package store
+
+import (
+	"context"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// Store is what the hub needs from a database. Errors a caller may act on are
+// *hub.Error (ENOTFOUND, ECONFLICT, EINVALID); anything else is internal.
+type Store interface {
+	// Migrate applies pending schema migrations. CheckSchema reports whether
+	// the database is at exactly the version this binary expects.
+	Migrate(ctx context.Context) error
+	CheckSchema(ctx context.Context) error
+	Ping(ctx context.Context) error
+	Close() error
+
+	CreateTenant(ctx context.Context, p CreateTenantParams) (hub.Tenant, error)
+	GetTenant(ctx context.Context, id string) (hub.Tenant, error)
+	ListTenants(ctx context.Context, p ListTenantsParams) ([]hub.Tenant, error)
+	UpdateTenant(ctx context.Context, p UpdateTenantParams) (hub.Tenant, error)
+
+	// Ingest persists one partition's batch in one transaction: the roster
+	// gate, dedup on (tenant, ce-id), arrival sequences, inbox rows and
+	// rejections. Nothing is written unless everything is.
+	Ingest(ctx context.Context, p IngestParams) (IngestResult, error)
+	ListRejections(ctx context.Context, p ListRejectionsParams) ([]hub.Rejection, error)
+	ListEvents(ctx context.Context, p ListEventsParams) ([]hub.Event, error)
+}
+
+// Options are common to every driver.
+type Options struct {
+	// Now is the clock; nil means time.Now. Each transaction reads it once,
+	// so every timestamp a transaction writes agrees.
+	Now func() time.Time
+	// MaxRejections bounds rejected_records to the newest N; 0 means
+	// DefaultMaxRejections.
+	MaxRejections int
+}
+
+// DefaultMaxRejections is how many rejected records are kept.
+const DefaultMaxRejections = 10_000
+
+// WithDefaults fills zero fields.
+func (o Options) WithDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxRejections <= 0 {
+		o.MaxRejections = DefaultMaxRejections
+	}
+	return o
+}
+
+type CreateTenantParams struct {
+	ID     string
+	Name   string
+	Status hub.TenantStatus // "" means active
+}
+
+type UpdateTenantParams struct {
+	ID     string
+	Name   *string
+	Status *hub.TenantStatus
+}
+
+// ListTenantsParams pages tenants by id.
+type ListTenantsParams struct {
+	After string // list ids greater than this
+	Limit int
+}
+
+type IngestParams struct {
+	// Events are the records that passed the wire contract, in partition
+	// order. Their tenant and ce-id decide admission.
+	Events []hub.Event
+	// Rejected are the records that broke it; they are stored for operators.
+	Rejected []hub.Rejection
+}
+
+// IngestResult has one outcome per IngestParams.Events entry, in order.
+type IngestResult struct {
+	Outcomes []Outcome
+}
+
+// Outcome is the verdict for one event that passed the wire contract:
+// Accept (with its sequence) or Discard (with the reason).
+type Outcome struct {
+	Verdict  hub.Verdict
+	Reason   string
+	Sequence int64
+}
+
+// ListRejectionsParams pages rejections newest first.
+type ListRejectionsParams struct {
+	Before int64 // only ids lower than this; 0 means from the newest
+	Limit  int
+}
+
+// ListEventsParams pages one tenant's events in arrival order.
+type ListEventsParams struct {
+	TenantID string
+	After    int64    // only sequences greater than this
+	Types    []string // event types (<resource>.<event>); empty means all
+	Limit    int
+}
