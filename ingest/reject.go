@@ -1,0 +1,59 @@
+package ingest
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// Bounds on what a rejection keeps of a record: enough for an operator to
+// find the producer, never enough to turn the table into a second inbox.
+const (
+	maxKeptHeaders     = 64
+	maxKeptHeaderBytes = 1024
+)
+
+// rejection records why r was refused, with its headers made safe to store
+// (valid UTF-8, no NUL, bounded).
+func rejection(r *kgo.Record, reason string) hub.Rejection {
+	rej := hub.Rejection{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+		Reason:    reason,
+		Headers:   make(map[string]string, min(len(r.Headers), maxKeptHeaders)),
+	}
+	for _, h := range r.Headers {
+		if len(rej.Headers) == maxKeptHeaders {
+			break
+		}
+		k := sanitize(strings.ToLower(h.Key), 256)
+		v := sanitize(string(h.Value), maxKeptHeaderBytes)
+		if _, dup := rej.Headers[k]; dup {
+			continue // keep the first: enough to show the conflict's source
+		}
+		rej.Headers[k] = v
+		if k == "ce-id" {
+			rej.CEID = v
+		}
+	}
+	return rej
+}
+
+// sanitize makes s storable in any text column: valid UTF-8, no NUL, at most
+// max bytes without splitting a rune.
+func sanitize(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
