@@ -1,0 +1,111 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Kafka starts an in-process Kafka-protocol broker (kfake) with the given
+// topics, each with partitions partitions, closed when the test ends.
+func Kafka(t testing.TB, partitions int32, topics ...string) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.SeedTopics(partitions, topics...),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(int(partitions)),
+		// Lets tests that kill a member see it evicted in about a second.
+		kfake.GroupMinSessionTimeout(100*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Producer returns a franz-go client that produces to c, records going to
+// the partition they name.
+func Producer(t testing.TB, c *kfake.Cluster) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.ListenAddrs()...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.AllowAutoTopicCreation(),
+	)
+	if err != nil {
+		t.Fatalf("kafka producer: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Produce sends records synchronously and fails the test on error.
+func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// CommittedOffsets returns the group's committed offsets for topic, by
+// partition; a partition with no commit is absent.
+func CommittedOffsets(t testing.TB, cl *kgo.Client, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetch offsets: %v", err)
+	}
+	out := make(map[int32]int64)
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil && o.At >= 0 {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// CERecord builds a valid binary-mode CloudEvent record for tenant with ce-id
+// id on topic/partition; extra headers are appended (or override by
+// repetition, which the parser rejects when values differ).
+func CERecord(topic string, partition int32, tenant, id string, extra ...kgo.RecordHeader) *kgo.Record {
+	h := []kgo.RecordHeader{
+		{Key: "ce-specversion", Value: []byte("1.0")},
+		{Key: "ce-id", Value: []byte(id)},
+		{Key: "ce-source", Value: []byte("//midaz/ledger")},
+		{Key: "ce-type", Value: []byte("studio.lerian.transaction.posted")},
+		{Key: "ce-time", Value: []byte("2026-11-30T12:00:00Z")},
+		{Key: "ce-tenantid", Value: []byte(tenant)},
+		{Key: "ce-schemaversion", Value: []byte("1.0.0")},
+		{Key: "content-type", Value: []byte("application/json")},
+	}
+	return &kgo.Record{
+		Topic:     topic,
+		Partition: partition,
+		Key:       []byte(tenant),
+		Value:     []byte(`{"id":"` + id + `","amount":"10.00"}`),
+		Headers:   append(h, extra...),
+	}
+}
+
+// Eventually polls cond every 10ms until it holds or timeout passes. It is
+// for waiting on real I/O (Kafka, HTTP), never on a clock.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
