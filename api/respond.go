@@ -1,0 +1,101 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// statuses maps error codes to HTTP statuses; anything else is a 500.
+var statuses = map[string]int{
+	hub.EINVALID:       http.StatusBadRequest,
+	hub.EUNAUTHORIZED:  http.StatusUnauthorized,
+	hub.EFORBIDDEN:     http.StatusForbidden,
+	hub.ENOTFOUND:      http.StatusNotFound,
+	hub.ECONFLICT:      http.StatusConflict,
+	hub.EUNPROCESSABLE: http.StatusUnprocessableEntity,
+	hub.ERATELIMITED:   http.StatusTooManyRequests,
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError answers err. Errors without a code are internal: logged with
+// the request id, and never shown to the caller.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code := hub.ErrorCode(err)
+	status, ok := statuses[code]
+	if !ok {
+		status, code = http.StatusInternalServerError, hub.EINTERNAL
+		log.Error("internal error", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()), "err", err)
+	}
+	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: hub.ErrorMessage(err)}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// maxBody bounds request bodies.
+const maxBody = 1 << 20
+
+// decode reads a JSON body strictly: bounded, one value, no unknown fields.
+// An empty body decodes as {} (action endpoints accept both).
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return hub.Errorf(hub.EINVALID, "request body larger than %d bytes", maxBody)
+		}
+		return hub.Errorf(hub.EINVALID, "reading request body: %v", err)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return hub.Errorf(hub.EINVALID, "invalid JSON body: %s", describeJSONError(err))
+	}
+	if dec.More() {
+		return hub.Errorf(hub.EINVALID, "invalid JSON body: more than one value")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("syntax error at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("field %s must be %s", typ.Field, typ.Type)
+		}
+		return fmt.Sprintf("expected %s", typ.Type)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of input"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return err.Error()
+}

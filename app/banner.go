@@ -1,0 +1,39 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// printDevBanner tells a newcomer what is running and what to do next.
+func printDevBanner(w io.Writer, h *Hub, secretsFile string) {
+	api := "http://" + strings.Replace(h.HTTPAddr(), "[::]", "localhost", 1)
+	broker := strings.Join(h.KafkaAddrs(), ",")
+	fmt.Fprintf(w, `
+streaming-hub (%s) is running in dev mode
+
+  HTTP API       %s   (OpenAPI: %s/v1/openapi.json)
+  Kafka broker   %s   (embedded; topics are created on first produce)
+  Database       %s
+  Tenant         default (seeded)
+  Admin token    %s
+`, Version, api, api, broker, h.Config.DatabaseURL, h.Config.AdminToken)
+	if secretsFile != "" {
+		fmt.Fprintf(w, "  Secrets        generated and kept in %s (set STREAMING_HUB_ADMIN_TOKEN / STREAMING_HUB_KEK to choose your own)\n", secretsFile)
+	}
+	fmt.Fprintf(w, `
+Produce an event (kcat):
+
+  echo '{"amount":"10.00"}' | kcat -P -b %s -t lerian.streaming.ledger_transaction.posted \
+    -H ce-specversion=1.0 -H ce-id=evt-$(date +%%s%%N) -H ce-source=//midaz/ledger \
+    -H ce-type=studio.lerian.transaction.posted -H ce-time=$(date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ) \
+    -H ce-tenantid=default -H ce-schemaversion=1.0.0 -H content-type=application/json
+
+See its verdict:
+
+  curl -s %s/metrics | grep streaming_hub_ingest_records_total
+  curl -s -H "Authorization: Bearer %s" %s/v1/admin/rejections
+
+`, broker, api, h.Config.AdminToken, api)
+}

@@ -1,0 +1,221 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/api"
+	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/ingest"
+	"github.com/lerianstudio/streaming-hub/metrics"
+	"github.com/lerianstudio/streaming-hub/store"
+)
+
+// Version is stamped by the build (-ldflags "-X ...app.Version=v1.2.3").
+var Version = "dev"
+
+// Hub is one running hub process.
+type Hub struct {
+	Config    config.Config
+	Logger    *slog.Logger
+	Out       io.Writer // where dev mode prints what to do next; nil for none
+	NoMigrate bool      // serve --no-migrate: check the schema, change nothing
+
+	Store    store.Store
+	Metrics  *metrics.Metrics
+	Broker   *kfake.Cluster // dev mode's embedded Kafka
+	Consumer *ingest.Consumer
+
+	ln      net.Listener
+	http    *http.Server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+	failed  chan struct{}
+}
+
+// Start brings every part up and returns once the HTTP API listens.
+func (h *Hub) Start(ctx context.Context) (err error) {
+	cfg := &h.Config
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	h.failed = make(chan struct{})
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+
+	secretsFile := ""
+	if cfg.Mode == config.Dev {
+		if secretsFile, err = ensureDevSecrets(cfg); err != nil {
+			return err
+		}
+		if cfg.Role.Ingests() && len(cfg.KafkaBrokers) == 0 {
+			if err := h.startBroker(); err != nil {
+				return err
+			}
+		}
+	}
+
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{}); err != nil {
+		return err
+	}
+	if h.NoMigrate {
+		err = h.Store.CheckSchema(ctx)
+	} else {
+		err = h.Store.Migrate(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if cfg.Mode == config.Dev {
+		if err := seedDefaultTenant(ctx, h.Store); err != nil {
+			return err
+		}
+	}
+
+	h.Metrics = metrics.New()
+	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
+	if cfg.Role.Ingests() {
+		h.Consumer, err = ingest.New(ingest.Config{
+			Brokers:        cfg.KafkaBrokers,
+			Group:          cfg.KafkaGroup,
+			TopicsRegex:    cfg.KafkaTopicsRegex,
+			Store:          h.Store,
+			Metrics:        h.Metrics,
+			Logger:         h.Logger.With("component", "ingest"),
+			MaxValueBytes:  cfg.MaxRecordBytes,
+			MetadataMaxAge: h.metadataMaxAge(),
+		})
+		if err != nil {
+			return err
+		}
+		ready["kafka"] = h.Consumer.Ready
+	}
+
+	srv := api.New(api.Deps{
+		Store:      h.Store,
+		Metrics:    h.Metrics,
+		Logger:     h.Logger.With("component", "api"),
+		AdminToken: cfg.AdminToken,
+		Version:    Version,
+		Ready:      ready,
+	})
+	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)
+	}
+	h.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.cancel = cancel
+	h.goRun("http", func() error {
+		if err := h.http.Serve(h.ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	if h.Consumer != nil {
+		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
+	}
+	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", Version)
+	if cfg.Mode == config.Dev && h.Out != nil {
+		printDevBanner(h.Out, h, secretsFile)
+	}
+	return nil
+}
+
+// goRun runs fn until it returns; an error from any part fails the hub.
+func (h *Hub) goRun(name string, fn func() error) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		if err := fn(); err != nil {
+			h.errOnce.Do(func() {
+				h.err = fmt.Errorf("%s: %w", name, err)
+				close(h.failed)
+			})
+		}
+	}()
+}
+
+// Failed is closed when a part of the hub stops with an error; Err says which.
+func (h *Hub) Failed() <-chan struct{} { return h.failed }
+
+// Err is the error that stopped a part, if any.
+func (h *Hub) Err() error { return h.err }
+
+// HTTPAddr is the address the API listens on (useful with port 0).
+func (h *Hub) HTTPAddr() string {
+	if h.ln == nil {
+		return ""
+	}
+	return h.ln.Addr().String()
+}
+
+// KafkaAddrs are the brokers the hub consumes from.
+func (h *Hub) KafkaAddrs() []string { return h.Config.KafkaBrokers }
+
+// Shutdown stops gracefully within ctx: the API stops taking requests,
+// the consumer finishes its transactions and commits what they persisted,
+// then the store and the embedded broker close.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	var errs []error
+	if h.http != nil {
+		errs = append(errs, h.http.Shutdown(ctx))
+	}
+	if h.cancel != nil {
+		h.cancel()
+	}
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("shutdown: %w", ctx.Err()))
+	}
+	h.Close()
+	return errors.Join(errs...)
+}
+
+// Close releases what Start opened, without waiting for anything.
+func (h *Hub) Close() {
+	if h.http != nil {
+		h.http.Close()
+	} else if h.ln != nil {
+		h.ln.Close()
+	}
+	if h.Store != nil {
+		h.Store.Close()
+	}
+	if h.Broker != nil {
+		h.Broker.Close()
+	}
+}
+
+func (h *Hub) metadataMaxAge() time.Duration {
+	if h.Config.Mode == config.Dev {
+		return 2 * time.Second // a new topic is noticed within seconds
+	}
+	return 0
+}
+
+func seedDefaultTenant(ctx context.Context, s store.Store) error {
+	_, err := s.CreateTenant(ctx, store.CreateTenantParams{ID: "default", Name: "Default tenant"})
+	if err != nil && hub.ErrorCode(err) != hub.ECONFLICT {
+		return fmt.Errorf("seed tenant default: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lerianstudio/streaming-hub/app"
+	"github.com/lerianstudio/streaming-hub/config"
+)
+
+func runDev(args []string, e env) int {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: streaming-hub dev
+
+Runs the whole hub on this machine with no infrastructure: an embedded Kafka
+broker on STREAMING_HUB_DEV_KAFKA_ADDR (default 127.0.0.1:9092) that any Kafka
+client can produce to, an SQLite database (default ./streaming-hub.db, or
+PostgreSQL via STREAMING_HUB_DATABASE_URL), private webhook sinks allowed, a
+generated KEK and admin token (kept beside the database, or taken from the
+environment), and a seeded tenant "default". It prints what to do next.
+`)
+		fmt.Fprintln(fs.Output(), envHelp)
+		fmt.Fprintln(fs.Output(), "  STREAMING_HUB_DEV_KAFKA_ADDR    embedded broker address (default 127.0.0.1:9092)")
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	return runHub(config.Dev, false, e)
+}
+
+func runServe(args []string, e env) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	noMigrate := fs.Bool("no-migrate", false, "do not apply migrations; refuse to start unless the schema is current")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: streaming-hub serve [--no-migrate]
+
+Runs the hub in production: external Kafka and PostgreSQL, nothing generated,
+and it refuses to start without STREAMING_HUB_KEK and STREAMING_HUB_ADMIN_TOKEN.
+It applies pending migrations first unless --no-migrate.
+`)
+		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output())
+		fmt.Fprintln(fs.Output(), envHelp)
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	return runHub(config.Serve, *noMigrate, e)
+}
+
+// runHub runs until SIGINT or SIGTERM, then shuts down gracefully within
+// STREAMING_HUB_SHUTDOWN_TIMEOUT.
+func runHub(mode config.Mode, noMigrate bool, e env) int {
+	cfg, err := config.Load(mode, e.getenv)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "streaming-hub:", err)
+		return exitUsage
+	}
+	log := app.NewLogger(cfg, e.stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	h := &app.Hub{Config: cfg, Logger: log, Out: e.stdout, NoMigrate: noMigrate}
+	if err := h.Start(ctx); err != nil {
+		fmt.Fprintln(e.stderr, "streaming-hub:", err)
+		var cerr *config.Error
+		if errors.As(err, &cerr) {
+			return exitUsage
+		}
+		return exitError
+	}
+	code := exitOK
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	case <-h.Failed():
+		log.Error("a part of the hub stopped; shutting down", "err", h.Err())
+		code = exitError
+	}
+	stop() // a second signal kills the process at once
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := h.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+		code = exitError
+	}
+	log.Info("stopped")
+	return code
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}

@@ -1,0 +1,89 @@
+// Command streaming-hub runs the hub (dev, serve), migrates its database and
+// prints its version. main only parses arguments and handles signals and exit
+// codes; the hub itself is wired in package app.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the hub failed while running
+	exitUsage = 2 // bad arguments or configuration
+)
+
+type command struct {
+	summary string
+	run     func(args []string, env env) int
+}
+
+// env is what a command may touch: streams and variables, so tests can run
+// commands in-process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+var commands = map[string]command{
+	"dev":     {"run the whole hub on this machine, no infrastructure needed", runDev},
+	"serve":   {"run the hub in production: external Kafka and PostgreSQL", runServe},
+	"migrate": {"apply database migrations (STREAMING_HUB_DATABASE_URL)", runMigrate},
+	"version": {"print the version", runVersion},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], env{os.Stdout, os.Stderr, os.Getenv}))
+}
+
+func run(args []string, e env) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(e.stdout)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q\n\n", args[0])
+		usage(e.stderr)
+		return exitUsage
+	}
+	return cmd.run(args[1:], e)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "streaming-hub delivers CloudEvents from Kafka to every destination a tenant subscribed to.")
+	fmt.Fprintln(w, "\nUsage: streaming-hub <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "\nRun `streaming-hub <command> --help` for a command's flags and variables.")
+}
+
+// envHelp is the configuration summary every hub command's --help shows.
+var envHelp = strings.TrimSpace(`
+Configuration comes from the environment (see the README for all of it):
+  STREAMING_HUB_ROLE              all | ingest | delivery (default all)
+  STREAMING_HUB_HTTP_ADDR         API, /healthz, /readyz, /metrics (default :8080)
+  STREAMING_HUB_DATABASE_URL      postgres://... or sqlite:///path/to/file.db
+  STREAMING_HUB_KAFKA_BROKERS     host:port,host:port
+  STREAMING_HUB_KAFKA_TOPICS_REGEX  default ^lerian\.streaming\..+ (never .commands / .dlq)
+  STREAMING_HUB_KAFKA_GROUP       default streaming-hub.<STREAMING_HUB_ENV>
+  STREAMING_HUB_ADMIN_TOKEN       bearer token of the admin API
+  STREAMING_HUB_KEK               base64, >= 32 bytes: encrypts stored secrets
+  STREAMING_HUB_LOG_LEVEL, STREAMING_HUB_LOG_FORMAT
+`)

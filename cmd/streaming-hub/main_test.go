@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCmd(vars map[string]string, args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, env{&out, &errOut, func(k string) string { return vars[k] }})
+	return code, out.String(), errOut.String()
+}
+
+func TestEverySubcommandHasHelp(t *testing.T) {
+	for name := range commands {
+		code, out, errOut := runCmd(nil, name, "--help")
+		if code != exitOK || !strings.Contains(out+errOut, "Usage: streaming-hub "+name) {
+			t.Errorf("%s --help: exit %d\n%s%s", name, code, out, errOut)
+		}
+	}
+	if code, out, _ := runCmd(nil, "--help"); code != exitOK || !strings.Contains(out, "Commands:") {
+		t.Errorf("--help: exit %d\n%s", code, out)
+	}
+}
+
+func TestUnknownCommandAndNoCommandAreUsageErrors(t *testing.T) {
+	if code, _, errOut := runCmd(nil, "frobnicate"); code != exitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if code, _, _ := runCmd(nil); code != exitUsage {
+		t.Errorf("no command: exit %d", code)
+	}
+}
+
+func TestServe_FailsClosedWithOneLineNamingTheVariable(t *testing.T) {
+	code, _, errOut := runCmd(map[string]string{
+		"STREAMING_HUB_DATABASE_URL":  "postgres://nowhere/db",
+		"STREAMING_HUB_KAFKA_BROKERS": "k:9092",
+		"STREAMING_HUB_ADMIN_TOKEN":   "admin-token-long-enough",
+	}, "serve")
+	if code != exitUsage || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "STREAMING_HUB_KEK: required in serve mode") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCmd(map[string]string{"STREAMING_HUB_DISPATCH_WORKERS": "lots"}, "dev")
+	if code != exitUsage || !strings.HasPrefix(errOut, "streaming-hub: STREAMING_HUB_DISPATCH_WORKERS: ") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestMigrate_AppliesThenReportsCurrent(t *testing.T) {
+	vars := map[string]string{"STREAMING_HUB_DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "hub.db")}
+	if code, _, errOut := runCmd(vars, "migrate", "--check"); code != exitError || !strings.Contains(errOut, "run `streaming-hub migrate`") {
+		t.Fatalf("--check on an empty database: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := runCmd(vars, "migrate"); code != exitOK || out != "schema is current\n" {
+		t.Fatalf("migrate: exit %d, %s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(vars, "migrate", "--check"); code != exitOK {
+		t.Fatalf("--check after migrate: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(nil, "migrate"); code != exitUsage || !strings.Contains(errOut, "STREAMING_HUB_DATABASE_URL: required") {
+		t.Fatalf("no url: exit %d, %s", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if code, out, _ := runCmd(nil, "version"); code != exitOK || !strings.HasPrefix(out, "streaming-hub ") {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+}

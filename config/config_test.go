@@ -1,0 +1,119 @@
+package config
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+var kek = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+
+func serveEnv() map[string]string {
+	return map[string]string{
+		"STREAMING_HUB_DATABASE_URL":  "postgres://hub@db/hub",
+		"STREAMING_HUB_KAFKA_BROKERS": "k1:9092, k2:9092",
+		"STREAMING_HUB_KEK":           kek,
+		"STREAMING_HUB_ADMIN_TOKEN":   "an-admin-token-long-enough",
+	}
+}
+
+func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
+	c, err := Load(Dev, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != "sqlite://./streaming-hub.db" || !c.AllowPrivateSinks || c.LogFormat != "text" ||
+		c.Role != RoleAll || c.HTTPAddr != ":8080" || c.DevKafkaAddr != "127.0.0.1:9092" || c.KafkaGroup != "streaming-hub.local" {
+		t.Fatalf("dev defaults: %+v", c)
+	}
+	if c.DispatchWorkers != 8 || c.DispatchClaimBatch != 16 || c.DispatchIdleInterval != 250*time.Millisecond ||
+		c.DispatchLease != 60*time.Second || c.DeliveryTimeout != 15*time.Second || c.PoisonThreshold != 5 ||
+		!c.AutodisableEnabled || c.AutodisableFailureWindow != 120*time.Hour || c.AutodisableFailureSpread != 12*time.Hour ||
+		c.PullRate != 100 || c.PullBurst != 200 || c.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
+		t.Fatalf("SPEC defaults: %+v", c)
+	}
+}
+
+func TestLoad_Serve(t *testing.T) {
+	c, err := Load(Serve, env(serveEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.KafkaBrokers, "|") != "k1:9092|k2:9092" || len(c.KEK) != 32 || c.AllowPrivateSinks || c.LogFormat != "json" {
+		t.Fatalf("serve: %+v", c)
+	}
+	e := serveEnv()
+	e["STREAMING_HUB_ENV"] = "prod"
+	if c, _ := Load(Serve, env(e)); c.KafkaGroup != "streaming-hub.prod" {
+		t.Fatalf("group = %q", c.KafkaGroup)
+	}
+}
+
+func TestLoad_BadValuesNameTheVariable(t *testing.T) {
+	cases := []struct {
+		mode  Mode
+		set   map[string]string
+		unset []string
+		want  string
+	}{
+		{Dev, map[string]string{"STREAMING_HUB_DISPATCH_WORKERS": "many"}, nil, `STREAMING_HUB_DISPATCH_WORKERS: must be a positive integer, got "many"`},
+		{Dev, map[string]string{"STREAMING_HUB_DISPATCH_WORKERS": "0"}, nil, `STREAMING_HUB_DISPATCH_WORKERS: must be a positive integer, got "0"`},
+		{Dev, map[string]string{"STREAMING_HUB_DISPATCH_LEASE": "60"}, nil, `STREAMING_HUB_DISPATCH_LEASE: must be a positive Go duration`},
+		{Dev, map[string]string{"STREAMING_HUB_AUTODISABLE_ENABLED": "yes please"}, nil, `STREAMING_HUB_AUTODISABLE_ENABLED: must be true or false`},
+		{Dev, map[string]string{"STREAMING_HUB_ROLE": "both"}, nil, `STREAMING_HUB_ROLE: must be one of all, ingest, delivery, got "both"`},
+		{Dev, map[string]string{"STREAMING_HUB_LOG_LEVEL": "loud"}, nil, `STREAMING_HUB_LOG_LEVEL: must be debug, info, warn or error`},
+		{Dev, map[string]string{"STREAMING_HUB_PULL_RATE": "-1"}, nil, `STREAMING_HUB_PULL_RATE: must be a positive number`},
+		{Dev, map[string]string{"STREAMING_HUB_KAFKA_TOPICS_REGEX": "(("}, nil, `STREAMING_HUB_KAFKA_TOPICS_REGEX: not a valid regular expression`},
+		{Dev, map[string]string{"STREAMING_HUB_DATABASE_URL": "mysql://x"}, nil, `STREAMING_HUB_DATABASE_URL: must start with postgres:// or sqlite://`},
+		{Dev, map[string]string{"STREAMING_HUB_KEK": "c2hvcnQ="}, nil, `STREAMING_HUB_KEK: must decode to at least 32 bytes, got 5`},
+		{Dev, map[string]string{"STREAMING_HUB_KEK": "not base64!"}, nil, `STREAMING_HUB_KEK: must be base64`},
+		{Serve, nil, []string{"STREAMING_HUB_KEK"}, `STREAMING_HUB_KEK: required in serve mode`},
+		{Serve, nil, []string{"STREAMING_HUB_DATABASE_URL"}, `STREAMING_HUB_DATABASE_URL: required`},
+		{Serve, nil, []string{"STREAMING_HUB_KAFKA_BROKERS"}, `STREAMING_HUB_KAFKA_BROKERS: required in serve mode for role all`},
+		{Serve, nil, []string{"STREAMING_HUB_ADMIN_TOKEN"}, `STREAMING_HUB_ADMIN_TOKEN: required in serve mode`},
+		{Serve, map[string]string{"STREAMING_HUB_ADMIN_TOKEN": "short"}, nil, `STREAMING_HUB_ADMIN_TOKEN: must be at least 16 characters`},
+		{Serve, map[string]string{"STREAMING_HUB_DATABASE_URL": "sqlite:///tmp/x.db"}, nil, `STREAMING_HUB_DATABASE_URL: serve needs PostgreSQL`},
+	}
+	for _, c := range cases {
+		e := serveEnv()
+		if c.mode == Dev {
+			e = map[string]string{}
+		}
+		for k, v := range c.set {
+			e[k] = v
+		}
+		for _, k := range c.unset {
+			delete(e, k)
+		}
+		_, err := Load(c.mode, env(e))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s %v: error %v, want prefix %q", c.mode, c.set, err, c.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("error spans lines: %q", err)
+		}
+	}
+}
+
+func TestLoad_DeliveryRoleNeedsNoKafka(t *testing.T) {
+	e := serveEnv()
+	delete(e, "STREAMING_HUB_KAFKA_BROKERS")
+	e["STREAMING_HUB_ROLE"] = "delivery"
+	if _, err := Load(Serve, env(e)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoad_SecretValuesAreNeverEchoed(t *testing.T) {
+	secret := "dGhpcyBpcyBhIHNlY3JldCBidXQgdG9vIHNob3J0"
+	_, err := Load(Dev, env(map[string]string{"STREAMING_HUB_KEK": secret}))
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("error %v", err)
+	}
+}
