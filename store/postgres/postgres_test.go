@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
 }
+
+func BenchmarkIngest(b *testing.B) {
+	storetest.BenchIngest(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}
