@@ -149,3 +149,31 @@ func TestDev_TenantDefaultIsSeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDev_ReadyzFailsWhileKafkaIsUnreachable(t *testing.T) {
+	h, _ := startDev(t, nil)
+	h.Broker.Close()
+	testkit.Eventually(t, 15*time.Second, "/readyz to answer 503 naming kafka", func() bool {
+		resp, err := http.Get("http://" + h.HTTPAddr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == 503 && strings.Contains(string(b), `"kafka":"kafka unreachable`) && strings.Contains(string(b), `"store":"ok"`)
+	})
+}
+
+func TestDev_ReadyzFailsWhileTheStoreIsUnreachable(t *testing.T) {
+	h, _ := startDev(t, nil)
+	h.Store.Close()
+	resp, err := http.Get("http://" + h.HTTPAddr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || !strings.Contains(string(b), `"store":`) || strings.Contains(string(b), `"store":"ok"`) {
+		t.Fatalf("readyz = %d %s", resp.StatusCode, b)
+	}
+}

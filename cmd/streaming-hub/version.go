@@ -11,7 +11,9 @@ import (
 func runVersion(args []string, e env) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), "Usage: streaming-hub version\n\nPrints the version of this binary.") }
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: streaming-hub version\n\nPrints the version of this binary.")
+	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
