@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // printDevBanner tells a newcomer what is running and what to do next.
@@ -18,7 +20,7 @@ streaming-hub (%s) is running in dev mode
   Database       %s
   Tenant         default (seeded)
   Admin token    %s
-`, Version, api, api, broker, h.Config.DatabaseURL, h.Config.AdminToken)
+`, hub.Version, api, api, broker, h.Config.DatabaseURL, h.Config.AdminToken)
 	if secretsFile != "" {
 		fmt.Fprintf(w, "  Secrets        generated and kept in %s (set STREAMING_HUB_ADMIN_TOKEN / STREAMING_HUB_KEK to choose your own)\n", secretsFile)
 	}

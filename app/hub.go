@@ -21,9 +21,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/store"
 )
 
-// Version is stamped by the build (-ldflags "-X ...app.Version=v1.2.3").
-var Version = "dev"
-
 // Hub is one running hub process.
 type Hub struct {
 	Config    config.Config
@@ -111,7 +108,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Metrics:    h.Metrics,
 		Logger:     h.Logger.With("component", "api"),
 		AdminToken: cfg.AdminToken,
-		Version:    Version,
+		Version:    hub.Version,
 		Ready:      ready,
 	})
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -130,7 +127,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Consumer != nil {
 		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
 	}
-	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", Version)
+	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if cfg.Mode == config.Dev && h.Out != nil {
 		printDevBanner(h.Out, h, secretsFile)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/lerianstudio/streaming-hub/app"
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 func runVersion(args []string, e env) int {
@@ -17,6 +17,6 @@ func runVersion(args []string, e env) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	fmt.Fprintf(e.stdout, "streaming-hub %s (%s)\n", app.Version, runtime.Version())
+	fmt.Fprintf(e.stdout, "streaming-hub %s (%s)\n", hub.Version, runtime.Version())
 	return exitOK
 }

@@ -1,0 +1,400 @@
+package hub
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// VerificationState is whether a destination proved it is the subscriber's:
+// pending after create, active after a passing probe, failed after a
+// failing one. It is independent of Enabled; matching needs both.
+type VerificationState string
+
+const (
+	VerificationPending VerificationState = "pending"
+	VerificationActive  VerificationState = "active"
+	VerificationFailed  VerificationState = "failed"
+)
+
+// EventTypeRef is one (event type, schema major) a subscription wants.
+type EventTypeRef struct {
+	Type        string `json:"type"` // <resource>.<event>
+	SchemaMajor int    `json:"schema_major"`
+}
+
+// Auth types of a destination.
+const (
+	AuthBearer = "bearer"
+	AuthBasic  = "basic"
+	AuthHeader = "header"
+)
+
+// Destination is where a subscription delivers. Credentials are not here:
+// they live sealed in Subscription.Secrets.
+type Destination struct {
+	Type    string            // "webhook"
+	URL     string            // absolute http(s)
+	Headers map[string]string // sent on every attempt
+	// AuthType is "", bearer, basic or header; AuthHeaderName names the
+	// header of the header type. The values are secret.
+	AuthType       string
+	AuthHeaderName string
+}
+
+// FailureSpan is a subscription's open failure span: its first and last
+// failed attempt since the last success.
+type FailureSpan struct {
+	First, Last time.Time
+}
+
+// Subscription routes a tenant's events of some types to one destination.
+type Subscription struct {
+	ID            string
+	TenantID      string
+	Name          string
+	EventTypes    []EventTypeRef
+	Destination   Destination
+	RetrySchedule []string // Go durations; nil means the default curve
+	MaxInFlight   int
+
+	Enabled           bool
+	VerificationState VerificationState
+	DisabledReason    string
+	DisabledAt        *time.Time
+	FailureSpan       *FailureSpan
+
+	// Secrets is the sealed SubscriptionSecrets: signing secrets and
+	// destination credentials, opened in memory only when needed.
+	Secrets []byte
+
+	Version   int64 // bumped by every write; updates are compare-and-set on it
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Matches reports whether the subscription wants an event of eventType with
+// schema major major. It does not look at Enabled or VerificationState.
+func (s *Subscription) Matches(eventType string, major int) bool {
+	for _, et := range s.EventTypes {
+		if et.Type == eventType && et.SchemaMajor == major {
+			return true
+		}
+	}
+	return false
+}
+
+// Deliverable reports whether matching may pick the subscription: enabled
+// AND verified, two independent conditions.
+func (s *Subscription) Deliverable() bool {
+	return s.Enabled && s.VerificationState == VerificationActive
+}
+
+// SubscriptionSecrets is what Subscription.Secrets seals.
+type SubscriptionSecrets struct {
+	// Signing holds the current secret first, then older ones still inside
+	// their rotation overlap.
+	Signing []SigningSecret `json:"signing"`
+	Auth    Credentials     `json:"auth"`
+}
+
+// SigningSecret is a whsec_ secret; ExpiresAt is nil for the current one.
+type SigningSecret struct {
+	Secret    string     `json:"secret"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// Credentials are a destination's auth values, by AuthType.
+type Credentials struct {
+	Token    string `json:"token,omitempty"`    // bearer
+	Username string `json:"username,omitempty"` // basic
+	Password string `json:"password,omitempty"` // basic
+	Value    string `json:"value,omitempty"`    // header
+}
+
+// Valid returns the signing secrets still valid at now, current first.
+func (s SubscriptionSecrets) Valid(now time.Time) []string {
+	var out []string
+	for _, sec := range s.Signing {
+		if sec.ExpiresAt == nil || now.Before(*sec.ExpiresAt) {
+			out = append(out, sec.Secret)
+		}
+	}
+	return out
+}
+
+// Limits of a subscription.
+const (
+	MaxEventTypes       = 100
+	MaxRetrySteps       = 12
+	MaxRetryStep        = 10 * time.Hour
+	MaxMaxInFlight      = 64
+	MaxCustomHeaders    = 20
+	MaxHeaderValueBytes = 1024
+	MaxNameBytes        = 256
+	MaxURLBytes         = 2048
+)
+
+// ValidateName checks a subscription name.
+func ValidateName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return Errorf(EINVALID, "name: required")
+	}
+	if len(name) > MaxNameBytes {
+		return Errorf(EINVALID, "name: at most %d bytes", MaxNameBytes)
+	}
+	return nil
+}
+
+// ValidateEventTypes checks event_types: non-empty, each <resource>.<event>
+// with schema_major >= 1, no repeats.
+func ValidateEventTypes(ets []EventTypeRef) error {
+	if len(ets) == 0 {
+		return Errorf(EINVALID, "event_types: at least one is required")
+	}
+	if len(ets) > MaxEventTypes {
+		return Errorf(EINVALID, "event_types: at most %d", MaxEventTypes)
+	}
+	seen := make(map[EventTypeRef]bool, len(ets))
+	for i, et := range ets {
+		if _, _, err := ParseEventType(et.Type); err != nil {
+			return Errorf(EINVALID, "event_types[%d].type: %v", i, err)
+		}
+		if et.SchemaMajor < 1 {
+			return Errorf(EINVALID, "event_types[%d].schema_major: must be 1 or more", i)
+		}
+		if seen[et] {
+			return Errorf(EINVALID, "event_types[%d]: %s v%d is listed twice", i, et.Type, et.SchemaMajor)
+		}
+		seen[et] = true
+	}
+	return nil
+}
+
+// ValidateRetrySchedule checks a retry_schedule override: 1..12 Go
+// durations, each > 0 and <= 10h. nil means the default curve.
+func ValidateRetrySchedule(steps []string) error {
+	if steps == nil {
+		return nil
+	}
+	_, err := ParseRetrySchedule(steps)
+	return err
+}
+
+// ParseRetrySchedule parses a retry_schedule override.
+func ParseRetrySchedule(steps []string) ([]time.Duration, error) {
+	if len(steps) < 1 || len(steps) > MaxRetrySteps {
+		return nil, Errorf(EINVALID, "retry_schedule: 1 to %d steps", MaxRetrySteps)
+	}
+	out := make([]time.Duration, len(steps))
+	for i, s := range steps {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > MaxRetryStep {
+			return nil, Errorf(EINVALID, "retry_schedule[%d]: %q must be a Go duration > 0 and <= 10h", i, s)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// ValidateMaxInFlight checks max_in_flight: 1..64.
+func ValidateMaxInFlight(n int) error {
+	if n < 1 || n > MaxMaxInFlight {
+		return Errorf(EINVALID, "max_in_flight: must be 1 to %d", MaxMaxInFlight)
+	}
+	return nil
+}
+
+// ValidateURL checks a destination URL: absolute http(s) with a host, https
+// unless private sinks are allowed, and no literal private address then.
+// Hostnames are checked again at dial time, after DNS.
+func ValidateURL(raw string, allowPrivate bool) error {
+	if len(raw) > MaxURLBytes {
+		return Errorf(EINVALID, "destination.url: at most %d bytes", MaxURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" {
+		return Errorf(EINVALID, "destination.url: must be an absolute http(s) URL")
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !allowPrivate {
+			return Errorf(EINVALID, "destination.url: must be https")
+		}
+	default:
+		return Errorf(EINVALID, "destination.url: must be an absolute http(s) URL")
+	}
+	if u.User != nil {
+		return Errorf(EINVALID, "destination.url: credentials in the URL are not allowed; use destination.auth")
+	}
+	if u.Fragment != "" {
+		return Errorf(EINVALID, "destination.url: must not have a fragment")
+	}
+	if !allowPrivate {
+		host := u.Hostname()
+		if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+			return Errorf(EINVALID, "destination.url: private destinations are not allowed")
+		}
+		if ip, err := netip.ParseAddr(host); err == nil && !PublicAddr(ip) {
+			return Errorf(EINVALID, "destination.url: private destinations are not allowed")
+		}
+	}
+	return nil
+}
+
+// reservedHeaders are set by the hub on every attempt; a destination's
+// custom headers may not replace them.
+var reservedHeaders = map[string]bool{
+	"host": true, "content-length": true, "content-type": true, "user-agent": true,
+	"authorization": true, "transfer-encoding": true, "connection": true, "te": true,
+	"trailer": true, "upgrade": true, "keep-alive": true, "proxy-authorization": true,
+	"webhook-id": true, "webhook-timestamp": true, "webhook-signature": true,
+}
+
+// ReservedHeader reports whether name is the hub's to set.
+func ReservedHeader(name string) bool {
+	n := strings.ToLower(name)
+	return reservedHeaders[n] || strings.HasPrefix(n, "x-lerian-") || strings.HasPrefix(n, "ce-")
+}
+
+// ValidateHeaders checks custom headers: valid names that are not the hub's,
+// values without control characters, bounded.
+func ValidateHeaders(h map[string]string) error {
+	if len(h) > MaxCustomHeaders {
+		return Errorf(EINVALID, "destination.headers: at most %d", MaxCustomHeaders)
+	}
+	for name, v := range h {
+		if err := validHeaderName(name); err != nil {
+			return Errorf(EINVALID, "destination.headers: %v", err)
+		}
+		if ReservedHeader(name) {
+			return Errorf(EINVALID, "destination.headers: %s is set by the hub and cannot be overridden", name)
+		}
+		if err := validHeaderValue(v); err != nil {
+			return Errorf(EINVALID, "destination.headers[%s]: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// ValidateAuth checks a destination's auth settings and credentials.
+func ValidateAuth(authType, headerName string, c Credentials) error {
+	switch authType {
+	case "":
+		return nil
+	case AuthBearer:
+		if c.Token == "" {
+			return Errorf(EINVALID, "destination.auth.token: required for bearer")
+		}
+		return wrapValue("destination.auth.token", validHeaderValue(c.Token))
+	case AuthBasic:
+		if c.Username == "" || c.Password == "" {
+			return Errorf(EINVALID, "destination.auth: username and password are required for basic")
+		}
+		if strings.Contains(c.Username, ":") {
+			return Errorf(EINVALID, "destination.auth.username: must not contain ':'")
+		}
+		return wrapValue("destination.auth", errorsJoin(validHeaderValue(c.Username), validHeaderValue(c.Password)))
+	case AuthHeader:
+		if err := validHeaderName(headerName); err != nil {
+			return Errorf(EINVALID, "destination.auth.name: %v", err)
+		}
+		if ReservedHeader(headerName) {
+			return Errorf(EINVALID, "destination.auth.name: %s is set by the hub and cannot be overridden", headerName)
+		}
+		if c.Value == "" {
+			return Errorf(EINVALID, "destination.auth.value: required for header")
+		}
+		return wrapValue("destination.auth.value", validHeaderValue(c.Value))
+	}
+	return Errorf(EINVALID, "destination.auth.type: must be bearer, basic or header")
+}
+
+func wrapValue(field string, err error) error {
+	if err != nil {
+		return Errorf(EINVALID, "%s: %v", field, err)
+	}
+	return nil
+}
+
+func errorsJoin(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validHeaderName(name string) error {
+	if name == "" || len(name) > 256 {
+		return fmt.Errorf("header name must be 1..256 bytes")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return fmt.Errorf("%q is not a valid header name", name)
+		}
+	}
+	return nil
+}
+
+func validHeaderValue(v string) error {
+	if len(v) > MaxHeaderValueBytes {
+		return fmt.Errorf("at most %d bytes", MaxHeaderValueBytes)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return fmt.Errorf("must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// PublicAddr reports whether ip may be dialed as a webhook destination: not
+// loopback, private, link-local, CGNAT, unspecified, multicast, cloud
+// metadata or another special-purpose range.
+func PublicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
+		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return false
+	}
+	for _, p := range specialPrefixes {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+var specialPrefixes = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8",          // "this network"
+		"100.64.0.0/10",      // CGNAT
+		"192.0.0.0/24",       // IETF protocol assignments
+		"192.0.2.0/24",       // TEST-NET-1
+		"198.18.0.0/15",      // benchmarking
+		"198.51.100.0/24",    // TEST-NET-2
+		"203.0.113.0/24",     // TEST-NET-3
+		"240.0.0.0/4",        // reserved, and broadcast
+		"64:ff9b::/96",       // NAT64 can reach IPv4 private space
+		"64:ff9b:1::/48",     // local-use NAT64
+		"100::/64",           // discard
+		"2001:db8::/32",      // documentation
+		"fd00:ec2::254/128",  // AWS metadata over IPv6 (also inside fc00::/7)
+		"169.254.169.254/32", // cloud metadata (also link-local)
+		"168.63.129.16/32",   // Azure wire server
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}()
+
+// HostIsIP reports whether host (without port) is an IP literal.
+func HostIsIP(host string) bool { return net.ParseIP(host) != nil }

@@ -1,0 +1,76 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+type seen struct {
+	header http.Header
+	body   []byte
+}
+
+func probeServer(t *testing.T, answer func(w http.ResponseWriter, challenge string)) (string, chan seen) {
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var p struct{ Challenge string }
+		json.Unmarshal(body, &p)
+		got <- seen{r.Header.Clone(), body}
+		answer(w, p.Challenge)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, got
+}
+
+func TestProbe_PassesOnlyWhenTheChallengeComesBack(t *testing.T) {
+	secret := NewSecret()
+	cases := []struct {
+		name   string
+		answer func(w http.ResponseWriter, challenge string)
+		pass   bool
+		status int
+		err    string
+	}{
+		{"echo", func(w http.ResponseWriter, c string) { w.Write([]byte(`{"challenge":"` + c + `"}`)) }, true, 200, ""},
+		{"no echo", func(w http.ResponseWriter, c string) { w.Write([]byte(`ok`)) }, false, 200, "does not contain the challenge"},
+		{"404", func(w http.ResponseWriter, c string) { w.WriteHeader(404); w.Write([]byte(c)) }, false, 404, "answered 404"},
+		{"timeout", func(w http.ResponseWriter, c string) { time.Sleep(300 * time.Millisecond); w.Write([]byte(c)) }, false, 0, "Timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			url, got := probeServer(t, tc.answer)
+			c := NewClient(ClientOptions{AllowPrivate: true, Timeout: 100 * time.Millisecond})
+			target := Target{URL: url, Secrets: []string{secret}, AuthType: hub.AuthBearer,
+				Credentials: hub.Credentials{Token: "t0k"}, Headers: map[string]string{"X-Custom": "v"}}
+			now := time.Unix(1_800_000_000, 0)
+			res := Probe(context.Background(), c, target, "sub_1", now)
+			if res.Passed != tc.pass || res.StatusCode != tc.status || !strings.Contains(res.Error, tc.err) {
+				t.Fatalf("result %+v, want passed=%v status=%d error~%q", res, tc.pass, tc.status, tc.err)
+			}
+			s := <-got
+			var body map[string]string
+			if err := json.Unmarshal(s.body, &body); err != nil || body["type"] != "hub.verification" || body["subscription_id"] != "sub_1" || len(body["challenge"]) < 16 {
+				t.Fatalf("probe body %s", s.body)
+			}
+			h := s.header
+			key, _ := SecretKey(secret)
+			if h.Get("X-Lerian-Event-Type") != "hub.verification" || !strings.HasPrefix(h.Get("webhook-id"), "probe_") ||
+				h.Get("webhook-timestamp") != strconv.FormatInt(now.Unix(), 10) ||
+				h.Get("webhook-signature") != Signature(key, h.Get("webhook-id"), now.Unix(), s.body) ||
+				h.Get("Authorization") != "Bearer t0k" || h.Get("X-Custom") != "v" || h.Get("Content-Type") != "application/json" ||
+				h.Get("User-Agent") != "streaming-hub/"+hub.Version {
+				t.Fatalf("probe headers %v", h)
+			}
+		})
+	}
+}
