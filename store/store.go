@@ -31,6 +31,8 @@ type Store interface {
 	Ingest(ctx context.Context, p IngestParams) (IngestResult, error)
 	ListRejections(ctx context.Context, p ListRejectionsParams) ([]hub.Rejection, error)
 	ListEvents(ctx context.Context, p ListEventsParams) ([]hub.Event, error)
+
+	ControlPlane
 }
 
 // Options are common to every driver.
@@ -107,5 +109,35 @@ type ListEventsParams struct {
 	TenantID string
 	After    int64    // only sequences greater than this
 	Types    []string // event types (<resource>.<event>); empty means all
+	Limit    int
+}
+
+// ControlPlane is the part of the store the API's tenants, keys and
+// subscriptions live in.
+type ControlPlane interface {
+	// CreateAPIKey stores a key (ENOTFOUND when the tenant does not exist).
+	CreateAPIKey(ctx context.Context, k hub.APIKey) error
+	GetAPIKey(ctx context.Context, id string) (hub.APIKey, error)
+	// DeleteAPIKey deletes one of tenantID's keys (ENOTFOUND otherwise).
+	DeleteAPIKey(ctx context.Context, tenantID, id string) error
+
+	// CreateSubscription stores s as given (the caller chose its id and
+	// sealed its secrets); it stamps Version 1 and the times.
+	CreateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error)
+	// GetSubscription answers ENOTFOUND for another tenant's or a deleted
+	// subscription: the two are indistinguishable to the caller.
+	GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error)
+	ListSubscriptions(ctx context.Context, p ListSubscriptionsParams) ([]hub.Subscription, error)
+	// UpdateSubscription writes every mutable field of s if the stored
+	// Version still equals s.Version (else ECONFLICT), and bumps it.
+	UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error)
+	// DeleteSubscription marks it deleted; it stops matching at once.
+	DeleteSubscription(ctx context.Context, tenantID, id string) error
+}
+
+// ListSubscriptionsParams pages one tenant's subscriptions by id.
+type ListSubscriptionsParams struct {
+	TenantID string
+	After    string
 	Limit    int
 }
