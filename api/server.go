@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
+	"github.com/lerianstudio/streaming-hub/envelope"
 	"github.com/lerianstudio/streaming-hub/metrics"
 	"github.com/lerianstudio/streaming-hub/store"
 )
@@ -16,6 +18,15 @@ type Deps struct {
 	Logger     *slog.Logger
 	AdminToken string
 	Version    string
+	// Keyring seals and opens subscription secrets (STREAMING_HUB_KEK).
+	Keyring *envelope.Keyring
+	// Client sends verification probes: the SSRF-safe webhook client.
+	Client            *http.Client
+	AllowPrivateSinks bool
+	// BreakerState reports a (tenant, destination) breaker; nil: closed.
+	BreakerState func(tenantID, url string) string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 	// Ready are the readiness checks by name (store, kafka, ...): /readyz
 	// answers 200 only when every one passes.
 	Ready map[string]func(context.Context) error
@@ -47,7 +58,29 @@ func New(deps Deps) *Server {
 	}
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
+
+	s.handle("POST", "/v1/tenants", s.createTenant)
+	s.handle("GET", "/v1/tenants", s.listTenants)
+	s.handle("GET", "/v1/tenants/{id}", s.getTenant)
+	s.handle("PATCH", "/v1/tenants/{id}", s.updateTenant)
+	s.handle("POST", "/v1/tenants/{id}/keys", s.createKey)
+	s.handle("DELETE", "/v1/tenants/{id}/keys/{key_id}", s.deleteKey)
+
+	s.handle("POST", "/v1/subscriptions", s.createSubscription)
+	s.handle("GET", "/v1/subscriptions", s.listSubscriptions)
+	s.handle("GET", "/v1/subscriptions/{id}", s.getSubscription)
+	s.handle("PATCH", "/v1/subscriptions/{id}", s.updateSubscription)
+	s.handle("DELETE", "/v1/subscriptions/{id}", s.deleteSubscription)
+	s.handle("POST", "/v1/subscriptions/{id}/verify", s.verifySubscription)
+	s.handle("POST", "/v1/subscriptions/{id}/rotate-secret", s.rotateSecret)
 	return s
+}
+
+func (s *Server) now() time.Time {
+	if s.deps.Now != nil {
+		return s.deps.Now().UTC().Truncate(time.Microsecond)
+	}
+	return time.Now().UTC().Truncate(time.Microsecond)
 }
 
 // Handler returns the server with its middleware.

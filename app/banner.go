@@ -37,5 +37,13 @@ See its verdict:
   curl -s %s/metrics | grep streaming_hub_ingest_records_total
   curl -s -H "Authorization: Bearer %s" %s/v1/admin/rejections
 
-`, broker, api, h.Config.AdminToken, api)
+Subscribe tenant default to transaction.posted, with a local receiver that
+answers the verification probe (go run ./examples/receiver -addr 127.0.0.1:9000):
+
+  curl -s -X POST %s/v1/subscriptions -H "Authorization: Bearer %s" -H "X-Tenant-Id: default" \
+    -d '{"name":"local","event_types":[{"type":"transaction.posted","schema_major":1}],
+         "destination":{"type":"webhook","url":"http://127.0.0.1:9000/hook"}}'
+  curl -s -X POST %s/v1/subscriptions/<id>/verify -H "Authorization: Bearer %s" -H "X-Tenant-Id: default"
+
+`, broker, api, h.Config.AdminToken, api, api, h.Config.AdminToken, api, h.Config.AdminToken)
 }

@@ -16,9 +16,11 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/api"
 	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/envelope"
 	"github.com/lerianstudio/streaming-hub/ingest"
 	"github.com/lerianstudio/streaming-hub/metrics"
 	"github.com/lerianstudio/streaming-hub/store"
+	"github.com/lerianstudio/streaming-hub/webhook"
 )
 
 // Hub is one running hub process.
@@ -30,6 +32,8 @@ type Hub struct {
 
 	Store    store.Store
 	Metrics  *metrics.Metrics
+	Keyring  *envelope.Keyring
+	Client   *http.Client   // the SSRF-safe destination client
 	Broker   *kfake.Cluster // dev mode's embedded Kafka
 	Consumer *ingest.Consumer
 
@@ -103,13 +107,24 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		ready["kafka"] = h.Consumer.Ready
 	}
 
+	if cfg.KEK == nil {
+		return &config.Error{Var: "KEK", Problem: "required: the hub never stores secrets unencrypted"}
+	}
+	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
+		return &config.Error{Var: "KEK", Problem: err.Error()}
+	}
+	h.Client = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks})
+
 	srv := api.New(api.Deps{
-		Store:      h.Store,
-		Metrics:    h.Metrics,
-		Logger:     h.Logger.With("component", "api"),
-		AdminToken: cfg.AdminToken,
-		Version:    hub.Version,
-		Ready:      ready,
+		Store:             h.Store,
+		Metrics:           h.Metrics,
+		Logger:            h.Logger.With("component", "api"),
+		AdminToken:        cfg.AdminToken,
+		Version:           hub.Version,
+		Ready:             ready,
+		Keyring:           h.Keyring,
+		Client:            h.Client,
+		AllowPrivateSinks: cfg.AllowPrivateSinks,
 	})
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)

@@ -1,0 +1,148 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+func TestAuthMatrix(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
+		acme := h.tenant("acme")
+		anon := client{t: t, base: h.url}
+		bad := client{t, h.url, "shk_key_0000000000000000.not-the-secret"}
+		garbage := client{t, h.url, "garbage"}
+
+		type call struct{ method, path, body string }
+		adminOnly := []call{
+			{"GET", "/v1/admin/rejections", ""},
+			{"POST", "/v1/tenants", `{"id":"new"}`},
+			{"GET", "/v1/tenants", ""},
+			{"GET", "/v1/tenants/acme", ""},
+			{"PATCH", "/v1/tenants/acme", `{"name":"x"}`},
+			{"POST", "/v1/tenants/acme/keys", ""},
+			{"DELETE", "/v1/tenants/acme/keys/key_0", ""},
+		}
+		tenantScoped := []call{
+			{"POST", "/v1/subscriptions", `{}`},
+			{"GET", "/v1/subscriptions", ""},
+			{"GET", "/v1/subscriptions/sub_x", ""},
+			{"PATCH", "/v1/subscriptions/sub_x", `{}`},
+			{"DELETE", "/v1/subscriptions/sub_x", ""},
+			{"POST", "/v1/subscriptions/sub_x/verify", ""},
+			{"POST", "/v1/subscriptions/sub_x/rotate-secret", ""},
+		}
+		for _, c := range append(adminOnly, tenantScoped...) {
+			for name, cl := range map[string]client{"no token": anon, "unknown key": bad, "garbage token": garbage} {
+				status, _, body := cl.do(c.method, c.path, c.body)
+				if status != 401 || !strings.Contains(string(body), `"code":"unauthorized"`) {
+					t.Errorf("%s %s with %s = %d %s, want 401", c.method, c.path, name, status, body)
+				}
+			}
+		}
+		for _, c := range adminOnly {
+			status, _, body := acme.do(c.method, c.path, c.body)
+			if status != 403 || !strings.Contains(string(body), `"code":"forbidden"`) {
+				t.Errorf("%s %s with a tenant key = %d %s, want 403", c.method, c.path, status, body)
+			}
+		}
+		for _, c := range tenantScoped {
+			status, _, body := h.admin.do(c.method, c.path, c.body)
+			if status != 400 || !strings.Contains(string(body), "X-Tenant-Id") {
+				t.Errorf("%s %s as admin without X-Tenant-Id = %d %s, want 400", c.method, c.path, status, body)
+			}
+		}
+		// The admin names a tenant with X-Tenant-Id; an unknown one is 404.
+		if status, _, body := h.admin.do("GET", "/v1/subscriptions", "", "X-Tenant-Id", "acme"); status != 200 {
+			t.Errorf("admin listing acme's subscriptions = %d %s", status, body)
+		}
+		if status, _, _ := h.admin.do("GET", "/v1/subscriptions", "", "X-Tenant-Id", "nobody"); status != 404 {
+			t.Errorf("admin naming an unknown tenant = %d", status)
+		}
+		// A right id with a wrong secret is no key.
+		id := strings.SplitN(strings.TrimPrefix(acme.token, "shk_"), ".", 2)[0]
+		forged := client{t, h.url, "shk_" + id + ".forged"}
+		if status, _, _ := forged.do("GET", "/v1/subscriptions", ""); status != 401 {
+			t.Errorf("forged secret = %d, want 401", status)
+		}
+	})
+}
+
+func TestKeys_DeletedKeyStopsWorkingAtOnce(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		h.admin.json("POST", "/v1/tenants", `{"id":"acme"}`, 201, nil)
+		var k struct{ ID, Key string }
+		h.admin.json("POST", "/v1/tenants/acme/keys", "{}", 201, &k)
+		acme := client{t, h.url, k.Key}
+		acme.json("GET", "/v1/subscriptions", "", 200, nil)
+		if status, _, _ := h.admin.do("DELETE", "/v1/tenants/globex/keys/"+k.ID, ""); status != 404 {
+			t.Fatalf("deleting acme's key under another tenant = %d, want 404", status)
+		}
+		if status, _, _ := h.admin.do("DELETE", "/v1/tenants/acme/keys/"+k.ID, ""); status != 204 {
+			t.Fatalf("delete = %d", status)
+		}
+		if status, _, _ := acme.do("GET", "/v1/subscriptions", ""); status != 401 {
+			t.Fatalf("deleted key = %d, want 401", status)
+		}
+		if strings.Contains(h.logs.String(), k.Key) {
+			t.Fatal("the API key appears in the log")
+		}
+	})
+}
+
+func TestTenants_InactiveTenantsKeysAreRefused(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		acme := h.tenant("acme")
+		var tenant struct{ ID, Name, Status, CreatedAt string }
+		h.admin.json("PATCH", "/v1/tenants/acme", `{"status":"inactive"}`, 200, &tenant)
+		if tenant.Status != "inactive" || tenant.Name != "acme" {
+			t.Fatalf("patched tenant = %+v", tenant)
+		}
+		if status, _, _ := acme.do("GET", "/v1/subscriptions", ""); status != 403 {
+			t.Fatalf("inactive tenant's key = %d, want 403", status)
+		}
+		if status, _, _ := h.admin.do("GET", "/v1/subscriptions", "", "X-Tenant-Id", "acme"); status != 200 {
+			t.Fatalf("the admin can still manage an inactive tenant: %d", status)
+		}
+	})
+}
+
+func TestTenants_API(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		var created map[string]any
+		h.admin.json("POST", "/v1/tenants", `{"id":"acme","name":"Acme"}`, 201, &created)
+		if created["id"] != "acme" || created["name"] != "Acme" || created["status"] != "active" || created["created_at"] != "2026-11-30T12:00:00Z" {
+			t.Fatalf("created = %v", created)
+		}
+		status, _, body := h.admin.do("POST", "/v1/tenants", `{"id":"acme","name":"again"}`)
+		wantError(t, status, body, 409, "conflict")
+		status, _, body = h.admin.do("POST", "/v1/tenants", `{"id":"bad id"}`)
+		wantError(t, status, body, 400, "invalid")
+		status, _, body = h.admin.do("PATCH", "/v1/tenants/acme", `{"status":"paused"}`)
+		wantError(t, status, body, 400, "invalid")
+		status, _, body = h.admin.do("GET", "/v1/tenants/nobody", "")
+		wantError(t, status, body, 404, "not_found")
+		status, _, body = h.admin.do("POST", "/v1/tenants/nobody/keys", "")
+		wantError(t, status, body, 404, "not_found")
+		for _, id := range []string{"b", "c"} {
+			h.admin.json("POST", "/v1/tenants", `{"id":"`+id+`"}`, 201, nil)
+		}
+		var p struct {
+			Data       []struct{ ID string }
+			NextCursor *string `json:"next_cursor"`
+		}
+		h.admin.json("GET", "/v1/tenants?limit=2", "", 200, &p)
+		if len(p.Data) != 2 || p.Data[0].ID != "acme" || p.NextCursor == nil {
+			t.Fatalf("first page = %+v", p)
+		}
+		h.admin.json("GET", "/v1/tenants?limit=2&cursor="+*p.NextCursor, "", 200, &p)
+		if len(p.Data) != 1 || p.Data[0].ID != "c" || p.NextCursor != nil {
+			t.Fatalf("last page = %+v", p)
+		}
+	})
+}

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// subscriptionJSON is a subscription as the API shows it: never a secret.
+type subscriptionJSON struct {
+	ID                string             `json:"id"`
+	TenantID          string             `json:"tenant_id"`
+	Name              string             `json:"name"`
+	EventTypes        []hub.EventTypeRef `json:"event_types"`
+	Destination       destinationJSON    `json:"destination"`
+	RetrySchedule     []string           `json:"retry_schedule"`
+	MaxInFlight       int                `json:"max_in_flight"`
+	Enabled           bool               `json:"enabled"`
+	VerificationState string             `json:"verification_state"`
+	DisabledReason    *string            `json:"disabled_reason"`
+	DisabledAt        *time.Time         `json:"disabled_at"`
+	BreakerState      string             `json:"breaker_state"`
+	FailureSpan       *failureSpanJSON   `json:"failure_span"`
+	CreatedAt         time.Time          `json:"created_at"`
+	UpdatedAt         time.Time          `json:"updated_at"`
+	// SigningSecret is set only in the answer to a create.
+	SigningSecret string `json:"signing_secret,omitempty"`
+}
+
+type destinationJSON struct {
+	Type    string            `json:"type"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Auth    *authJSON         `json:"auth"`
+}
+
+// authJSON shows how a destination authenticates, never with what.
+type authJSON struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"` // the header of the header type
+}
+
+type failureSpanJSON struct {
+	FirstFailureAt time.Time `json:"first_failure_at"`
+	LastFailureAt  time.Time `json:"last_failure_at"`
+}
+
+func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
+	out := subscriptionJSON{
+		ID:                sub.ID,
+		TenantID:          sub.TenantID,
+		Name:              sub.Name,
+		EventTypes:        sub.EventTypes,
+		RetrySchedule:     sub.RetrySchedule,
+		MaxInFlight:       sub.MaxInFlight,
+		Enabled:           sub.Enabled,
+		VerificationState: string(sub.VerificationState),
+		DisabledAt:        sub.DisabledAt,
+		BreakerState:      "closed",
+		CreatedAt:         sub.CreatedAt,
+		UpdatedAt:         sub.UpdatedAt,
+		Destination: destinationJSON{
+			Type:    sub.Destination.Type,
+			URL:     sub.Destination.URL,
+			Headers: sub.Destination.Headers,
+		},
+	}
+	if out.Destination.Headers == nil {
+		out.Destination.Headers = map[string]string{}
+	}
+	if sub.Destination.AuthType != "" {
+		out.Destination.Auth = &authJSON{Type: sub.Destination.AuthType}
+		if sub.Destination.AuthType == hub.AuthHeader {
+			out.Destination.Auth.Name = sub.Destination.AuthHeaderName
+		}
+	}
+	if sub.DisabledReason != "" {
+		reason := sub.DisabledReason
+		out.DisabledReason = &reason
+	}
+	if sub.FailureSpan != nil {
+		out.FailureSpan = &failureSpanJSON{sub.FailureSpan.First, sub.FailureSpan.Last}
+	}
+	if s.deps.BreakerState != nil {
+		out.BreakerState = s.deps.BreakerState(sub.TenantID, sub.Destination.URL)
+	}
+	return out
+}
