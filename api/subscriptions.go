@@ -9,22 +9,12 @@ import (
 	"github.com/lerianstudio/streaming-hub/webhook"
 )
 
-// secretsPlace binds a subscription's sealed secrets to its row: a blob
-// copied onto another subscription does not open.
-func secretsPlace(sub hub.Subscription) []byte {
-	return []byte("subscription/" + sub.TenantID + "/" + sub.ID)
-}
-
 func (s *Server) openSecrets(sub hub.Subscription) (hub.SubscriptionSecrets, error) {
-	var sec hub.SubscriptionSecrets
-	err := s.deps.Keyring.OpenJSON(sub.Secrets, secretsPlace(sub), &sec)
-	return sec, err
+	return webhook.OpenSecrets(s.deps.Keyring, sub)
 }
 
 func (s *Server) sealSecrets(sub *hub.Subscription, sec hub.SubscriptionSecrets) error {
-	blob, err := s.deps.Keyring.SealJSON(sec, secretsPlace(*sub))
-	sub.Secrets = blob
-	return err
+	return webhook.SealSecrets(s.deps.Keyring, sub, sec)
 }
 
 func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) error {

@@ -8,18 +8,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/webhook"
 )
 
-// target opens a subscription's destination for a request.
-func (s *Server) target(sub hub.Subscription, sec hub.SubscriptionSecrets) webhook.Target {
-	return webhook.Target{
-		URL:            sub.Destination.URL,
-		Headers:        sub.Destination.Headers,
-		AuthType:       sub.Destination.AuthType,
-		AuthHeaderName: sub.Destination.AuthHeaderName,
-		Credentials:    sec.Auth,
-		Secrets:        sec.Valid(s.now()),
-	}
-}
-
 // verifySubscription re-probes the destination. A pass makes it active and
 // enabled in place with its failure span cleared; a failure marks a pending
 // subscription failed, and disables an active one (which stays active).
@@ -40,7 +28,7 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	res := webhook.Probe(r.Context(), s.deps.Client, s.target(sub, sec), sub.ID, s.now())
+	res := webhook.Probe(r.Context(), s.deps.Client, webhook.TargetOf(sub, sec, s.now()), sub.ID, s.now())
 
 	sub, err = s.modifySubscription(r.Context(), tenantID, id, func(sub *hub.Subscription, _ *hub.SubscriptionSecrets) error {
 		now := s.now()

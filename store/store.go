@@ -26,13 +26,15 @@ type Store interface {
 	UpdateTenant(ctx context.Context, p UpdateTenantParams) (hub.Tenant, error)
 
 	// Ingest persists one partition's batch in one transaction: the roster
-	// gate, dedup on (tenant, ce-id), arrival sequences, inbox rows and
-	// rejections. Nothing is written unless everything is.
+	// gate, dedup on (tenant, ce-id), arrival sequences, inbox rows,
+	// matching and its delivery jobs, and rejections. Nothing is written
+	// unless everything is: an event is never stored without its jobs.
 	Ingest(ctx context.Context, p IngestParams) (IngestResult, error)
 	ListRejections(ctx context.Context, p ListRejectionsParams) ([]hub.Rejection, error)
 	ListEvents(ctx context.Context, p ListEventsParams) ([]hub.Event, error)
 
 	ControlPlane
+	Dispatch
 }
 
 // Options are common to every driver.
@@ -85,9 +87,11 @@ type IngestParams struct {
 	Rejected []hub.Rejection
 }
 
-// IngestResult has one outcome per IngestParams.Events entry, in order.
+// IngestResult has one outcome per IngestParams.Events entry, in order,
+// and the number of delivery jobs matching created.
 type IngestResult struct {
 	Outcomes []Outcome
+	Jobs     int
 }
 
 // Outcome is the verdict for one event that passed the wire contract:

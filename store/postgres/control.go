@@ -118,16 +118,27 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 		return hub.Subscription{}, err
 	}
 	first, last := spanTimes(s)
-	out, err := scanSubscription(db.pool.QueryRow(ctx, `UPDATE subscriptions SET
+	now := db.opts.Stamp()
+	var out hub.Subscription
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanSubscription(tx.QueryRow(ctx, `UPDATE subscriptions SET
 		name = $3, event_types = $4, destination_type = $5, destination_url = $6, destination_headers = $7,
 		auth_type = $8, auth_header_name = $9, secrets = $10, retry_schedule = $11, max_in_flight = $12,
 		enabled = $13, verification_state = $14, disabled_reason = $15, disabled_at = $16,
 		failure_first_at = $17, failure_last_at = $18, version = version + 1, updated_at = $19
 		WHERE id = $1 AND tenant_id = $2 AND version = $20 AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns,
-		s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
-		s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight,
-		s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, db.opts.Stamp(), s.Version))
+			s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
+			s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight,
+			s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, s.Version))
+		if err != nil || out.Enabled {
+			return err
+		}
+		// A disabled subscription delivers nothing: its waiting jobs are
+		// dead-lettered (replayable once it is enabled again).
+		return deadLetterPending(ctx, tx, []string{s.ID}, hub.DeadLetterSubscriptionDisabled, now)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, gerr := db.GetSubscription(ctx, s.TenantID, s.ID); gerr != nil {
 			return hub.Subscription{}, gerr
@@ -138,10 +149,16 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 }
 
 func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, enabled = false, version = version + 1, updated_at = $3
-		WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`, id, tenantID, db.opts.Stamp())
-	if err == nil && tag.RowsAffected() == 0 {
-		return hub.Errorf(hub.ENOTFOUND, "subscription %q not found", id)
-	}
-	return err
+	now := db.opts.Stamp()
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, enabled = false, version = version + 1, updated_at = $3
+			WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`, id, tenantID, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return hub.Errorf(hub.ENOTFOUND, "subscription %q not found", id)
+		}
+		return deadLetterPending(ctx, tx, []string{id}, hub.DeadLetterSubscriptionDeleted, now)
+	})
 }

@@ -38,6 +38,9 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestRes
 				return err
 			}
 			res.Outcomes = outcomes
+			if res.Jobs, err = db.match(ctx, tx, p.Events, outcomes, now); err != nil {
+				return err
+			}
 		}
 		if len(p.Rejected) > 0 {
 			if err := db.reject(ctx, tx, p.Rejected, now); err != nil {
@@ -165,4 +168,39 @@ func extensionsJSON(ext map[string]string) (any, error) {
 		return nil, err
 	}
 	return string(b), nil
+}
+
+// match creates the delivery jobs of the batch's accepted events, in the
+// ingest transaction: an event is never stored without its jobs, and a
+// subscription change applies to the very next record.
+func (db *DB) match(ctx context.Context, tx pgx.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
+	var tenants []string
+	seen := make(map[string]bool)
+	for i, ev := range events {
+		if outcomes[i].Verdict == hub.Accept && !seen[ev.TenantID] {
+			seen[ev.TenantID] = true
+			tenants = append(tenants, ev.TenantID)
+		}
+	}
+	if len(tenants) == 0 {
+		return 0, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, tenant_id, event_types FROM subscriptions
+		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants)
+	if err != nil {
+		return 0, err
+	}
+	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) {
+		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
+		var et []byte
+		if err := r.Scan(&s.ID, &s.TenantID, &et); err != nil {
+			return s, err
+		}
+		return s, json.Unmarshal(et, &s.EventTypes)
+	})
+	if err != nil {
+		return 0, err
+	}
+	jobs := store.Match(events, outcomes, subs, now)
+	return len(jobs), copyJobs(ctx, tx, jobs)
 }

@@ -148,14 +148,23 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 	if err != nil {
 		return hub.Subscription{}, err
 	}
-	args = append(args, micros(db.opts.Stamp()), s.ID, s.TenantID, s.Version)
-	out, err := scanSubscription(db.w.QueryRowContext(ctx, `UPDATE subscriptions SET
+	now := micros(db.opts.Stamp())
+	args = append(args, now, s.ID, s.TenantID, s.Version)
+	var out hub.Subscription
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = scanSubscription(tx.QueryRowContext(ctx, `UPDATE subscriptions SET
 		name = ?, event_types = ?, destination_type = ?, destination_url = ?, destination_headers = ?,
 		auth_type = ?, auth_header_name = ?, secrets = ?, retry_schedule = ?, max_in_flight = ?,
 		enabled = ?, verification_state = ?, disabled_reason = ?, disabled_at = ?,
 		failure_first_at = ?, failure_last_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND tenant_id = ? AND version = ? AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, args...))
+		if err != nil || out.Enabled {
+			return err
+		}
+		return deadLetterPending(ctx, tx, s.ID, hub.DeadLetterSubscriptionDisabled, now)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, gerr := db.GetSubscription(ctx, s.TenantID, s.ID); gerr != nil {
 			return hub.Subscription{}, gerr
@@ -167,7 +176,12 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 
 func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) error {
 	now := micros(db.opts.Stamp())
-	res, err := db.w.ExecContext(ctx, `UPDATE subscriptions SET deleted_at = ?, enabled = 0, version = version + 1, updated_at = ?
-		WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL`, now, now, id, tenantID)
-	return affected(res, err, "subscription %q not found", id)
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE subscriptions SET deleted_at = ?, enabled = 0, version = version + 1, updated_at = ?
+			WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL`, now, now, id, tenantID)
+		if err := affected(res, err, "subscription %q not found", id); err != nil {
+			return err
+		}
+		return deadLetterPending(ctx, tx, id, hub.DeadLetterSubscriptionDeleted, now)
+	})
 }

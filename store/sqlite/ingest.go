@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/store"
@@ -24,6 +25,9 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestRes
 				return err
 			}
 			res.Outcomes = outcomes
+			if res.Jobs, err = match(ctx, tx, p.Events, outcomes, fromMicros(now)); err != nil {
+				return err
+			}
 		}
 		if len(p.Rejected) > 0 {
 			return db.reject(ctx, tx, p.Rejected, now)
@@ -151,4 +155,39 @@ func anys[T any](s []T) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// match creates the delivery jobs of the batch's accepted events, in the
+// ingest transaction: an event is never stored without its jobs.
+func match(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
+	var tenants []string
+	seen := make(map[string]bool)
+	for i, ev := range events {
+		if outcomes[i].Verdict == hub.Accept && !seen[ev.TenantID] {
+			seen[ev.TenantID] = true
+			tenants = append(tenants, ev.TenantID)
+		}
+	}
+	if len(tenants) == 0 {
+		return 0, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, tenant_id, event_types FROM subscriptions
+		WHERE tenant_id IN (`+placeholders(len(tenants))+`) AND enabled = 1 AND verification_state = 'active' AND deleted_at IS NULL`,
+		anys(tenants)...)
+	if err != nil {
+		return 0, err
+	}
+	subs, err := collect(rows, func(r scanner) (hub.Subscription, error) {
+		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
+		var et string
+		if err := r.Scan(&s.ID, &s.TenantID, &et); err != nil {
+			return s, err
+		}
+		return s, json.Unmarshal([]byte(et), &s.EventTypes)
+	})
+	if err != nil {
+		return 0, err
+	}
+	jobs := store.Match(events, outcomes, subs, now)
+	return len(jobs), insertJobs(ctx, tx, jobs)
 }

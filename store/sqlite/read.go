@@ -33,6 +33,24 @@ func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) 
 	})
 }
 
+const eventSelect = `tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
+	schema_version, schema_major, data_content_type, data_schema, extensions, data,
+	topic, kafka_partition, kafka_offset, received_at`
+
+func scanEvent(r scanner) (hub.Event, error) {
+	var ev hub.Event
+	var ext *string
+	var received int64
+	err := r.Scan(&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
+		&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
+		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &received)
+	if err == nil && ext != nil {
+		err = json.Unmarshal([]byte(*ext), &ev.Extensions)
+	}
+	ev.ReceivedAt = fromMicros(received)
+	return ev, err
+}
+
 func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) ([]hub.Event, error) {
 	args := []any{p.TenantID, p.After}
 	filter := ""
@@ -41,25 +59,10 @@ func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) ([]hub.E
 		args = append(args, anys(p.Types)...)
 	}
 	args = append(args, store.ClampLimit(p.Limit, 100, 1000))
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
-		        schema_version, schema_major, data_content_type, data_schema, extensions, data,
-		        topic, kafka_partition, kafka_offset, received_at
-		 FROM events WHERE tenant_id = ? AND sequence > ?`+filter+` ORDER BY sequence LIMIT ?`, args...)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+eventSelect+` FROM events
+		WHERE tenant_id = ? AND sequence > ?`+filter+` ORDER BY sequence LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, func(r scanner) (hub.Event, error) {
-		var ev hub.Event
-		var ext *string
-		var received int64
-		err := r.Scan(&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
-			&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
-			&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &received)
-		if err == nil && ext != nil {
-			err = json.Unmarshal([]byte(*ext), &ev.Extensions)
-		}
-		ev.ReceivedAt = fromMicros(received)
-		return ev, err
-	})
+	return collect(rows, scanEvent)
 }

@@ -25,6 +25,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Rejections", func(t *testing.T) { testRejections(t, open) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
 	t.Run("ControlPlane", func(t *testing.T) { testControlPlane(t, open) })
+	t.Run("Dispatch", func(t *testing.T) { testDispatch(t, open) })
 }
 
 // env is one test's store with a fake clock.
