@@ -25,6 +25,9 @@ type Deps struct {
 	AllowPrivateSinks bool
 	// BreakerState reports a (tenant, destination) breaker; nil: closed.
 	BreakerState func(tenantID, url string) string
+	// OnJobs runs after the API created delivery jobs (replays): the
+	// dispatcher's in-process wake-up.
+	OnJobs func()
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Ready are the readiness checks by name (store, kafka, ...): /readyz
@@ -73,6 +76,10 @@ func New(deps Deps) *Server {
 	s.handle("DELETE", "/v1/subscriptions/{id}", s.deleteSubscription)
 	s.handle("POST", "/v1/subscriptions/{id}/verify", s.verifySubscription)
 	s.handle("POST", "/v1/subscriptions/{id}/rotate-secret", s.rotateSecret)
+	s.handle("GET", "/v1/subscriptions/{id}/deliveries", s.listDeliveries)
+	s.handle("POST", "/v1/subscriptions/{id}/replay", s.replaySubscription)
+	s.handle("GET", "/v1/deliveries/{id}", s.getDelivery)
+	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
 	return s
 }
 

@@ -16,6 +16,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/api"
 	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/dispatch"
 	"github.com/lerianstudio/streaming-hub/envelope"
 	"github.com/lerianstudio/streaming-hub/ingest"
 	"github.com/lerianstudio/streaming-hub/metrics"
@@ -29,13 +30,17 @@ type Hub struct {
 	Logger    *slog.Logger
 	Out       io.Writer // where dev mode prints what to do next; nil for none
 	NoMigrate bool      // serve --no-migrate: check the schema, change nothing
+	// Now is the clock of the store, the dispatcher and the API; nil means
+	// time.Now. Tests move it to drive retries without waiting.
+	Now func() time.Time
 
-	Store    store.Store
-	Metrics  *metrics.Metrics
-	Keyring  *envelope.Keyring
-	Client   *http.Client   // the SSRF-safe destination client
-	Broker   *kfake.Cluster // dev mode's embedded Kafka
-	Consumer *ingest.Consumer
+	Store      store.Store
+	Metrics    *metrics.Metrics
+	Keyring    *envelope.Keyring
+	Client     *http.Client   // the SSRF-safe destination client
+	Broker     *kfake.Cluster // dev mode's embedded Kafka
+	Consumer   *ingest.Consumer
+	Dispatcher *dispatch.Dispatcher
 
 	ln      net.Listener
 	http    *http.Server
@@ -71,7 +76,10 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 	}
 
-	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{}); err != nil {
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now}); err != nil {
 		return err
 	}
 	if h.NoMigrate {
@@ -90,6 +98,37 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 
 	h.Metrics = metrics.New()
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
+	if cfg.KEK == nil {
+		return &config.Error{Var: "KEK", Problem: "required: the hub never stores secrets unencrypted"}
+	}
+	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
+		return &config.Error{Var: "KEK", Problem: err.Error()}
+	}
+	h.Client = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks})
+	if cfg.Role.Delivers() {
+		var autoDisable *store.AutoDisable
+		if cfg.AutodisableEnabled {
+			autoDisable = &store.AutoDisable{Window: cfg.AutodisableFailureWindow, Spread: cfg.AutodisableFailureSpread}
+		}
+		h.Dispatcher, err = dispatch.New(dispatch.Config{
+			Store:           h.Store,
+			Keyring:         h.Keyring,
+			Client:          h.Client,
+			Metrics:         h.Metrics,
+			Logger:          h.Logger.With("component", "dispatch"),
+			Now:             h.Now,
+			Workers:         cfg.DispatchWorkers,
+			ClaimBatch:      cfg.DispatchClaimBatch,
+			IdleInterval:    cfg.DispatchIdleInterval,
+			Lease:           cfg.DispatchLease,
+			PoisonThreshold: cfg.PoisonThreshold,
+			DLQRetention:    cfg.DLQRetention,
+			AutoDisable:     autoDisable,
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if cfg.Role.Ingests() {
 		h.Consumer, err = ingest.New(ingest.Config{
 			Brokers:        cfg.KafkaBrokers,
@@ -100,20 +139,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Logger:         h.Logger.With("component", "ingest"),
 			MaxValueBytes:  cfg.MaxRecordBytes,
 			MetadataMaxAge: h.metadataMaxAge(),
+			OnJobs:         h.wakeDispatcher,
 		})
 		if err != nil {
 			return err
 		}
 		ready["kafka"] = h.Consumer.Ready
 	}
-
-	if cfg.KEK == nil {
-		return &config.Error{Var: "KEK", Problem: "required: the hub never stores secrets unencrypted"}
-	}
-	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
-		return &config.Error{Var: "KEK", Problem: err.Error()}
-	}
-	h.Client = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks})
 
 	srv := api.New(api.Deps{
 		Store:             h.Store,
@@ -125,6 +157,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Keyring:           h.Keyring,
 		Client:            h.Client,
 		AllowPrivateSinks: cfg.AllowPrivateSinks,
+		OnJobs:            h.wakeDispatcher,
+		Now:               h.Now,
 	})
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)
@@ -141,6 +175,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	})
 	if h.Consumer != nil {
 		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
+	}
+	if h.Dispatcher != nil {
+		h.goRun("dispatch", func() error { return h.Dispatcher.Run(runCtx) })
 	}
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if cfg.Mode == config.Dev && h.Out != nil {
@@ -214,6 +251,14 @@ func (h *Hub) Close() {
 	}
 	if h.Broker != nil {
 		h.Broker.Close()
+	}
+}
+
+// wakeDispatcher is ingest's in-process wake-up: a fresh job does not wait
+// for the idle poll.
+func (h *Hub) wakeDispatcher() {
+	if h.Dispatcher != nil {
+		h.Dispatcher.Wake()
 	}
 }
 

@@ -42,6 +42,9 @@ type Config struct {
 	// 0 keeps franz-go's default (5m). Dev mode lowers it.
 	MetadataMaxAge time.Duration
 
+	// OnJobs, when set, runs after a transaction that created delivery jobs
+	// commits: the in-process wake-up of the dispatcher.
+	OnJobs func()
 	// AfterPersist, when set, runs after a partition's transaction commits
 	// and before its offset is committed: the crash window, for tests.
 	AfterPersist func(topic string, partition int32)

@@ -151,6 +151,9 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 				m.InboxWrites.WithLabelValues("ok").Inc()
 			}
 			w.c.count(params, res)
+			if res.Jobs > 0 && cfg.OnJobs != nil {
+				cfg.OnJobs()
+			}
 			return true
 		}
 		if w.ctx.Err() != nil {

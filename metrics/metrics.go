@@ -25,6 +25,19 @@ type Metrics struct {
 	OffsetCommits      *prometheus.CounterVec // result: ok | error
 	ConsumerLag        *prometheus.GaugeVec   // topic, partition
 	PartitionsAssigned prometheus.Gauge
+
+	// Delivery.
+	Attempts          *prometheus.CounterVec   // outcome: success | failure
+	AttemptDuration   *prometheus.HistogramVec // outcome
+	EndToEnd          prometheus.Histogram     // ingest to successful delivery
+	JobsCompleted     *prometheus.CounterVec   // status: succeeded | dead_lettered, reason
+	Jobs              *prometheus.GaugeVec     // status: pending | in_flight | dead_lettered
+	LeasesRecovered   *prometheus.CounterVec   // result: recovered | poisoned
+	CompletionsFenced prometheus.Counter
+	Shed              prometheus.Counter
+	BreakerChanges    *prometheus.CounterVec // to: open | half_open | closed
+	BreakersOpen      prometheus.Gauge
+	AutoDisables      prometheus.Counter
 }
 
 // New creates and registers every collector, plus the Go and process ones.
@@ -61,17 +74,71 @@ func New() *Metrics {
 			Name: "streaming_hub_partitions_assigned",
 			Help: "Kafka partitions this process consumes.",
 		}),
+		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_delivery_attempts_total",
+			Help: "Delivery attempts, by outcome (success: a 2xx answer; failure: anything else).",
+		}, []string{"outcome"}),
+		AttemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "streaming_hub_delivery_attempt_duration_seconds",
+			Help:    "Duration of one delivery attempt (the HTTP request), by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}, []string{"outcome"}),
+		EndToEnd: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "streaming_hub_delivery_end_to_end_seconds",
+			Help:    "From the event's arrival at the hub (or its replay) to its successful delivery.",
+			Buckets: prometheus.ExponentialBuckets(0.002, 2, 18),
+		}),
+		JobsCompleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_jobs_completed_total",
+			Help: "Delivery jobs that reached a terminal state, by status and dead-letter reason.",
+		}, []string{"status", "reason"}),
+		Jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "streaming_hub_jobs",
+			Help: "Delivery jobs by state (sampled periodically).",
+		}, []string{"status"}),
+		LeasesRecovered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_leases_recovered_total",
+			Help: "Jobs whose lease expired without a result: recovered to pending, or dead-lettered as poison.",
+		}, []string{"result"}),
+		CompletionsFenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_completions_fenced_total",
+			Help: "Results not written because the worker's lease had been lost.",
+		}),
+		Shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_delivery_shed_total",
+			Help: "Due jobs rescheduled without an attempt because their destination's breaker was open.",
+		}),
+		BreakerChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_breaker_state_changes_total",
+			Help: "Circuit breaker transitions, by the state entered.",
+		}, []string{"to"}),
+		BreakersOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "streaming_hub_breakers_open",
+			Help: "(tenant, destination) breakers currently open or half-open in this process.",
+		}),
+		AutoDisables: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_autodisables_total",
+			Help: "Subscriptions disabled automatically after a sustained and spread failure span.",
+		}),
 	}
 	r.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
 		m.ConsumerLag, m.PartitionsAssigned,
+		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
+		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)
 	for _, r := range []string{hub.ReasonDuplicate, hub.ReasonUnknownTenant, hub.ReasonInactiveTenant} {
 		m.IngestRecords.WithLabelValues(string(hub.Discard), r)
+	}
+	for _, o := range []string{"success", "failure"} {
+		m.Attempts.WithLabelValues(o)
+	}
+	for _, st := range []string{"pending", "in_flight", "dead_lettered"} {
+		m.Jobs.WithLabelValues(st)
 	}
 	for _, r := range []string{"ok", "error"} {
 		m.InboxWrites.WithLabelValues(r)

@@ -130,6 +130,10 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 			return hub.Errorf(hub.ECONFLICT, "event %q is no longer retained in the inbox", j.EventID)
 		}
 		out = fresh(j, now)
+		// Marked, so a later bulk replay does not send it once more.
+		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET replayed = 1 WHERE id = ?`, j.ID); err != nil {
+			return err
+		}
 		return insertJobs(ctx, tx, []hub.Job{out})
 	})
 	return out, err

@@ -388,8 +388,8 @@ func testDispatch(t *testing.T, open Opener) {
 		e.clock.Advance(time.Minute)
 		n, err := e.store.ReplaySubscription(e.ctx, store.ReplayParams{TenantID: "acme", SubscriptionID: "sub_1",
 			Status: hub.JobDeadLettered, Since: e.clock.Now().Add(-time.Hour)})
-		if err != nil || n != 3 {
-			t.Fatalf("ReplaySubscription = %d, %v", n, err)
+		if err != nil || n != 2 {
+			t.Fatalf("ReplaySubscription = %d, %v; want the 2 not replayed one by one", n, err)
 		}
 		n, _ = e.store.ReplaySubscription(e.ctx, store.ReplayParams{TenantID: "acme", SubscriptionID: "sub_1",
 			Status: hub.JobDeadLettered, Since: e.clock.Now().Add(-time.Hour)})

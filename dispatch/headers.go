@@ -1,0 +1,39 @@
+package dispatch
+
+import (
+	"net/http"
+	"strconv"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// eventHeaders are the hub's headers of an attempt: X-Lerian-* and the
+// CloudEvents HTTP binary-mode ce-* attributes as ingested. The Standard
+// Webhooks signature, auth and custom headers are added by webhook.NewRequest.
+func eventHeaders(ev hub.Event, deliveryID string) http.Header {
+	h := http.Header{
+		"X-Lerian-Event-Id":    {ev.ID},
+		"X-Lerian-Delivery-Id": {deliveryID},
+		"X-Lerian-Event-Type":  {ev.EventType},
+		"X-Lerian-Tenant-Id":   {ev.TenantID},
+		"X-Lerian-Sequence":    {strconv.FormatInt(ev.Sequence, 10)},
+		// Lower-case keys are sent as written: exactly the attribute names.
+		"ce-id":            {ev.ID},
+		"ce-type":          {ev.Type},
+		"ce-source":        {ev.Source},
+		"ce-specversion":   {ev.SpecVersion},
+		"ce-time":          {ev.Time},
+		"ce-tenantid":      {ev.TenantID},
+		"ce-schemaversion": {ev.SchemaVersion},
+	}
+	if ev.Subject != "" {
+		h["ce-subject"] = []string{ev.Subject}
+	}
+	if ev.DataSchema != "" {
+		h["ce-dataschema"] = []string{ev.DataSchema}
+	}
+	for k, v := range ev.Extensions {
+		h[k] = []string{v}
+	}
+	return h
+}

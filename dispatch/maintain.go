@@ -1,0 +1,57 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/store"
+)
+
+func (d *Dispatcher) maintainLoop(ctx context.Context) {
+	t := time.NewTicker(d.cfg.MaintenanceInterval)
+	defer t.Stop()
+	for {
+		if err := d.Maintain(ctx); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Error("dispatch maintenance failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Maintain runs one maintenance pass: recover expired leases (poisoning
+// repeat offenders), dead-letter the waiting jobs of disabled or deleted
+// subscriptions, prune dead letters past retention, and sample job gauges.
+func (d *Dispatcher) Maintain(ctx context.Context) error {
+	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	if m := d.cfg.Metrics; m != nil {
+		m.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
+		m.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
+	}
+	if rec.Recovered+rec.Poisoned > 0 {
+		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
+		d.Wake()
+	}
+	if _, err := d.cfg.Store.DeadLetterOrphans(ctx); err != nil {
+		return err
+	}
+	if _, err := d.cfg.Store.PruneDeadLetters(ctx, store.PruneParams{Before: d.now().Add(-d.cfg.DLQRetention), Limit: 1000}); err != nil {
+		return err
+	}
+	if m := d.cfg.Metrics; m != nil {
+		counts, err := d.cfg.Store.CountJobs(ctx)
+		if err != nil {
+			return err
+		}
+		for status, n := range counts {
+			m.Jobs.WithLabelValues(string(status)).Set(float64(n))
+		}
+	}
+	return nil
+}
