@@ -350,5 +350,24 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 		if status := l.api("POST", "/v1/subscriptions/"+sub.ID+"/replay", "acme", `{"status":"dead_lettered"}`, &bulk); status != 202 || bulk.Replayed != 0 {
 			t.Fatalf("bulk replay after the single one = %d %+v: it must not send evt-2 again", status, bulk)
 		}
+
+		// What happened is in the metrics: 5 failed and 2 successful
+		// attempts, two jobs succeeded, one dead-lettered as exhausted.
+		testkit.Eventually(t, 5*time.Second, "the metrics", func() bool {
+			m := get(t, l.Hub, "/metrics")
+			for _, line := range []string{
+				`streaming_hub_delivery_attempts_total{outcome="failure"} 5`,
+				`streaming_hub_delivery_attempts_total{outcome="success"} 2`,
+				`streaming_hub_delivery_end_to_end_seconds_count 2`,
+				`streaming_hub_jobs_completed_total{reason="",status="succeeded"} 2`,
+				`streaming_hub_jobs_completed_total{reason="exhausted",status="dead_lettered"} 1`,
+				`streaming_hub_delivery_attempt_duration_seconds_count{outcome="failure"} 5`,
+			} {
+				if !strings.Contains(m, line) {
+					return false
+				}
+			}
+			return true
+		})
 	})
 }

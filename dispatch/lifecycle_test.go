@@ -9,6 +9,8 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/lerianstudio/streaming-hub/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/store"
@@ -37,6 +39,12 @@ func TestPoison_FiveExpiredLeasesDeadLetterTheJob(t *testing.T) {
 		}
 		if n := r.step(); n != 0 || len(r.sink.got()) != 0 {
 			t.Fatal("the poison job was attempted")
+		}
+		if got := testutil.ToFloat64(r.metrics.Jobs.WithLabelValues("dead_lettered")); got != 1 {
+			t.Fatalf("jobs gauge dead_lettered = %v", got)
+		}
+		if got := testutil.ToFloat64(r.metrics.LeasesRecovered.WithLabelValues("poisoned")); got != 1 {
+			t.Fatalf("leases poisoned = %v", got)
 		}
 	})
 }
