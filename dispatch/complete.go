@@ -8,60 +8,70 @@ import (
 	"github.com/lerianstudio/streaming-hub/store"
 )
 
-// completer batches results: one transaction per FlushSize results or per
-// FlushInterval, whichever comes first.
-func (d *Dispatcher) completer(results <-chan store.Completion) {
-	var batch []store.Completion
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	flush := func() {
-		if len(batch) == 0 {
-			return
+// completer writes results as they come: it takes whatever has arrived
+// (up to FlushSize) and writes it in one transaction. Under load, results
+// pile up while a write is in progress, so batches grow by themselves; when
+// idle, a lone result is written at once.
+func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Completion, q *queue) {
+	batch := make([]store.Completion, 0, d.cfg.FlushSize)
+	for c := range results {
+		batch = append(batch[:0], c)
+	more:
+		for len(batch) < d.cfg.FlushSize {
+			select {
+			case c, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+			default:
+				break more
+			}
 		}
-		// Keep trying: an unwritten result is only lost if its lease
-		// expires first, and then the job is simply delivered again.
-		for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err := d.complete(ctx, batch)
-			cancel()
-			if err == nil {
-				break
-			}
-			d.cfg.Logger.Error("recording delivery results failed; retrying", "results", len(batch), "err", err)
-			if wait >= 5*time.Second {
-				d.cfg.Logger.Error("giving up on these results: their leases will expire and the jobs be delivered again", "results", len(batch))
-				break
-			}
-			time.Sleep(wait)
-		}
-		batch = batch[:0]
-	}
-	for {
-		select {
-		case c, ok := <-results:
-			if !ok {
-				flush()
-				return
-			}
-			if len(batch) == 0 {
-				timer.Reset(d.cfg.FlushInterval)
-			}
-			batch = append(batch, c)
-			if len(batch) >= d.cfg.FlushSize {
-				timer.Stop()
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		}
+		d.flush(ctx, batch, q)
 	}
 }
 
-// complete writes one batch of results and accounts for them.
-func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion) error {
-	res, err := d.cfg.Store.CompleteJobs(ctx, store.CompleteParams{Completions: cs, AutoDisable: d.cfg.AutoDisable})
+// flush writes a batch and, while running, claims in the same transaction
+// the next jobs of the subscriptions it frees (as many as the local queue
+// has room for): a busy subscription goes from one job to the next without
+// a separate claim. It retries while the database is unreachable: an
+// unwritten result is only lost if its lease expires first, and then the
+// job is simply delivered again.
+func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *queue) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		var next *store.ClaimParams
+		if space := q.space(); space > 0 && ctx.Err() == nil {
+			next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease}
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := d.complete(wctx, batch, next)
+		cancel()
+		if err == nil {
+			if next != nil {
+				d.enqueue(q, res.Claimed)
+			} else {
+				// Their next jobs can be claimed now, not at the next
+				// idle poll.
+				d.hint(batch)
+			}
+			return
+		}
+		d.cfg.Logger.Error("recording delivery results failed; retrying", "results", len(batch), "err", err)
+		if wait >= 5*time.Second {
+			d.cfg.Logger.Error("giving up on these results: their leases will expire and the jobs be delivered again", "results", len(batch))
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// complete writes one batch of results (claiming next as asked) and
+// accounts for them.
+func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *store.ClaimParams) (store.CompleteResult, error) {
+	res, err := d.cfg.Store.CompleteJobs(ctx, store.CompleteParams{Completions: cs, AutoDisable: d.cfg.AutoDisable, Next: next})
 	if err != nil {
-		return err
+		return res, err
 	}
 	fenced := make(map[string]bool, len(res.Fenced))
 	for _, id := range res.Fenced {
@@ -98,7 +108,7 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion) error 
 		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window; "+
 			"POST /v1/subscriptions/{id}/verify re-enables it", "subscription", id)
 	}
-	return nil
+	return res, nil
 }
 
 // observeSuccess and observeFailure record an attempt's metrics.

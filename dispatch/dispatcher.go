@@ -49,8 +49,7 @@ type Config struct {
 	AutoDisable *store.AutoDisable
 
 	MaintenanceInterval time.Duration // recover leases, sweep, prune, gauges; 5s
-	FlushInterval       time.Duration // longest a result waits to be written; 5ms
-	FlushSize           int           // results per completion transaction; 128
+	FlushSize           int           // most results per completion transaction; 128
 }
 
 func (c Config) withDefaults() Config {
@@ -75,9 +74,6 @@ func (c Config) withDefaults() Config {
 	if c.MaintenanceInterval <= 0 {
 		c.MaintenanceInterval = 5 * time.Second
 	}
-	if c.FlushInterval <= 0 {
-		c.FlushInterval = 5 * time.Millisecond
-	}
 	if c.FlushSize <= 0 {
 		c.FlushSize = 128
 	}
@@ -98,7 +94,13 @@ func (c Config) withDefaults() Config {
 // Dispatcher claims, attempts and completes delivery jobs.
 type Dispatcher struct {
 	cfg  Config
-	wake chan struct{}
+	wake chan struct{} // new jobs may exist anywhere: claim across all subscriptions
+
+	// freedSubs are subscriptions whose jobs just finished here: they have
+	// free slots, so the next claim can target them cheaply.
+	hintMu    sync.Mutex
+	freedSubs map[string]struct{}
+	hinted    chan struct{}
 
 	randMu sync.Mutex
 	rand   *mrand.Rand
@@ -110,7 +112,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: a store, a keyring and a client are required")
 	}
 	cfg = cfg.withDefaults()
-	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand}, nil
+	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
+		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1)}, nil
 }
 
 // Wake tells an idle dispatcher new jobs exist, so a fresh event does not
@@ -145,14 +148,61 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
-	return len(claimed), d.complete(ctx, results)
+	_, err = d.complete(ctx, results, nil)
+	return len(claimed), err
+}
+
+// queue is the local queue of claimed jobs waiting for a worker. Claim loops
+// and completers (which claim the next jobs of the subscriptions they free)
+// offer to it without blocking; once it is closed, offers are refused.
+type queue struct {
+	mu     sync.RWMutex
+	ch     chan store.Claimed
+	closed bool
+}
+
+// space is how many more jobs fit.
+func (q *queue) space() int { return cap(q.ch) - len(q.ch) }
+
+// offer queues what fits and returns the rest.
+func (q *queue) offer(cs []store.Claimed) (rest []store.Claimed) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	for i, c := range cs {
+		if q.closed {
+			return cs[i:]
+		}
+		select {
+		case q.ch <- c:
+		default:
+			return cs[i:]
+		}
+	}
+	return nil
+}
+
+// close stops offers and returns what no worker took.
+func (q *queue) close() []store.Claimed {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var left []store.Claimed
+	for {
+		select {
+		case c := <-q.ch:
+			left = append(left, c)
+		default:
+			close(q.ch)
+			return left
+		}
+	}
 }
 
 // Run claims and delivers until ctx is done, then stops claiming, gives
 // back the leases of claimed jobs not started, lets attempts in flight
 // finish, and writes their results.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	queue := make(chan store.Claimed, d.cfg.Workers)
+	q := &queue{ch: make(chan store.Claimed, d.cfg.Workers)}
 	results := make(chan store.Completion, d.cfg.Workers*4)
 	freed := make(chan struct{}, 1)
 
@@ -161,7 +211,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for c := range queue {
+			for c := range q.ch {
 				// An attempt in flight finishes even while stopping: its
 				// own timeout bounds it.
 				results <- d.deliver(context.WithoutCancel(ctx), c)
@@ -172,43 +222,52 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	completerDone := make(chan struct{})
-	go func() { defer close(completerDone); d.completer(results) }()
+	// Two completers: one writes while the other gathers the next batch.
+	var completers sync.WaitGroup
+	for range 2 {
+		completers.Add(1)
+		go func() { defer completers.Done(); d.completer(ctx, results, q) }()
+	}
 	maintDone := make(chan struct{})
 	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
 
-	d.claimLoop(ctx, queue, freed)
+	d.claimLoop(ctx, q, freed)
 
 	// Stopping: give back what no worker has started.
-	var unstarted []store.JobLease
-	for drained := false; !drained; {
-		select {
-		case c := <-queue:
-			unstarted = append(unstarted, store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken})
-		default:
-			drained = true
-		}
-	}
-	close(queue)
-	if len(unstarted) > 0 {
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := d.cfg.Store.ReleaseJobs(rctx, unstarted); err != nil {
-			d.cfg.Logger.Warn("could not give back leases; they will expire and be recovered", "jobs", len(unstarted), "err", err)
-		}
-		cancel()
-	}
+	d.release(q.close())
 	workers.Wait()
 	close(results)
-	<-completerDone
+	completers.Wait()
 	<-maintDone
 	return nil
 }
 
-func (d *Dispatcher) claimLoop(ctx context.Context, queue chan store.Claimed, freed chan struct{}) {
+// release gives back leases of claimed jobs no worker started.
+func (d *Dispatcher) release(cs []store.Claimed) {
+	if len(cs) == 0 {
+		return
+	}
+	leases := make([]store.JobLease, len(cs))
+	for i, c := range cs {
+		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
+		d.cfg.Logger.Warn("could not give back leases; they will expire and be recovered", "jobs", len(leases), "err", err)
+	}
+}
+
+// claimLoop keeps the local queue fed. Claims across all subscriptions
+// (costing in proportion to them) run when woken by new jobs and on the
+// idle poll; in between, claims target the subscriptions whose jobs just
+// finished, which is what keeps a busy hub busy.
+func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{}) {
 	idle := time.NewTimer(0)
 	defer idle.Stop()
+	full := true
 	for ctx.Err() == nil {
-		space := cap(queue) - len(queue)
+		space := q.space()
 		if space == 0 {
 			select {
 			case <-ctx.Done():
@@ -216,23 +275,74 @@ func (d *Dispatcher) claimLoop(ctx context.Context, queue chan store.Claimed, fr
 			}
 			continue
 		}
-		claimed, err := d.cfg.Store.ClaimJobs(ctx, store.ClaimParams{Batch: min(d.cfg.ClaimBatch, space), Lease: d.cfg.Lease})
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, space), Lease: d.cfg.Lease}
+		if !full {
+			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
+				full = d.waitForWork(ctx, idle)
+				continue
+			}
+		}
+		// Not canceled by the stop: a claim cut off after the database
+		// committed it would strand its jobs until their leases expire.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
-		// Oldest first, so a tenant's jobs start in arrival order.
-		sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
-		for _, c := range claimed {
-			queue <- c
-		}
-		if len(claimed) > 0 && err == nil {
-			continue
-		}
-		idle.Reset(d.cfg.IdleInterval)
-		select {
-		case <-ctx.Done():
-		case <-d.wake:
-		case <-idle.C:
+		d.enqueue(q, claimed)
+		// A full claim that filled its batch may have left more: go on.
+		full = full && err == nil && len(claimed) == p.Batch
+		if err != nil {
+			full = d.waitForWork(ctx, idle)
 		}
 	}
+}
+
+// waitForWork waits for new jobs (a full claim), freed subscriptions (a
+// targeted claim) or the idle poll (a full claim). It reports whether the
+// next claim should be full.
+func (d *Dispatcher) waitForWork(ctx context.Context, idle *time.Timer) bool {
+	idle.Reset(d.cfg.IdleInterval)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-d.wake:
+		return true
+	case <-idle.C:
+		return true
+	case <-d.hinted:
+		return false
+	}
+}
+
+// hint records subscriptions whose jobs finished here.
+func (d *Dispatcher) hint(cs []store.Completion) {
+	d.hintMu.Lock()
+	for _, c := range cs {
+		d.freedSubs[c.SubscriptionID] = struct{}{}
+	}
+	d.hintMu.Unlock()
+	select {
+	case d.hinted <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) takeHints() []string {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	out := make([]string, 0, len(d.freedSubs))
+	for id := range d.freedSubs {
+		out = append(out, id)
+		delete(d.freedSubs, id)
+	}
+	return out
+}
+
+// enqueue queues claimed jobs, oldest first so a tenant's jobs start in
+// arrival order, and gives back what does not fit.
+func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
+	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
+	d.release(q.offer(claimed))
 }

@@ -49,6 +49,11 @@ type Dispatch interface {
 type ClaimParams struct {
 	Batch int
 	Lease time.Duration
+	// Subscriptions, when set, limits the claim to these subscriptions:
+	// a dispatcher that just finished their jobs knows they have free
+	// slots, and a targeted claim costs in proportion to the list, not to
+	// every subscription.
+	Subscriptions []string
 }
 
 // Claimed is a job under a lease with what its attempt needs.
@@ -86,6 +91,11 @@ type CompleteParams struct {
 	// AutoDisable, when set, disables subscriptions whose failure span is
 	// both sustained and spread, and dead-letters their pending jobs.
 	AutoDisable *AutoDisable
+	// Next, when set, claims in the same transaction the next jobs of the
+	// subscriptions these results freed (up to Next.Batch; Subscriptions
+	// is ignored): the hand-off that keeps a busy subscription busy
+	// without a separate claim.
+	Next *ClaimParams
 }
 
 // AutoDisable are the gates of auto-disable (SPEC 9).
@@ -95,8 +105,9 @@ type AutoDisable struct {
 }
 
 type CompleteResult struct {
-	Fenced   []string // jobs whose results were not written: their lease was lost
-	Disabled []string // subscriptions auto-disabled by this batch
+	Fenced   []string  // jobs whose results were not written: their lease was lost
+	Disabled []string  // subscriptions auto-disabled by this batch
+	Claimed  []Claimed // the next jobs, when CompleteParams.Next was set
 }
 
 type RecoverParams struct {

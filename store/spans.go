@@ -81,3 +81,16 @@ func Fenced(cs []Completion, written []string) []string {
 	}
 	return out
 }
+
+// SubscriptionsOf returns the distinct subscriptions of cs.
+func SubscriptionsOf(cs []Completion) []string {
+	seen := make(map[string]bool, len(cs))
+	var out []string
+	for _, c := range cs {
+		if !seen[c.SubscriptionID] {
+			seen[c.SubscriptionID] = true
+			out = append(out, c.SubscriptionID)
+		}
+	}
+	return out
+}

@@ -56,8 +56,10 @@ func NewClient(o ClientOptions) *http.Client {
 		Transport: &http.Transport{
 			DialContext:           d.DialContext,
 			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          512,
-			MaxIdleConnsPerHost:   32,
+			// Workers reuse connections: a busy destination keeps one
+			// per concurrent attempt instead of dialing for each.
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,

@@ -35,6 +35,7 @@ var commands = map[string]command{
 	"serve":   {"run the hub in production: external Kafka and PostgreSQL", runServe},
 	"migrate": {"apply database migrations (STREAMING_HUB_DATABASE_URL)", runMigrate},
 	"version": {"print the version", runVersion},
+	"bench":   {"measure the whole path on this machine (embedded Kafka, the hub, a local sink)", runBench},
 }
 
 func main() {

@@ -58,7 +58,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestRes
 func (db *DB) admit(ctx context.Context, tx pgx.Tx, events []hub.Event, now time.Time) ([]store.Outcome, error) {
 	roster := make(map[string]*store.RosterEntry)
 	rows, err := tx.Query(ctx,
-		`SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR UPDATE`,
+		`SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
 		store.Tenants(events))
 	if err != nil {
 		return nil, err

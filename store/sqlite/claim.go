@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sort"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/store"
@@ -14,17 +15,28 @@ import (
 // subscription offers its oldest due jobs up to its free in-flight slots;
 // the batch takes them tenant round by tenant round.
 func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
-	now := db.opts.Stamp()
+	var out []store.Claimed
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = claim(ctx, tx, p, db.opts.Stamp())
+		return err
+	})
+	return out, err
+}
+
+// claim claims within tx; completions use it to claim the next jobs of the
+// subscriptions they just freed, in their own transaction.
+func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) ([]store.Claimed, error) {
 	nowUS := micros(now)
 	token := hub.NewID("lease", now)
 	var out []store.Claimed
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		out = nil
+	err := func() error {
 		rows, err := tx.QueryContext(ctx, `SELECT s.id, s.max_in_flight -
 				(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS free
 			FROM subscriptions s
 			WHERE s.enabled = 1 AND s.verification_state = 'active' AND s.deleted_at IS NULL
-			  AND EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.subscription_id = s.id AND j.status = 'pending' AND j.next_attempt_at <= ?)`, nowUS)
+			  AND EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.subscription_id = s.id AND j.status = 'pending' AND j.next_attempt_at <= ?)`+
+			only(len(p.Subscriptions)), append([]any{nowUS}, anys(p.Subscriptions)...)...)
 		if err != nil {
 			return err
 		}
@@ -100,8 +112,16 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claim
 		}
 		out, err = loadClaimed(ctx, tx, jobs, token)
 		return err
-	})
+	}()
 	return out, err
+}
+
+// only restricts the subscriptions query to a list of ids, when given.
+func only(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " AND s.id IN (" + placeholders(n) + ")"
 }
 
 func loadClaimed(ctx context.Context, tx *sql.Tx, jobs []hub.Job, token string) ([]store.Claimed, error) {

@@ -67,7 +67,14 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 			}
 		}
 		if p.AutoDisable != nil {
-			res.Disabled, err = autoDisable(ctx, tx, store.Failing(p.Completions), *p.AutoDisable, now)
+			if res.Disabled, err = autoDisable(ctx, tx, store.Failing(p.Completions), *p.AutoDisable, now); err != nil {
+				return err
+			}
+		}
+		if p.Next != nil {
+			next := *p.Next
+			next.Subscriptions = store.SubscriptionsOf(p.Completions)
+			res.Claimed, err = claim(ctx, tx, next, now)
 		}
 		return err
 	})

@@ -448,6 +448,38 @@ func testDispatch(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("CompletionClaimsTheNextJobsOfWhatItFreed", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.tenant(t, "globex", "")
+		e.subscribe(t, "acme", "sub_a", 1)
+		e.subscribe(t, "globex", "sub_g", 1)
+		e.publish(t, "acme", "a", 3)
+		first := e.claim(t, 1)
+		if seqs(first) != "[acme#1]" {
+			t.Fatalf("first = %s", seqs(first))
+		}
+		e.publish(t, "globex", "g", 2) // waiting, but not freed by this completion
+		res, err := e.store.CompleteJobs(e.ctx, store.CompleteParams{
+			Completions: []store.Completion{e.succeeded(first[0])},
+			Next:        &store.ClaimParams{Batch: 16, Lease: time.Minute},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seqs(res.Claimed) != "[acme#2]" || res.Claimed[0].Event.ID != "a-00001" || res.Claimed[0].Subscription.ID != "sub_a" {
+			t.Fatalf("claimed next %s, want only acme's next job", seqs(res.Claimed))
+		}
+		// The hand-off kept max_in_flight: nothing more of acme's.
+		if got := seqs(e.claim(t, 16)); got != "[globex#1]" {
+			t.Fatalf("a claim after the hand-off = %s, want only globex's", got)
+		}
+		j, _ := e.job(t, "acme", first[0].Job.ID)
+		if j.Status != hub.JobSucceeded {
+			t.Fatalf("the completed job = %+v", j)
+		}
+	})
+
 	t.Run("ConcurrentClaimersNeverShareAJob", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		const tenants, perTenant = 10, 100

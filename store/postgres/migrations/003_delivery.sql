@@ -21,18 +21,20 @@ CREATE TABLE delivery_jobs (
     completed_at       timestamptz
 );
 
--- Claiming: a subscription's due jobs in arrival order, and whether it has any.
+-- Every job changes state three times (pending, in flight, done) and each
+-- change writes an entry in every index it qualifies for, so these are few
+-- and mostly partial.
+-- Claiming: a subscription's waiting jobs in arrival order (the due check
+-- reads next_attempt_at on the way; the oldest is nearly always due).
 CREATE INDEX delivery_jobs_pending ON delivery_jobs (subscription_id, event_sequence) WHERE status = 'pending';
-CREATE INDEX delivery_jobs_due ON delivery_jobs (subscription_id, next_attempt_at) WHERE status = 'pending';
--- In-flight counts per subscription, and leases to recover.
+-- In-flight jobs: per subscription, and the leases to recover (a small set).
 CREATE INDEX delivery_jobs_in_flight ON delivery_jobs (subscription_id) WHERE status = 'in_flight';
-CREATE INDEX delivery_jobs_leases ON delivery_jobs (lease_expires_at) WHERE status = 'in_flight';
 -- The API: a subscription's deliveries, newest first.
 CREATE INDEX delivery_jobs_subscription ON delivery_jobs (subscription_id, id);
 -- Retention: terminal jobs by age.
 CREATE INDEX delivery_jobs_completed ON delivery_jobs (status, completed_at) WHERE completed_at IS NOT NULL;
--- Retention of the inbox: is an event still needed by a job?
-CREATE INDEX delivery_jobs_event ON delivery_jobs (tenant_id, event_sequence);
+-- Retention of the inbox: events that live jobs still need.
+CREATE INDEX delivery_jobs_live_event ON delivery_jobs (tenant_id, event_sequence) WHERE status IN ('pending', 'in_flight');
 
 CREATE TABLE delivery_attempts (
     id            text PRIMARY KEY,  -- the X-Lerian-Delivery-Id

@@ -22,12 +22,10 @@ CREATE TABLE delivery_jobs (
 ) STRICT;
 
 CREATE INDEX delivery_jobs_pending ON delivery_jobs (subscription_id, event_sequence) WHERE status = 'pending';
-CREATE INDEX delivery_jobs_due ON delivery_jobs (subscription_id, next_attempt_at) WHERE status = 'pending';
 CREATE INDEX delivery_jobs_in_flight ON delivery_jobs (subscription_id) WHERE status = 'in_flight';
-CREATE INDEX delivery_jobs_leases ON delivery_jobs (lease_expires_at) WHERE status = 'in_flight';
 CREATE INDEX delivery_jobs_subscription ON delivery_jobs (subscription_id, id);
 CREATE INDEX delivery_jobs_completed ON delivery_jobs (status, completed_at) WHERE completed_at IS NOT NULL;
-CREATE INDEX delivery_jobs_event ON delivery_jobs (tenant_id, event_sequence);
+CREATE INDEX delivery_jobs_live_event ON delivery_jobs (tenant_id, event_sequence) WHERE status IN ('pending', 'in_flight');
 
 CREATE TABLE delivery_attempts (
     id            TEXT PRIMARY KEY,
