@@ -129,15 +129,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		}
 	}()
 
-	var lastIngest time.Time
-	progress := time.NewTicker(max(o.Progress, 100*time.Millisecond))
-	defer progress.Stop()
+	var lastIngest, lastPrint time.Time
+	tick := time.NewTicker(100 * time.Millisecond) // measurement; printing follows o.Progress
+	defer tick.Stop()
 	ingestedEvents := func() int64 { return int64(counterValue(h.Metrics.InboxEvents)) }
 	for {
 		select {
 		case <-ctx.Done():
 			return Result{}, fmt.Errorf("bench: %w after %v: %d of %d delivered", ctx.Err(), time.Since(start).Round(time.Second), s.unique(), o.Events)
-		case <-progress.C:
+		case <-tick.C:
 		}
 		if v := produceErr.Load(); v != nil {
 			return Result{}, v.(error)
@@ -146,7 +146,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 			lastIngest = time.Now()
 		}
 		el := time.Since(start)
-		if o.Progress > 0 {
+		if o.Progress > 0 && time.Since(lastPrint) >= o.Progress {
+			lastPrint = time.Now()
 			fmt.Fprintf(out, "  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)  rss %4d MB\n",
 				el.Seconds(), produced.Load(), ingestedEvents(), s.unique(), float64(s.unique())/el.Seconds(), peakRSS()>>20)
 		}

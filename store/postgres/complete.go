@@ -37,6 +37,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(asyncCommit)
+	b.Queue(orderedScans)
 	b.Queue(lockSubscriptions, store.SubscriptionsOf(p.Completions))
 	b.Queue(fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET
 			status = v.status, attempts = d.attempts + v.attempted::int, next_attempt_at = v.next_at,
@@ -72,7 +73,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var res store.CompleteResult
-	for range 3 { // BEGIN, SET LOCAL, the locks
+	for range 4 { // BEGIN, the two SETs, the locks
 		if _, err := br.Exec(); err != nil {
 			return res, err
 		}
@@ -95,7 +96,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 	res.Fenced = store.Fenced(p.Completions, written)
 	// After BEGIN, SET, the locks and the update; before the optional
 	// auto-disable and claim, and COMMIT.
-	for range b.Len() - 5 - boolInt(autoDisable) - boolInt(p.Next != nil) {
+	for range b.Len() - 6 - boolInt(autoDisable) - boolInt(p.Next != nil) {
 		if _, err := br.Exec(); err != nil {
 			return store.CompleteResult{}, err
 		}

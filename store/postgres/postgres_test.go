@@ -56,3 +56,7 @@ func TestInFlightCountDriftIsRepaired(t *testing.T) {
 		t.Fatalf("in_flight = %d after one claim", n)
 	}
 }
+
+func BenchmarkDispatch(b *testing.B) {
+	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}

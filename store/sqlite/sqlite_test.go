@@ -15,3 +15,7 @@ func TestConformance(t *testing.T) {
 func BenchmarkIngest(b *testing.B) {
 	storetest.BenchIngest(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
 }
+
+func BenchmarkDispatch(b *testing.B) {
+	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
+}
