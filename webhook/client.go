@@ -54,8 +54,8 @@ func NewClient(o ClientOptions) *http.Client {
 	return &http.Client{
 		Timeout: o.Timeout,
 		Transport: &http.Transport{
-			DialContext:           d.DialContext,
-			ForceAttemptHTTP2:     true,
+			DialContext:       d.DialContext,
+			ForceAttemptHTTP2: true,
 			// Workers reuse connections: a busy destination keeps one
 			// per concurrent attempt instead of dialing for each.
 			MaxIdleConns:          1024,
