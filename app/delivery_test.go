@@ -138,7 +138,7 @@ func newRecorder(t *testing.T) *recorder {
 		status := rc.status(len(rc.got))
 		rc.mu.Unlock()
 		w.WriteHeader(status)
-		fmt.Fprintf(w, "answer %d", status)
+		w.Write(b) // an echo: verification probes find their challenge
 	}))
 	t.Cleanup(rc.Close)
 	return rc
@@ -369,5 +369,87 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 			}
 			return true
 		})
+	})
+}
+
+// A destination down for five days is auto-disabled (its breaker open
+// meanwhile, visible on the subscription); verify brings it back in place,
+// and deliveries resume once the breaker's probe succeeds.
+func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		clock := testkit.NewClock()
+		l := startLive(t, d, clock)
+		sink := newRecorder(t)
+		sink.setStatus(func(int) int { return 503 })
+		sub := l.subscribe("acme", sink.URL, webhook.NewSecret(), []string{"1s"})
+		t0 := clock.Now()
+		// failAt produces an event at t0+h and waits until the hub has
+		// dealt with it: attempted (and failed), or shed by the breaker.
+		failAt := func(h time.Duration, id string) {
+			clock.Set(t0.Add(h))
+			l.produce(ceRecord("acme", id, ""))
+			testkit.Eventually(t, 10*time.Second, "the hub to handle "+id, func() bool {
+				jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
+				for _, j := range jobs {
+					if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(clock.Now())) {
+						return true
+					}
+				}
+				return false
+			})
+		}
+		failAt(0, "evt-1")
+		failAt(12*time.Hour, "evt-2")
+		failAt(60*time.Hour, "evt-3")
+		failAt(100*time.Hour, "evt-4")
+		failAt(120*time.Hour, "evt-5") // both gates met: 120h sustained, 120h spread
+		var s struct {
+			Enabled           bool
+			VerificationState string  `json:"verification_state"`
+			DisabledReason    *string `json:"disabled_reason"`
+			BreakerState      string  `json:"breaker_state"`
+			FailureSpan       *struct {
+				First time.Time `json:"first_failure_at"`
+				Last  time.Time `json:"last_failure_at"`
+			} `json:"failure_span"`
+		}
+		testkit.Eventually(t, 10*time.Second, "the auto-disable", func() bool {
+			l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
+			return !s.Enabled
+		})
+		if s.VerificationState != "active" || s.DisabledReason == nil || !strings.HasPrefix(*s.DisabledReason, "auto-disabled: failing since") ||
+			s.FailureSpan == nil || !s.FailureSpan.First.Equal(t0) || s.BreakerState != "open" {
+			t.Fatalf("after auto-disable: %+v (reason %v, span %+v)", s, s.DisabledReason, s.FailureSpan)
+		}
+
+		// The destination is fixed; verify re-enables in place.
+		sink.setStatus(func(int) int { return 200 })
+		var verified struct {
+			Enabled           bool
+			VerificationState string    `json:"verification_state"`
+			FailureSpan       *struct{} `json:"failure_span"`
+			DisabledReason    *string   `json:"disabled_reason"`
+		}
+		if status := l.api("POST", "/v1/subscriptions/"+sub.ID+"/verify", "acme", "", &verified); status != 200 {
+			t.Fatalf("verify = %d %+v", status, verified)
+		}
+		if !verified.Enabled || verified.VerificationState != "active" || verified.FailureSpan != nil || verified.DisabledReason != nil {
+			t.Fatalf("after verify: %+v", verified)
+		}
+		// New events flow again once the breaker lets its probe through.
+		before := sink.count()
+		l.produce(ceRecord("acme", "evt-6", ""))
+		clock.Advance(time.Minute)
+		testkit.Eventually(t, 10*time.Second, "delivery after recovery", func() bool {
+			clock.Advance(time.Second)
+			return sink.count() > before
+		})
+		if req, _ := sink.request(before); req.Header.Get("X-Lerian-Event-Id") != "evt-6" {
+			t.Fatalf("after recovery the destination got %s", req.Header.Get("X-Lerian-Event-Id"))
+		}
+		l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
+		if s.BreakerState != "closed" {
+			t.Fatalf("breaker after recovery: %s", s.BreakerState)
+		}
 	})
 }

@@ -41,6 +41,7 @@ type Hub struct {
 	Broker     *kfake.Cluster // dev mode's embedded Kafka
 	Consumer   *ingest.Consumer
 	Dispatcher *dispatch.Dispatcher
+	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
 
 	ln      net.Listener
 	http    *http.Server
@@ -110,6 +111,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		if cfg.AutodisableEnabled {
 			autoDisable = &store.AutoDisable{Window: cfg.AutodisableFailureWindow, Spread: cfg.AutodisableFailureSpread}
 		}
+		h.Breakers = dispatch.NewBreakers(dispatch.BreakerOptions{
+			Failures: cfg.BreakerFailures, OpenFor: cfg.BreakerOpen, MaxOpen: cfg.BreakerMaxOpen,
+		}, h.Now, h.Metrics)
 		h.Dispatcher, err = dispatch.New(dispatch.Config{
 			Store:           h.Store,
 			Keyring:         h.Keyring,
@@ -124,6 +128,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			PoisonThreshold: cfg.PoisonThreshold,
 			DLQRetention:    cfg.DLQRetention,
 			AutoDisable:     autoDisable,
+			Breakers:        h.Breakers,
 		})
 		if err != nil {
 			return err
@@ -139,6 +144,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Logger:         h.Logger.With("component", "ingest"),
 			MaxValueBytes:  cfg.MaxRecordBytes,
 			MetadataMaxAge: h.metadataMaxAge(),
+			SessionTimeout: cfg.KafkaSession,
 			OnJobs:         h.wakeDispatcher,
 		})
 		if err != nil {
@@ -158,6 +164,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Client:            h.Client,
 		AllowPrivateSinks: cfg.AllowPrivateSinks,
 		OnJobs:            h.wakeDispatcher,
+		BreakerState:      h.breakerState,
 		Now:               h.Now,
 	})
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -252,6 +259,16 @@ func (h *Hub) Close() {
 	if h.Broker != nil {
 		h.Broker.Close()
 	}
+}
+
+// breakerState is what GET /v1/subscriptions/{id} shows as breaker_state:
+// this process's breaker for the destination. A process that does not
+// deliver has none and reports closed.
+func (h *Hub) breakerState(tenantID, url string) string {
+	if h.Breakers == nil {
+		return dispatch.BreakerClosed
+	}
+	return h.Breakers.State(tenantID, url)
 }
 
 // wakeDispatcher is ingest's in-process wake-up: a fresh job does not wait

@@ -54,6 +54,7 @@ type Config struct {
 	KafkaBrokers     []string
 	KafkaTopicsRegex string
 	KafkaGroup       string
+	KafkaSession     time.Duration
 	MaxRecordBytes   int
 	DevKafkaAddr     string
 
@@ -63,6 +64,10 @@ type Config struct {
 	DispatchLease        time.Duration
 	DeliveryTimeout      time.Duration
 	PoisonThreshold      int
+
+	BreakerFailures int
+	BreakerOpen     time.Duration
+	BreakerMaxOpen  time.Duration
 
 	AutodisableEnabled       bool
 	AutodisableFailureWindow time.Duration
@@ -112,6 +117,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 		r.err = &Error{"KAFKA_TOPICS_REGEX", "not a valid regular expression: " + err.Error()}
 	}
 	c.KafkaGroup = r.str("KAFKA_GROUP", "streaming-hub."+c.Env)
+	c.KafkaSession = r.duration("KAFKA_SESSION_TIMEOUT", 45*time.Second)
 	c.MaxRecordBytes = r.positiveInt("MAX_RECORD_BYTES", 1<<20)
 	c.DevKafkaAddr = r.str("DEV_KAFKA_ADDR", "127.0.0.1:9092")
 
@@ -121,6 +127,10 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	c.DispatchLease = r.duration("DISPATCH_LEASE", 60*time.Second)
 	c.DeliveryTimeout = r.duration("DELIVERY_TIMEOUT", 15*time.Second)
 	c.PoisonThreshold = r.positiveInt("POISON_THRESHOLD", 5)
+
+	c.BreakerFailures = r.positiveInt("BREAKER_FAILURES", 5)
+	c.BreakerOpen = r.duration("BREAKER_OPEN", 30*time.Second)
+	c.BreakerMaxOpen = r.duration("BREAKER_MAX_OPEN", 10*time.Minute)
 
 	c.AutodisableEnabled = r.boolean("AUTODISABLE_ENABLED", true)
 	c.AutodisableFailureWindow = r.duration("AUTODISABLE_FAILURE_WINDOW", 120*time.Hour)

@@ -31,12 +31,27 @@ func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Complet
 		out.LastError = "the event is no longer in the inbox"
 		return out
 	}
+	tenant, url := c.Job.TenantID, c.Subscription.Destination.URL
+	if b := d.cfg.Breakers; b != nil {
+		if ok, retryAt := b.Allow(tenant, url); !ok {
+			// Shed: no request, no attempt consumed from the curve.
+			out.Status, out.NextAttemptAt, out.Shed = hub.JobPending, retryAt, true
+			out.LastError = c.Job.LastError
+			if m := d.cfg.Metrics; m != nil {
+				m.Shed.Inc()
+			}
+			return out
+		}
+	}
 	attempt := &hub.Attempt{ID: hub.NewID("att", now), JobID: c.Job.ID, StartedAt: now}
 	out.Attempt = attempt
 	status, header, err := d.send(ctx, c, attempt, now)
 	attempt.StatusCode = status
 	if err == nil && (status < 200 || status > 299) {
 		err = fmt.Errorf("destination answered %d", status)
+	}
+	if b := d.cfg.Breakers; b != nil {
+		b.Record(tenant, url, err == nil)
 	}
 	if err == nil {
 		out.Status = hub.JobSucceeded

@@ -42,7 +42,10 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		var next *store.ClaimParams
 		if space := q.space(); space > 0 && ctx.Err() == nil {
-			next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease}
+			// No hand-off to a destination whose breaker is shedding.
+			if subs := handOff(batch); len(subs) > 0 {
+				next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease, Subscriptions: subs}
+			}
 		}
 		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		res, err := d.complete(wctx, batch, next)
@@ -101,13 +104,7 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 		}
 		d.cfg.Logger.Info("results not recorded: the lease had been lost to another worker", "jobs", res.Fenced)
 	}
-	for _, id := range res.Disabled {
-		if m != nil {
-			m.AutoDisables.Inc()
-		}
-		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window; "+
-			"POST /v1/subscriptions/{id}/verify re-enables it", "subscription", id)
-	}
+	d.disabled(res.Disabled)
 	return res, nil
 }
 
@@ -127,4 +124,34 @@ func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt) {
 	}
 	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
 		"attempt", c.Job.Attempts+1, "error", a.Error)
+}
+
+// handOff lists the subscriptions of a batch whose next jobs may be claimed
+// at once: all but those shed by an open breaker.
+func handOff(batch []store.Completion) []string {
+	shed := make(map[string]bool)
+	for _, c := range batch {
+		if c.Shed {
+			shed[c.SubscriptionID] = true
+		}
+	}
+	var out []string
+	for _, id := range store.SubscriptionsOf(batch) {
+		if !shed[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// disabled accounts for subscriptions auto-disabled.
+func (d *Dispatcher) disabled(subs []store.Disabled) {
+	for _, s := range subs {
+		if m := d.cfg.Metrics; m != nil {
+			m.AutoDisables.Inc()
+		}
+		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
+			"its waiting deliveries are dead-lettered as subscription_disabled; POST /v1/subscriptions/{id}/verify re-enables it",
+			"subscription", s.SubscriptionID, "reason", s.Reason)
+	}
 }

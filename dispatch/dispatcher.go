@@ -25,6 +25,7 @@ type Store interface {
 	ReleaseJobs(ctx context.Context, leases []store.JobLease) error
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
 	DeadLetterOrphans(ctx context.Context) (int, error)
+	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
 	PruneDeadLetters(ctx context.Context, p store.PruneParams) (int, error)
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
 }
@@ -47,6 +48,8 @@ type Config struct {
 	DLQRetention    time.Duration // how long dead letters are kept; 168h
 	// AutoDisable gates; nil turns auto-disable off (the kill switch).
 	AutoDisable *store.AutoDisable
+	// Breakers are the process's circuit breakers; nil means none.
+	Breakers *Breakers
 
 	MaintenanceInterval time.Duration // recover leases, sweep, prune, gauges; 5s
 	FlushSize           int           // most results per completion transaction; 128

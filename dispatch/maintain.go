@@ -23,7 +23,8 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 }
 
 // Maintain runs one maintenance pass: recover expired leases (poisoning
-// repeat offenders), dead-letter the waiting jobs of disabled or deleted
+// repeat offenders), auto-disable subscriptions whose failure span reached
+// both gates, dead-letter the waiting jobs of disabled or deleted
 // subscriptions, prune dead letters past retention, and sample job gauges.
 func (d *Dispatcher) Maintain(ctx context.Context) error {
 	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
@@ -37,6 +38,13 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 	if rec.Recovered+rec.Poisoned > 0 {
 		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
 		d.Wake()
+	}
+	if g := d.cfg.AutoDisable; g != nil {
+		disabled, err := d.cfg.Store.AutoDisable(ctx, *g)
+		if err != nil {
+			return err
+		}
+		d.disabled(disabled)
 	}
 	if _, err := d.cfg.Store.DeadLetterOrphans(ctx); err != nil {
 		return err

@@ -31,6 +31,11 @@ type Dispatch interface {
 	// PruneDeadLetters deletes up to Limit dead letters (and their
 	// attempts) completed before Before.
 	PruneDeadLetters(ctx context.Context, p PruneParams) (int, error)
+	// AutoDisable disables every enabled subscription whose open failure
+	// span is both sustained and spread now, and dead-letters its pending
+	// jobs: the periodic check, for spans that reach the window while no
+	// attempt is being made (a breaker shedding, or no new events).
+	AutoDisable(ctx context.Context, g AutoDisable) ([]Disabled, error)
 	// CountJobs counts live jobs by status (pending, in_flight,
 	// dead_lettered).
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
@@ -82,6 +87,8 @@ type Completion struct {
 	// Attempt is the request made; nil when none was (shed): then the
 	// job's attempt count does not move.
 	Attempt *hub.Attempt
+	// Shed: the destination's breaker was open, so nothing was sent.
+	Shed bool
 	// SubscriptionID and AttemptAt feed the subscription's failure span.
 	SubscriptionID string
 }
@@ -92,9 +99,9 @@ type CompleteParams struct {
 	// both sustained and spread, and dead-letters their pending jobs.
 	AutoDisable *AutoDisable
 	// Next, when set, claims in the same transaction the next jobs of the
-	// subscriptions these results freed (up to Next.Batch; Subscriptions
-	// is ignored): the hand-off that keeps a busy subscription busy
-	// without a separate claim.
+	// subscriptions these results freed (up to Next.Batch; only those in
+	// Next.Subscriptions when it is set): the hand-off that keeps a busy
+	// subscription busy without a separate claim.
 	Next *ClaimParams
 }
 
@@ -105,9 +112,15 @@ type AutoDisable struct {
 }
 
 type CompleteResult struct {
-	Fenced   []string  // jobs whose results were not written: their lease was lost
-	Disabled []string  // subscriptions auto-disabled by this batch
-	Claimed  []Claimed // the next jobs, when CompleteParams.Next was set
+	Fenced   []string   // jobs whose results were not written: their lease was lost
+	Disabled []Disabled // subscriptions auto-disabled by this batch
+	Claimed  []Claimed  // the next jobs, when CompleteParams.Next was set
+}
+
+// Disabled is a subscription auto-disabled, with the reason it stores.
+type Disabled struct {
+	SubscriptionID string
+	Reason         string
 }
 
 type RecoverParams struct {

@@ -94,3 +94,12 @@ func SubscriptionsOf(cs []Completion) []string {
 	}
 	return out
 }
+
+// NextTargets are the subscriptions a completion batch hands off to: those
+// of cs, or only the given ones when set.
+func NextTargets(cs []Completion, only []string) []string {
+	if only != nil {
+		return only
+	}
+	return SubscriptionsOf(cs)
+}

@@ -66,7 +66,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 		// The subscriptions are locked already (by this transaction): the
 		// claim's own lock on them succeeds at once, and it reads their
 		// counts as just lowered.
-		b.Queue(claimSome, now, p.Next.Batch, token, now.Add(p.Next.Lease), store.SubscriptionsOf(p.Completions))
+		b.Queue(claimSome, now, p.Next.Batch, token, now.Add(p.Next.Lease), store.NextTargets(p.Completions, p.Next.Subscriptions))
 	}
 	b.Queue("COMMIT")
 
@@ -106,7 +106,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 		if err != nil {
 			return store.CompleteResult{}, err
 		}
-		if res.Disabled, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		if res.Disabled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[store.Disabled]); err != nil {
 			return store.CompleteResult{}, err
 		}
 	}
@@ -176,13 +176,48 @@ func queueAutoDisable(b *pgx.Batch, failing []string, g store.AutoDisable, now t
 					|| ', last failure ' || to_char(failure_last_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 			WHERE id = ANY($1) AND enabled AND deleted_at IS NULL
 			  AND failure_first_at <= $2::timestamptz - $3::interval AND failure_last_at - failure_first_at >= $4::interval
-			RETURNING id
+			RETURNING id, disabled_reason
 		), dead AS (
 			UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = 'subscription_disabled',
 				completed_at = $2::timestamptz, updated_at = $2::timestamptz
 			WHERE subscription_id IN (SELECT id FROM disabled) AND status = 'pending'
 		)
-		SELECT id FROM disabled`, failing, now, interval(g.Window), interval(g.Spread))
+		SELECT id, disabled_reason FROM disabled`, failing, now, interval(g.Window), interval(g.Spread))
+}
+
+func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error) {
+	now := db.opts.Stamp()
+	rows, err := db.pool.Query(ctx, `SELECT id FROM subscriptions
+		WHERE enabled AND deleted_at IS NULL AND failure_first_at <= $1::timestamptz - $2::interval
+		  AND failure_last_at - failure_first_at >= $3::interval`, now, interval(g.Window), interval(g.Spread))
+	if err != nil {
+		return nil, err
+	}
+	candidates, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(candidates) == 0 {
+		return nil, err
+	}
+	var disabled []store.Disabled
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		// Subscriptions are locked in id order, as completions do.
+		if _, err := tx.Exec(ctx, lockSubscriptions, candidates); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		queueAutoDisable(b, candidates, g, now)
+		br := tx.SendBatch(ctx, b)
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		if disabled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[store.Disabled]); err != nil {
+			br.Close()
+			return err
+		}
+		return br.Close()
+	})
+	return disabled, err
 }
 
 func interval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }

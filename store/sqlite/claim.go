@@ -27,6 +27,9 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claim
 // claim claims within tx; completions use it to claim the next jobs of the
 // subscriptions they just freed, in their own transaction.
 func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) ([]store.Claimed, error) {
+	if p.Subscriptions != nil && len(p.Subscriptions) == 0 {
+		return nil, nil // targeted at nothing
+	}
 	nowUS := micros(now)
 	token := hub.NewID("lease", now)
 	var out []store.Claimed

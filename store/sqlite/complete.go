@@ -73,7 +73,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 		}
 		if p.Next != nil {
 			next := *p.Next
-			next.Subscriptions = store.SubscriptionsOf(p.Completions)
+			next.Subscriptions = store.NextTargets(p.Completions, p.Next.Subscriptions)
 			res.Claimed, err = claim(ctx, tx, next, now)
 		}
 		return err
@@ -100,24 +100,47 @@ func updateSpan(ctx context.Context, tx *sql.Tx, u store.SpanUpdate) error {
 	return err
 }
 
-func autoDisable(ctx context.Context, tx *sql.Tx, failing []string, g store.AutoDisable, now time.Time) ([]string, error) {
-	var disabled []string
+func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error) {
+	now := db.opts.Stamp()
+	var disabled []store.Disabled
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM subscriptions WHERE enabled = 1 AND deleted_at IS NULL
+			AND failure_first_at <= ? AND failure_last_at - failure_first_at >= ?`,
+			micros(now)-g.Window.Microseconds(), g.Spread.Microseconds())
+		if err != nil {
+			return err
+		}
+		candidates, err := collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		})
+		if err != nil {
+			return err
+		}
+		disabled, err = autoDisable(ctx, tx, candidates, g, now)
+		return err
+	})
+	return disabled, err
+}
+
+func autoDisable(ctx context.Context, tx *sql.Tx, failing []string, g store.AutoDisable, now time.Time) ([]store.Disabled, error) {
+	var disabled []store.Disabled
 	nowUS := micros(now)
 	for _, id := range failing {
-		var first, last int64
+		var reason string
 		err := tx.QueryRowContext(ctx, `UPDATE subscriptions SET enabled = 0, disabled_at = ?1, version = version + 1,
 				disabled_reason = 'auto-disabled: failing since ' || strftime('%Y-%m-%dT%H:%M:%SZ', failure_first_at / 1000000, 'unixepoch')
 					|| ', last failure ' || strftime('%Y-%m-%dT%H:%M:%SZ', failure_last_at / 1000000, 'unixepoch')
 			WHERE id = ?2 AND enabled = 1 AND deleted_at IS NULL
 			  AND failure_first_at <= ?1 - ?3 AND failure_last_at - failure_first_at >= ?4
-			RETURNING failure_first_at, failure_last_at`, nowUS, id, g.Window.Microseconds(), g.Spread.Microseconds()).Scan(&first, &last)
+			RETURNING disabled_reason`, nowUS, id, g.Window.Microseconds(), g.Spread.Microseconds()).Scan(&reason)
 		if err == sql.ErrNoRows {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		disabled = append(disabled, id)
+		disabled = append(disabled, store.Disabled{SubscriptionID: id, Reason: reason})
 		if err := deadLetterPending(ctx, tx, id, hub.DeadLetterSubscriptionDisabled, nowUS); err != nil {
 			return nil, err
 		}

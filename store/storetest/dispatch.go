@@ -350,7 +350,8 @@ func testDispatch(t *testing.T, open Opener) {
 			Completions: []store.Completion{e.failed(c, e.clock.Now().Add(time.Minute))},
 			AutoDisable: &store.AutoDisable{Window: 120 * time.Hour, Spread: 12 * time.Hour},
 		})
-		if err != nil || len(res.Disabled) != 1 || res.Disabled[0] != "sub_1" {
+		if err != nil || len(res.Disabled) != 1 || res.Disabled[0].SubscriptionID != "sub_1" ||
+			res.Disabled[0].Reason != "auto-disabled: failing since 2026-11-25T11:00:00Z, last failure 2026-11-30T12:00:00Z" {
 			t.Fatalf("CompleteJobs = %+v, %v", res, err)
 		}
 		got, _ := e.store.GetSubscription(e.ctx, "acme", "sub_1")
