@@ -67,6 +67,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return hub.Errorf(hub.EINVALID, "reading request body: %v", err)
 	}
+	return decodeJSON(data, v)
+}
+
+// decodeJSON decodes a request body strictly: one value, no unknown fields;
+// empty means {}.
+func decodeJSON(data []byte, v any) error {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		data = []byte("{}")
 	}

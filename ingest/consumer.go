@@ -38,6 +38,10 @@ type Config struct {
 	RetryMin      time.Duration // first wait after a failed transaction; 0 means 100ms
 	RetryMax      time.Duration // longest wait; 0 means 5s
 	WriteTimeout  time.Duration // bound on one transaction; 0 means 15s
+	// SessionTimeout is how long the group waits for a silent member (a
+	// crashed process) before giving its partitions to others; 0 keeps
+	// franz-go's default (45s).
+	SessionTimeout time.Duration
 	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
 	// 0 keeps franz-go's default (5m). Dev mode lowers it.
 	MetadataMaxAge time.Duration
@@ -123,6 +127,10 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.lost),
 		kgo.WithLogger(kgoLogger{cfg.Logger}),
+	}
+	if cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout),
+			kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)))
 	}
 	if cfg.MetadataMaxAge > 0 {
 		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))
