@@ -49,6 +49,8 @@ type apiOptions struct {
 	allowPrivate bool
 	probeTimeout time.Duration
 	resolver     webhook.Resolver
+	pullRate     float64
+	pullBurst    int
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -71,6 +73,8 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Client:            webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver}),
 		AllowPrivateSinks: o.allowPrivate,
 		Now:               clock.Now,
+		PullRate:          o.pullRate,
+		PullBurst:         o.pullBurst,
 	}).Handler())
 	t.Cleanup(srv.Close)
 	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}

@@ -28,6 +28,14 @@ type Deps struct {
 	// OnJobs runs after the API created delivery jobs (replays): the
 	// dispatcher's in-process wake-up.
 	OnJobs func()
+	// Waiters wake long-polling pulls when ingest stores a tenant's events;
+	// nil makes the server its own (woken by no one: pulls re-check every
+	// second).
+	Waiters *Waiters
+	// PullRate and PullBurst are the per-tenant token bucket of
+	// GET /v1/events; 0 means 100/s and 200.
+	PullRate  float64
+	PullBurst int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Ready are the readiness checks by name (store, kafka, ...): /readyz
@@ -37,9 +45,11 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
-	deps   Deps
-	mux    *http.ServeMux
-	routes []route
+	deps    Deps
+	mux     *http.ServeMux
+	routes  []route
+	waiters *Waiters
+	limiter *limiter
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -53,7 +63,17 @@ func New(deps Deps) *Server {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{deps: deps, mux: http.NewServeMux()}
+	if deps.Waiters == nil {
+		deps.Waiters = NewWaiters()
+	}
+	if deps.PullRate <= 0 {
+		deps.PullRate = 100
+	}
+	if deps.PullBurst <= 0 {
+		deps.PullBurst = 200
+	}
+	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
+	s.limiter = newLimiter(deps.PullRate, deps.PullBurst, s.now)
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
 	if deps.Metrics != nil {
@@ -79,6 +99,7 @@ func New(deps Deps) *Server {
 	s.handle("GET", "/v1/subscriptions/{id}/deliveries", s.listDeliveries)
 	s.handle("POST", "/v1/subscriptions/{id}/replay", s.replaySubscription)
 	s.handle("GET", "/v1/deliveries/{id}", s.getDelivery)
+	s.handle("GET", "/v1/events", s.listEvents)
 	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
 	return s
 }

@@ -42,6 +42,7 @@ type Hub struct {
 	Consumer   *ingest.Consumer
 	Dispatcher *dispatch.Dispatcher
 	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
 
 	ln      net.Listener
 	http    *http.Server
@@ -98,6 +99,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 
 	h.Metrics = metrics.New()
+	h.Waiters = api.NewWaiters()
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
 	if cfg.KEK == nil {
 		return &config.Error{Var: "KEK", Problem: "required: the hub never stores secrets unencrypted"}
@@ -146,6 +148,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			MetadataMaxAge: h.metadataMaxAge(),
 			SessionTimeout: cfg.KafkaSession,
 			OnJobs:         h.wakeDispatcher,
+			OnEvents:       h.Waiters.Notify,
 		})
 		if err != nil {
 			return err
@@ -166,6 +169,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		OnJobs:            h.wakeDispatcher,
 		BreakerState:      h.breakerState,
 		Now:               h.Now,
+		Waiters:           h.Waiters,
+		PullRate:          cfg.PullRate,
+		PullBurst:         cfg.PullBurst,
 	})
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)

@@ -49,6 +49,9 @@ type Config struct {
 	// OnJobs, when set, runs after a transaction that created delivery jobs
 	// commits: the in-process wake-up of the dispatcher.
 	OnJobs func()
+	// OnEvents, when set, runs after a transaction that accepted events,
+	// with the tenants they belong to: the wake-up of long-polling pulls.
+	OnEvents func(tenants []string)
 	// AfterPersist, when set, runs after a partition's transaction commits
 	// and before its offset is committed: the crash window, for tests.
 	AfterPersist func(topic string, partition int32)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/store"
 )
 
 // partition is the worker of one assigned partition: it persists queued
@@ -154,6 +158,11 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 			if res.Jobs > 0 && cfg.OnJobs != nil {
 				cfg.OnJobs()
 			}
+			if cfg.OnEvents != nil {
+				if tenants := acceptedTenants(params.Events, res.Outcomes); len(tenants) > 0 {
+					cfg.OnEvents(tenants)
+				}
+			}
 			return true
 		}
 		if w.ctx.Err() != nil {
@@ -201,4 +210,18 @@ func (w *partition) commit() {
 	w.mu.Lock()
 	w.committed = r
 	w.mu.Unlock()
+}
+
+// acceptedTenants lists, once each, the tenants of the events accepted.
+func acceptedTenants(evs []hub.Event, outs []store.Outcome) []string {
+	var tenants []string
+	for i, o := range outs {
+		if o.Verdict != hub.Accept || i >= len(evs) {
+			continue
+		}
+		if t := evs[i].TenantID; !slices.Contains(tenants, t) {
+			tenants = append(tenants, t)
+		}
+	}
+	return tenants
 }

@@ -38,6 +38,9 @@ type Metrics struct {
 	BreakerChanges    *prometheus.CounterVec // to: open | half_open | closed
 	BreakersOpen      prometheus.Gauge
 	AutoDisables      prometheus.Counter
+
+	// Pull.
+	PullRequests *prometheus.CounterVec // result: events | empty | rate_limited
 }
 
 // New creates and registers every collector, plus the Go and process ones.
@@ -120,6 +123,10 @@ func New() *Metrics {
 			Name: "streaming_hub_autodisables_total",
 			Help: "Subscriptions disabled automatically after a sustained and spread failure span.",
 		}),
+		PullRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_pull_requests_total",
+			Help: "GET /v1/events requests, by result (events, empty, rate_limited).",
+		}, []string{"result"}),
 	}
 	r.MustRegister(
 		collectors.NewGoCollector(),
@@ -127,7 +134,7 @@ func New() *Metrics {
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
-		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables,
+		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)

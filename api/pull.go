@@ -1,0 +1,81 @@
+package api
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Waiters wake long-polling pulls when a tenant's events are stored: each
+// tenant has a channel that is closed (and replaced) on every notification.
+type Waiters struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// NewWaiters returns an empty set of waiters.
+func NewWaiters() *Waiters { return &Waiters{m: make(map[string]chan struct{})} }
+
+// Wait returns a channel closed at the tenant's next notification. Take it
+// before looking for events, so one stored in between is not missed.
+func (w *Waiters) Wait(tenant string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch, ok := w.m[tenant]
+	if !ok {
+		ch = make(chan struct{})
+		w.m[tenant] = ch
+	}
+	return ch
+}
+
+// Notify wakes everyone waiting for these tenants' events.
+func (w *Waiters) Notify(tenants []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range tenants {
+		if ch, ok := w.m[t]; ok {
+			close(ch)
+			delete(w.m, t)
+		}
+	}
+}
+
+// limiter is a token bucket per tenant: rate tokens a second, up to burst.
+type limiter struct {
+	rate  float64
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), now: now, buckets: make(map[string]*bucket)}
+}
+
+// allow takes a token of tenant's bucket; when there is none, it says how
+// long until there is.
+func (l *limiter) allow(tenant string) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b, ok := l.buckets[tenant]
+	if !ok {
+		b = &bucket{tokens: l.burst, at: now}
+		l.buckets[tenant] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+}
