@@ -13,48 +13,16 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/app"
-	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // startDev runs a dev-mode hub on free ports with its database in a temp
-// dir, as `streaming-hub dev` would.
+// dir, as `streaming-hub dev` would, and captures its banner.
 func startDev(t *testing.T, env map[string]string) (*app.Hub, *bytes.Buffer) {
 	t.Helper()
-	dir := t.TempDir()
-	vars := map[string]string{
-		"STREAMING_HUB_HTTP_ADDR":      "127.0.0.1:0",
-		"STREAMING_HUB_DEV_KAFKA_ADDR": "127.0.0.1:0",
-		"STREAMING_HUB_DATABASE_URL":   "sqlite://" + filepath.Join(dir, "hub.db"),
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := config.Load(config.Dev, func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := &bytes.Buffer{}
-	h := &app.Hub{Config: cfg, Out: out}
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	testkit.Eventually(t, 20*time.Second, "/readyz to answer 200", func() bool {
-		resp, err := http.Get("http://" + h.HTTPAddr() + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return h, out
+	return devhub.Start(t, devhub.Options{Env: env, Out: out}).Hub, out
 }
 
 func get(t *testing.T, h *app.Hub, path string) string {

@@ -2,12 +2,10 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +15,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/app"
-	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/store"
 	"github.com/lerianstudio/streaming-hub/webhook"
@@ -26,7 +24,7 @@ import (
 // liveHub is a whole dev-mode hub (embedded Kafka, ingest, dispatch, API)
 // on a fake clock, with its database on the given driver.
 type liveHub struct {
-	*app.Hub
+	*devhub.Hub
 	t     *testing.T
 	clock *testkit.Clock
 	prod  *kgo.Client
@@ -34,29 +32,11 @@ type liveHub struct {
 
 func startLive(t *testing.T, d testkit.Driver, clock *testkit.Clock) *liveHub {
 	t.Helper()
-	db := "sqlite://" + filepath.Join(t.TempDir(), "hub.db")
+	env := map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20"}
 	if d.Name == "postgres" {
-		db = testkit.PostgresURL(t)
+		env["STREAMING_HUB_DATABASE_URL"] = testkit.PostgresURL(t)
 	}
-	vars := map[string]string{
-		"STREAMING_HUB_HTTP_ADDR":                 "127.0.0.1:0",
-		"STREAMING_HUB_DEV_KAFKA_ADDR":            "127.0.0.1:0",
-		"STREAMING_HUB_DATABASE_URL":              db,
-		"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20",
-	}
-	cfg, err := config.Load(config.Dev, func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &app.Hub{Config: cfg, Now: clock.Now}
-	if err := h.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		h.Shutdown(ctx)
-	})
+	h := devhub.Start(t, devhub.Options{Env: env, Now: clock.Now})
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -101,21 +81,7 @@ func (l *liveHub) produce(recs ...*kgo.Record) {
 // api calls the hub's API as the admin acting on tenant.
 func (l *liveHub) api(method, path, tenant, body string, out any) int {
 	l.t.Helper()
-	req, _ := http.NewRequest(method, "http://"+l.HTTPAddr()+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+l.Config.AdminToken)
-	req.Header.Set("X-Tenant-Id", tenant)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			l.t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-	return resp.StatusCode
+	return l.Do(method, path, tenant, body, out)
 }
 
 // recorder is a real HTTP destination that records requests and answers
@@ -354,7 +320,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 		// What happened is in the metrics: 5 failed and 2 successful
 		// attempts, two jobs succeeded, one dead-lettered as exhausted.
 		testkit.Eventually(t, 5*time.Second, "the metrics", func() bool {
-			m := get(t, l.Hub, "/metrics")
+			m := get(t, l.Hub.Hub, "/metrics")
 			for _, line := range []string{
 				`streaming_hub_delivery_attempts_total{outcome="failure"} 5`,
 				`streaming_hub_delivery_attempts_total{outcome="success"} 2`,

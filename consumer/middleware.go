@@ -52,6 +52,9 @@ type Options struct {
 	// or ErrDedupe), and Commit/Release failures. For logs and metrics;
 	// errors never contain a secret.
 	OnError func(r *http.Request, err error)
+	// OnDuplicate, if set, sees every delivery acknowledged as a duplicate
+	// (200, the handler not called): for logs and metrics.
+	OnDuplicate func(r *http.Request, ev Event)
 	// Now is the clock for the timestamp check, for tests (nil: time.Now).
 	Now func() time.Time
 }
@@ -145,6 +148,9 @@ func (m *middleware) serveOnce(w http.ResponseWriter, r *http.Request, next http
 	}
 	switch c.State {
 	case Processed:
+		if m.o.OnDuplicate != nil {
+			m.o.OnDuplicate(r, ev)
+		}
 		http.Error(w, "duplicate delivery: event already processed", http.StatusOK)
 		return
 	case InProgress:

@@ -62,6 +62,7 @@ type fixture struct {
 	calls   []recorded
 	answer  atomic.Int32 // status the handler answers; 0 writes nothing
 	errs    []error
+	dups    []Event
 }
 
 func newFixture(t *testing.T, o Options) *fixture {
@@ -78,6 +79,11 @@ func newFixture(t *testing.T, o Options) *fixture {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.errs = append(f.errs, err)
+	}
+	o.OnDuplicate = func(_ *http.Request, ev Event) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.dups = append(f.dups, ev)
 	}
 	mw, err := Middleware(o)
 	if err != nil {
@@ -143,6 +149,9 @@ func TestMiddlewareDeliversOnceWithMetadata(t *testing.T) {
 	expect(t, f.send(retry.request(t)), http.StatusOK, "duplicate")
 	if n := f.ncalls(); n != 1 {
 		t.Fatalf("handler called %d times after a duplicate, want 1", n)
+	}
+	if len(f.dups) != 1 || f.dups[0].DeliveryID != "dlv-2" || f.dups[0].ID != "evt-1" {
+		t.Fatalf("OnDuplicate saw %+v, want the one duplicate dlv-2", f.dups)
 	}
 
 	// The same event id in another tenant is another event.

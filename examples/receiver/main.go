@@ -1,48 +1,73 @@
-// Command receiver is a small webhook destination for trying the hub: it
-// answers verification probes by echoing their body (which carries the
-// challenge) and prints every delivery it gets.
+// Command receiver is a webhook destination for the hub, built on the
+// consumer package: it verifies every delivery's Standard Webhooks
+// signature, answers verification probes, acknowledges redeliveries of an
+// event it already processed without processing them again, and prints each
+// event once.
 //
-//	go run ./examples/receiver -addr 127.0.0.1:9000
+//	WEBHOOK_SECRET=whsec_... go run ./examples/receiver -addr 127.0.0.1:9000
+//
+// WEBHOOK_SECRET is the subscription's signing_secret; during a rotation,
+// give both, comma-separated. With -redis (or REDIS_URL) several receivers
+// share what was processed; without it, memory (forgotten on restart).
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
-	"sort"
+	"os"
 	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lerianstudio/streaming-hub/consumer"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9000", "address to listen on")
+	redisURL := flag.String("redis", os.Getenv("REDIS_URL"), "Redis URL for a deduper shared by several receivers (default: in memory)")
 	flag.Parse()
 
-	http.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "read error", http.StatusBadRequest)
-			return
+	var secrets []string
+	for s := range strings.SplitSeq(os.Getenv("WEBHOOK_SECRET"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			secrets = append(secrets, s)
 		}
-		if r.Header.Get("X-Lerian-Event-Type") == "hub.verification" {
-			// The probe passes when the answer contains its challenge.
-			log.Printf("verification probe %s: echoing the challenge", r.Header.Get("webhook-id"))
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(body)
-			return
-		}
-		var lines []string
-		for k, v := range r.Header {
-			lk := strings.ToLower(k)
-			if strings.HasPrefix(lk, "x-lerian-") || strings.HasPrefix(lk, "ce-") || strings.HasPrefix(lk, "webhook-") {
-				lines = append(lines, fmt.Sprintf("  %s: %s", k, strings.Join(v, ", ")))
-			}
-		}
-		sort.Strings(lines)
-		log.Printf("delivery %s\n%s\n  body: %s", r.Header.Get("X-Lerian-Delivery-Id"), strings.Join(lines, "\n"), body)
-		w.WriteHeader(http.StatusNoContent)
-	})
+	}
+	if len(secrets) == 0 {
+		log.Fatal("WEBHOOK_SECRET: required: the subscription's signing_secret (whsec_...), comma-separated during a rotation")
+	}
+	dedupe, err := deduper(*redisURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := newHandler(secrets, dedupe, os.Stdout)
+	if err != nil {
+		log.Fatalf("WEBHOOK_SECRET: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /", h)
 	log.Printf("receiver listening on http://%s", *addr)
-	log.Fatal(http.ListenAndServe(*addr, nil))
+	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.ListenAndServe())
+}
+
+func deduper(url string) (consumer.Deduper, error) {
+	if url == "" {
+		return consumer.NewMemoryDeduper(consumer.MemoryOptions{}), nil
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
+	return consumer.NewRedisDeduper(rdb, consumer.RedisOptions{})
 }
