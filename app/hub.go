@@ -18,6 +18,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/config"
 	"github.com/lerianstudio/streaming-hub/dispatch"
 	"github.com/lerianstudio/streaming-hub/envelope"
+	"github.com/lerianstudio/streaming-hub/housekeeping"
 	"github.com/lerianstudio/streaming-hub/ingest"
 	"github.com/lerianstudio/streaming-hub/metrics"
 	"github.com/lerianstudio/streaming-hub/store"
@@ -43,6 +44,9 @@ type Hub struct {
 	Dispatcher *dispatch.Dispatcher
 	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
 	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
+	// Housekeeper runs retention and job counts; every role has one, and
+	// one replica at a time runs a pass.
+	Housekeeper *housekeeping.Housekeeper
 
 	ln      net.Listener
 	http    *http.Server
@@ -128,7 +132,6 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			IdleInterval:    cfg.DispatchIdleInterval,
 			Lease:           cfg.DispatchLease,
 			PoisonThreshold: cfg.PoisonThreshold,
-			DLQRetention:    cfg.DLQRetention,
 			AutoDisable:     autoDisable,
 			Breakers:        h.Breakers,
 		})
@@ -155,6 +158,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 		ready["kafka"] = h.Consumer.Ready
 	}
+
+	h.Housekeeper = housekeeping.New(housekeeping.Config{
+		Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "housekeeping"), Now: h.Now,
+		Interval:     cfg.HousekeepingInterval,
+		JobRetention: cfg.JobRetention, DLQRetention: cfg.DLQRetention, InboxRetention: cfg.InboxRetention,
+		KeepRejections: cfg.RejectionsKeep,
+	})
 
 	srv := api.New(api.Deps{
 		Store:             h.Store,
@@ -192,6 +202,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Dispatcher != nil {
 		h.goRun("dispatch", func() error { return h.Dispatcher.Run(runCtx) })
 	}
+	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if cfg.Mode == config.Dev && h.Out != nil {
 		printDevBanner(h.Out, h, secretsFile)

@@ -76,8 +76,11 @@ type Config struct {
 	PullRate  float64
 	PullBurst int
 
-	DLQRetention   time.Duration
-	InboxRetention time.Duration
+	DLQRetention         time.Duration
+	InboxRetention       time.Duration
+	JobRetention         time.Duration
+	RejectionsKeep       int
+	HousekeepingInterval time.Duration
 
 	AdminToken        string
 	KEK               []byte   // nil in dev until generated
@@ -141,6 +144,9 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 
 	c.DLQRetention = r.duration("DLQ_RETENTION", 168*time.Hour)
 	c.InboxRetention = r.duration("INBOX_RETENTION", 7*24*time.Hour)
+	c.JobRetention = r.duration("JOB_RETENTION", 7*24*time.Hour)
+	c.RejectionsKeep = r.positiveInt("REJECTIONS_KEEP", 100_000)
+	c.HousekeepingInterval = r.duration("HOUSEKEEPING_INTERVAL", time.Minute)
 
 	c.AdminToken = r.str("ADMIN_TOKEN", "")
 	c.KEK = r.key("KEK")

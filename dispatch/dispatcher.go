@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/envelope"
 	"github.com/lerianstudio/streaming-hub/metrics"
 	"github.com/lerianstudio/streaming-hub/store"
@@ -26,8 +25,6 @@ type Store interface {
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
 	DeadLetterOrphans(ctx context.Context) (int, error)
 	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
-	PruneDeadLetters(ctx context.Context, p store.PruneParams) (int, error)
-	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
 }
 
 // Config configures a Dispatcher. Zero values take the SPEC defaults.
@@ -45,13 +42,12 @@ type Config struct {
 	IdleInterval    time.Duration // poll interval when idle; 250ms
 	Lease           time.Duration // lease of a claimed job; 60s
 	PoisonThreshold int           // recoveries before poison; 5
-	DLQRetention    time.Duration // how long dead letters are kept; 168h
 	// AutoDisable gates; nil turns auto-disable off (the kill switch).
 	AutoDisable *store.AutoDisable
 	// Breakers are the process's circuit breakers; nil means none.
 	Breakers *Breakers
 
-	MaintenanceInterval time.Duration // recover leases, sweep, prune, gauges; 5s
+	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep; 5s
 	FlushSize           int           // most results per completion transaction; 128
 }
 
@@ -70,9 +66,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PoisonThreshold <= 0 {
 		c.PoisonThreshold = 5
-	}
-	if c.DLQRetention <= 0 {
-		c.DLQRetention = 168 * time.Hour
 	}
 	if c.MaintenanceInterval <= 0 {
 		c.MaintenanceInterval = 5 * time.Second

@@ -40,9 +40,6 @@ func TestPoison_FiveExpiredLeasesDeadLetterTheJob(t *testing.T) {
 		if n := r.step(); n != 0 || len(r.sink.got()) != 0 {
 			t.Fatal("the poison job was attempted")
 		}
-		if got := testutil.ToFloat64(r.metrics.Jobs.WithLabelValues("dead_lettered")); got != 1 {
-			t.Fatalf("jobs gauge dead_lettered = %v", got)
-		}
 		if got := testutil.ToFloat64(r.metrics.LeasesRecovered.WithLabelValues("poisoned")); got != 1 {
 			t.Fatalf("leases poisoned = %v", got)
 		}

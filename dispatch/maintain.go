@@ -24,8 +24,10 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 
 // Maintain runs one maintenance pass: recover expired leases (poisoning
 // repeat offenders), auto-disable subscriptions whose failure span reached
-// both gates, dead-letter the waiting jobs of disabled or deleted
-// subscriptions, prune dead letters past retention, and sample job gauges.
+// both gates, and dead-letter the waiting jobs of disabled or deleted
+// subscriptions. Every delivery replica runs it: each step locks the rows
+// it changes. (Retention and job counts are housekeeping's, one replica at
+// a time.)
 func (d *Dispatcher) Maintain(ctx context.Context) error {
 	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
 	if err != nil {
@@ -48,18 +50,6 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 	}
 	if _, err := d.cfg.Store.DeadLetterOrphans(ctx); err != nil {
 		return err
-	}
-	if _, err := d.cfg.Store.PruneDeadLetters(ctx, store.PruneParams{Before: d.now().Add(-d.cfg.DLQRetention), Limit: 1000}); err != nil {
-		return err
-	}
-	if m := d.cfg.Metrics; m != nil {
-		counts, err := d.cfg.Store.CountJobs(ctx)
-		if err != nil {
-			return err
-		}
-		for status, n := range counts {
-			m.Jobs.WithLabelValues(string(status)).Set(float64(n))
-		}
 	}
 	return nil
 }

@@ -41,6 +41,10 @@ type Metrics struct {
 
 	// Pull.
 	PullRequests *prometheus.CounterVec // result: events | empty | rate_limited
+
+	// Housekeeping.
+	HousekeepingPasses *prometheus.CounterVec // result: ran | skipped | error
+	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events | rejections
 }
 
 // New creates and registers every collector, plus the Go and process ones.
@@ -97,7 +101,7 @@ func New() *Metrics {
 		}, []string{"status", "reason"}),
 		Jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "streaming_hub_jobs",
-			Help: "Delivery jobs by state (sampled periodically).",
+			Help: "Delivery jobs by state, sampled by the replica that ran the last housekeeping pass (others export none).",
 		}, []string{"status"}),
 		LeasesRecovered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_leases_recovered_total",
@@ -127,6 +131,14 @@ func New() *Metrics {
 			Name: "streaming_hub_pull_requests_total",
 			Help: "GET /v1/events requests, by result (events, empty, rate_limited).",
 		}, []string{"result"}),
+		HousekeepingPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_housekeeping_passes_total",
+			Help: "Housekeeping passes (retention, job counts): ran here, skipped (another replica held the lock), or failed.",
+		}, []string{"result"}),
+		RetentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_retention_deleted_total",
+			Help: "Rows deleted by retention, by kind.",
+		}, []string{"kind"}),
 	}
 	r.MustRegister(
 		collectors.NewGoCollector(),
@@ -135,6 +147,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
+		m.HousekeepingPasses, m.RetentionDeleted,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)

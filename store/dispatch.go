@@ -28,9 +28,6 @@ type Dispatch interface {
 	// DeadLetterOrphans dead-letters pending jobs of disabled or deleted
 	// subscriptions (those that were in flight when it happened).
 	DeadLetterOrphans(ctx context.Context) (int, error)
-	// PruneDeadLetters deletes up to Limit dead letters (and their
-	// attempts) completed before Before.
-	PruneDeadLetters(ctx context.Context, p PruneParams) (int, error)
 	// AutoDisable disables every enabled subscription whose open failure
 	// span is both sustained and spread now, and dead-letters its pending
 	// jobs: the periodic check, for spans that reach the window while no
@@ -131,11 +128,6 @@ type RecoverParams struct {
 type RecoverResult struct {
 	Recovered int // back to pending
 	Poisoned  int // dead-lettered as poison
-}
-
-type PruneParams struct {
-	Before time.Time
-	Limit  int
 }
 
 // ListJobsParams pages one subscription's jobs newest first.

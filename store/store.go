@@ -35,6 +35,7 @@ type Store interface {
 
 	ControlPlane
 	Dispatch
+	Retention
 }
 
 // Options are common to every driver.

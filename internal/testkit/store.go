@@ -56,3 +56,33 @@ func EachDriver(t *testing.T, fn func(t *testing.T, d Driver)) {
 		t.Run(d.Name, func(t *testing.T) { fn(t, d) })
 	}
 }
+
+// OpenTwice opens two handles on one fresh, migrated database of the named
+// driver: two replicas, as far as the database can tell.
+func OpenTwice(t testing.TB, driver string, opts store.Options) (store.Store, store.Store) {
+	t.Helper()
+	var open func() (store.Store, error)
+	switch driver {
+	case "postgres":
+		url := PostgresURL(t)
+		open = func() (store.Store, error) { return postgres.Open(context.Background(), url, opts) }
+	case "sqlite":
+		path := SQLitePath(t)
+		open = func() (store.Store, error) { return sqlite.Open(context.Background(), path, opts) }
+	default:
+		t.Fatalf("unknown driver %q", driver)
+	}
+	var out [2]store.Store
+	for i := range out {
+		s, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = s
+	}
+	return out[0], out[1]
+}

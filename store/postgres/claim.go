@@ -311,26 +311,6 @@ func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
 	return int(tag.RowsAffected()), err
 }
 
-func (db *DB) PruneDeadLetters(ctx context.Context, p store.PruneParams) (int, error) {
-	n := 0
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `DELETE FROM delivery_jobs WHERE id IN (
-			SELECT id FROM delivery_jobs WHERE status = 'dead_lettered' AND completed_at < $1 LIMIT $2)
-			RETURNING id`, p.Before, max(p.Limit, 1))
-		if err != nil {
-			return err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		n = len(ids)
-		_, err = tx.Exec(ctx, `DELETE FROM delivery_attempts WHERE job_id = ANY($1)`, ids)
-		return err
-	})
-	return n, err
-}
-
 func (db *DB) CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error) {
 	rows, err := db.pool.Query(ctx, `SELECT status, count(*) FROM delivery_jobs
 		WHERE status IN ('pending', 'in_flight', 'dead_lettered') GROUP BY status`)

@@ -132,13 +132,16 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 		if err := replayable(ctx, tx, tenantID, j.SubscriptionID); err != nil {
 			return err
 		}
+		// The share lock keeps retention from deleting the event until the
+		// new job, which needs it, is committed.
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE tenant_id = $1 AND sequence = $2)`,
-			tenantID, j.EventSequence).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
+		err = tx.QueryRow(ctx, `SELECT true FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
+			tenantID, j.EventSequence).Scan(&exists)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return hub.Errorf(hub.ECONFLICT, "event %q is no longer retained in the inbox", j.EventID)
+		}
+		if err != nil {
+			return err
 		}
 		out = fresh(j, now)
 		// Marked, so a later bulk replay does not send it once more.
@@ -164,7 +167,7 @@ func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int
 		olds, err := collectJobs(tx.Query(ctx, `UPDATE delivery_jobs d SET replayed = true, updated_at = $5
 			FROM (SELECT j.id FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
 			      WHERE j.subscription_id = $1 AND j.tenant_id = $2 AND j.status = $3 AND j.completed_at >= $4 AND NOT j.replayed
-			      ORDER BY j.event_sequence LIMIT $6 FOR UPDATE OF j) pick
+			      ORDER BY j.event_sequence LIMIT $6 FOR UPDATE OF j FOR SHARE OF e) pick
 			WHERE d.id = pick.id RETURNING `+prefixed("d.", jobColumns),
 			p.SubscriptionID, p.TenantID, string(p.Status), p.Since, now, maxReplay))
 		if err != nil {

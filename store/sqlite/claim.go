@@ -221,33 +221,6 @@ func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
 	return int(n), err
 }
 
-func (db *DB) PruneDeadLetters(ctx context.Context, p store.PruneParams) (int, error) {
-	n := 0
-	err := db.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `DELETE FROM delivery_jobs WHERE id IN (
-			SELECT id FROM delivery_jobs WHERE status = 'dead_lettered' AND completed_at < ? LIMIT ?) RETURNING id`,
-			micros(p.Before), max(p.Limit, 1))
-		if err != nil {
-			return err
-		}
-		ids, err := collect(rows, func(r scanner) (string, error) {
-			var id string
-			return id, r.Scan(&id)
-		})
-		if err != nil {
-			return err
-		}
-		n = len(ids)
-		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_attempts WHERE job_id = ?`, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return n, err
-}
-
 func (db *DB) CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT status, count(*) FROM delivery_jobs
 		WHERE status IN ('pending', 'in_flight', 'dead_lettered') GROUP BY status`)

@@ -26,6 +26,7 @@ var migrationFiles embed.FS
 // DB is a store.Store on one SQLite file.
 type DB struct {
 	w, r       *sql.DB // writer (one connection) and readers
+	path       string
 	opts       store.Options
 	migrations []migrate.Migration
 }
@@ -55,7 +56,7 @@ func Open(ctx context.Context, path string, opts store.Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	r.SetMaxOpenConns(4)
-	db := &DB{w: w, r: r, opts: opts.WithDefaults(), migrations: migrations}
+	db := &DB{w: w, r: r, path: path, opts: opts.WithDefaults(), migrations: migrations}
 	if err := w.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

@@ -440,9 +440,9 @@ func testDispatch(t *testing.T, open Opener) {
 			t.Fatalf("another tenant's job: %v", err)
 		}
 		e.clock.Advance(169 * time.Hour)
-		n, err := e.store.PruneDeadLetters(e.ctx, store.PruneParams{Before: e.clock.Now().Add(-168 * time.Hour), Limit: 100})
-		if err != nil || n != 1 {
-			t.Fatalf("PruneDeadLetters = %d, %v", n, err)
+		r, err := e.store.Prune(e.ctx, store.PruneParams{DeadLettersBefore: e.clock.Now().Add(-168 * time.Hour), Batch: 100})
+		if err != nil || r != (store.PruneResult{DeadLetters: 1}) {
+			t.Fatalf("Prune = %+v, %v", r, err)
 		}
 		if _, _, err := e.store.GetJob(e.ctx, "acme", j.ID); hub.ErrorCode(err) != hub.ENOTFOUND {
 			t.Fatal("a pruned dead letter is still there")

@@ -26,6 +26,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
 	t.Run("ControlPlane", func(t *testing.T) { testControlPlane(t, open) })
 	t.Run("Dispatch", func(t *testing.T) { testDispatch(t, open) })
+	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 }
 
 // env is one test's store with a fake clock.

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Retention is the part of the store housekeeping works on: bounded
+// deletes of what is past its retention, and a lock that lets one process
+// at a time do it.
+type Retention interface {
+	// Prune deletes at most Batch rows of each kind past its bound, each
+	// kind in its own transaction, and says how many it deleted: call it
+	// again while a count equals Batch. Jobs go first, so events they
+	// held are free in the same call.
+	Prune(ctx context.Context, p PruneParams) (PruneResult, error)
+	// Exclusive runs fn unless another holder of name — in this process or
+	// any other on the same database (and schema) — is running; then it
+	// returns false at once. A holder that dies releases it.
+	Exclusive(ctx context.Context, name string, fn func(context.Context) error) (ran bool, err error)
+}
+
+// PruneParams bound what is kept. A zero time or count leaves that kind
+// alone.
+type PruneParams struct {
+	// SucceededBefore: succeeded jobs completed before it go, with their
+	// attempt logs.
+	SucceededBefore time.Time
+	// DeadLettersBefore: dead letters completed before it go, with their
+	// attempt logs.
+	DeadLettersBefore time.Time
+	// EventsBefore: events received before it go, unless a job that may
+	// still send them (pending, in flight, or a dead letter that can be
+	// replayed) refers to them.
+	EventsBefore time.Time
+	// KeepRejections: rejected records beyond the newest this many go.
+	KeepRejections int
+	// Batch bounds each kind's delete (<= 0 means 1000).
+	Batch int
+}
+
+// PruneResult counts what one Prune deleted.
+type PruneResult struct {
+	SucceededJobs, DeadLetters, Events, Rejections int
+}
+
+// Full reports whether some kind hit the batch bound: there may be more.
+func (r PruneResult) Full(batch int) bool {
+	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch || r.Rejections >= batch
+}
