@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -151,15 +152,40 @@ func TestReadyz_NamesTheFailingCheck(t *testing.T) {
 	}
 }
 
-func TestRequestID_EchoedOrGenerated(t *testing.T) {
-	admin, _ := serve(t, api.Deps{})
+// Every response carries a request id, and every log line the API writes
+// names it: the request's line, an internal error's, a panic's.
+func TestRequestID_EchoedOrGeneratedAndOnEveryLogLine(t *testing.T) {
+	logs := &syncBuffer{}
+	admin, _ := serve(t, api.Deps{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	_, h, _ := admin.do("GET", "/healthz", "", "X-Request-Id", "trace-123")
 	if h.Get("X-Request-Id") != "trace-123" {
 		t.Fatalf("X-Request-Id = %q, want the caller's", h.Get("X-Request-Id"))
 	}
+	ids := map[string]bool{"trace-123": true}
 	_, h, _ = admin.do("GET", "/healthz", "", "X-Request-Id", "bad id\twith control")
 	if id := h.Get("X-Request-Id"); id == "" || strings.ContainsAny(id, " \t") {
 		t.Fatalf("X-Request-Id = %q, want a generated one", id)
+	} else {
+		ids[id] = true
+	}
+	// No store: the handler panics, and the answer is still a 500 with an id.
+	status, h, _ := admin.do("GET", "/v1/tenants", "")
+	if status != 500 || h.Get("X-Request-Id") == "" {
+		t.Fatalf("a panicking handler answered %d, X-Request-Id %q", status, h.Get("X-Request-Id"))
+	}
+	ids[h.Get("X-Request-Id")] = true
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) < 4 {
+		t.Fatalf("%d log lines, want a line per request and the panic's:\n%s", len(lines), logs)
+	}
+	for _, line := range lines {
+		var rec struct {
+			Msg       string
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || !ids[rec.RequestID] {
+			t.Fatalf("log line without a request id of this test: %s", line)
+		}
 	}
 }
 

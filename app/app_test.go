@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/app"
+	"github.com/lerianstudio/streaming-hub/config"
 	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -143,5 +144,45 @@ func TestDev_ReadyzFailsWhileTheStoreIsUnreachable(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 503 || !strings.Contains(string(b), `"store":`) || strings.Contains(string(b), `"store":"ok"`) {
 		t.Fatalf("readyz = %d %s", resp.StatusCode, b)
+	}
+}
+
+// Each role runs only its part, and /readyz checks only what that part
+// needs: a delivery replica has no Kafka to wait for.
+func TestRoles_RunTheirPartAndReadyzChecksWhatTheyNeed(t *testing.T) {
+	readyz := func(h *app.Hub) (int, map[string]string) {
+		resp, err := http.Get("http://" + h.HTTPAddr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Checks map[string]string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Checks
+	}
+	delivery, _ := startDev(t, map[string]string{"STREAMING_HUB_ROLE": "delivery"})
+	if delivery.Consumer != nil || delivery.Broker != nil || delivery.Dispatcher == nil || delivery.Housekeeper == nil {
+		t.Fatalf("delivery role: consumer %v, broker %v, dispatcher %v", delivery.Consumer != nil, delivery.Broker != nil, delivery.Dispatcher != nil)
+	}
+	if st, checks := readyz(delivery); st != 200 || checks["store"] != "ok" || len(checks) != 1 {
+		t.Fatalf("delivery readyz = %d %v, want the store only", st, checks)
+	}
+	ingest, _ := startDev(t, map[string]string{"STREAMING_HUB_ROLE": "ingest"})
+	if ingest.Consumer == nil || ingest.Dispatcher != nil {
+		t.Fatalf("ingest role: consumer %v, dispatcher %v", ingest.Consumer != nil, ingest.Dispatcher != nil)
+	}
+	if st, checks := readyz(ingest); st != 200 || checks["store"] != "ok" || checks["kafka"] != "ok" {
+		t.Fatalf("ingest readyz = %d %v, want store and kafka", st, checks)
+	}
+}
+
+// serve logs JSON: one object per line, for log pipelines.
+func TestNewLogger_JSONInServe(t *testing.T) {
+	var buf bytes.Buffer
+	log := app.NewLogger(config.Config{Mode: config.Serve, LogFormat: "json"}, &buf)
+	log.Info("started", "role", "all")
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil || rec["msg"] != "started" || rec["role"] != "all" {
+		t.Fatalf("log line %q: %v", buf.String(), err)
 	}
 }

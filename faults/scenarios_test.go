@@ -5,7 +5,10 @@ package faults
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -198,4 +201,69 @@ func TestThreeProcessesOneDatabase(t *testing.T) {
 			t.Errorf("a process logged errors:\n%s", p.logs.String())
 		}
 	}
+}
+
+// Roles: one ingest process and two delivery processes (which have no
+// Kafka configuration at all) on one database: every event delivered once,
+// the attempts shared by the two delivery replicas and none made by the
+// ingest one, and housekeeping passes run on one replica at a time.
+func TestRolesOneIngestTwoDelivery(t *testing.T) {
+	w := newWorld(t, 20, 6, 0)
+	fast := "STREAMING_HUB_HOUSEKEEPING_INTERVAL=100ms"
+	ingest := w.start("STREAMING_HUB_ROLE=ingest", fast)
+	delivery := []*proc{
+		w.start("STREAMING_HUB_ROLE=delivery", "STREAMING_HUB_KAFKA_BROKERS=", fast),
+		w.start("STREAMING_HUB_ROLE=delivery", "STREAMING_HUB_KAFKA_BROKERS=", fast),
+	}
+	ids := w.produce(4_000, 1500)
+	got := w.waitDelivered(ids, 2*time.Minute)
+	w.report("one ingest and two delivery processes, one PostgreSQL database", got)
+	if got.duplicated > 0 || got.overlaps > 0 {
+		t.Errorf("%d duplicates, %d overlapping attempts, with no failure at all", got.duplicated, got.overlaps)
+	}
+	if n := metric(t, ingest, `streaming_hub_delivery_attempts_total{outcome="success"}`); n != 0 {
+		t.Errorf("the ingest process made %v attempts", n)
+	}
+	var ran, skipped float64
+	for i, p := range append(delivery, ingest) {
+		if i < 2 {
+			if n := metric(t, p, `streaming_hub_delivery_attempts_total{outcome="success"}`); n == 0 {
+				t.Errorf("delivery process %d made no attempt: the work was not shared", i)
+			} else {
+				fmt.Printf("   delivery process %d: %v successful attempts\n", i, n)
+			}
+			if n := metric(t, p, `streaming_hub_partitions_assigned`); n != 0 {
+				t.Errorf("delivery process %d consumes %v partitions", i, n)
+			}
+		}
+		ran += metric(t, p, `streaming_hub_housekeeping_passes_total{result="ran"}`)
+		skipped += metric(t, p, `streaming_hub_housekeeping_passes_total{result="skipped"}`)
+	}
+	fmt.Printf("   housekeeping passes: %v ran, %v skipped (another replica held the lock)\n", ran, skipped)
+	if ran == 0 {
+		t.Error("no housekeeping pass ran")
+	}
+	for _, p := range append(delivery, ingest) {
+		if strings.Contains(p.logs.String(), `"level":"ERROR"`) {
+			t.Errorf("a process logged errors:\n%s", p.logs.String())
+		}
+	}
+}
+
+// metric reads one sample from a process's /metrics (0 when absent).
+func metric(t *testing.T, p *proc, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
 }
