@@ -34,16 +34,16 @@ func prefixed(alias, columns string) string {
 // simply not claimed. The claimed jobs come back with their events and
 // subscriptions.
 //
-// The %s slots narrow the candidates: a targeted claim names the
-// subscriptions whose jobs just finished; a full claim looks for due jobs
-// everywhere.
+// The %s slots (a join, a condition) narrow the candidates: a targeted
+// claim names the subscriptions whose jobs just finished; a full claim
+// looks for due jobs everywhere.
 var claimJobs = `
 WITH subs AS (
 	SELECT s.id, s.tenant_id, s.max_in_flight - s.in_flight AS free
 	FROM subscriptions s
 	JOIN (
 		SELECT c.id, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.id) AS rn
-		FROM subscriptions c
+		FROM subscriptions c %s
 		WHERE c.enabled AND c.verification_state = 'active' AND c.deleted_at IS NULL
 		  AND c.in_flight < c.max_in_flight %s
 	) r ON r.id = s.id
@@ -62,8 +62,12 @@ WITH subs AS (
 ), chosen AS (
 	SELECT id FROM offered ORDER BY rn, tenant_id LIMIT $2
 ), claimed AS (
+	-- Written "IS NOT DISTINCT FROM", not "=", so that it does not imply
+	-- the predicate of delivery_jobs_pending: on a big table the statistics
+	-- see almost no pending jobs, and the planner would otherwise scan every
+	-- waiting job for each chosen one instead of looking each up by id.
 	UPDATE delivery_jobs d SET status = 'in_flight', lease_token = $3, lease_expires_at = $4, updated_at = $1
-	FROM chosen WHERE d.id = chosen.id AND d.status = 'pending'
+	FROM chosen WHERE d.id = chosen.id AND d.status IS NOT DISTINCT FROM 'pending'
 	RETURNING ` + jobColumnsOf("d") + `
 ), counted AS (
 	UPDATE subscriptions s SET in_flight = s.in_flight + c.n
@@ -81,12 +85,22 @@ var (
 	// pending) on purpose: a plain index scan marks the entries of jobs
 	// that moved on as dead as it passes them, where an index-only scan
 	// would visit the heap for each of them on every claim until vacuum.
-	claimAll = fmt.Sprintf(claimJobs, `AND EXISTS (SELECT 1 FROM delivery_jobs j
-		WHERE j.subscription_id = c.id AND j.status = 'pending' AND j.next_attempt_at <= $1 AND j.lease_token IS NULL)`)
-	claimSome = fmt.Sprintf(claimJobs, "AND c.id = ANY($5)")
+	// It is a LATERAL ... LIMIT 1, not an EXISTS, so it stays one index
+	// probe per subscription: the planner may turn an EXISTS into a hash
+	// of every waiting job, which it believes to be few on a big table.
+	claimAll = fmt.Sprintf(claimJobs, `CROSS JOIN LATERAL (SELECT 1 FROM delivery_jobs j
+		WHERE j.subscription_id = c.id AND j.status = 'pending' AND j.next_attempt_at <= $1 AND j.lease_token IS NULL
+		LIMIT 1) due`, "")
+	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($5)")
 )
 
 func jobColumnsOf(alias string) string { return prefixed(alias+".", jobColumns) }
+
+// Updates that name their jobs by id check the status with "IS NOT
+// DISTINCT FROM" rather than "=": it does not imply the predicate of a
+// partial status index, so the planner looks each job up by id instead of
+// scanning every pending or in-flight job, which a big table's statistics
+// make look free. (See claimed, above.)
 
 // asyncCommit lets a claim or a completion commit without waiting for its
 // WAL flush. It is safe for both: if PostgreSQL crashes and loses one, the
@@ -207,7 +221,7 @@ func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) error {
 		_, err := tx.Exec(ctx, fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET status = 'pending', lease_token = NULL,
 			lease_expires_at = NULL, next_attempt_at = $3, updated_at = $3
 			FROM unnest($1::text[], $2::text[]) AS v(id, token)
-			WHERE d.id = v.id AND d.lease_token = v.token AND d.status = 'in_flight'`), ids, tokens, db.opts.Stamp())
+			WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`), ids, tokens, db.opts.Stamp())
 		return err
 	})
 }
@@ -243,7 +257,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (store.R
 				completed_at = CASE WHEN d.recoveries + 1 >= $2 THEN $1::timestamptz END,
 				last_error = 'lease expired without a result: the worker stopped mid-attempt',
 				lease_token = NULL, lease_expires_at = NULL, next_attempt_at = $1, updated_at = $1
-			WHERE d.id = ANY($3) AND d.status = 'in_flight' AND d.lease_expires_at < $1`), now, p.PoisonThreshold, expired)
+			WHERE d.id = ANY($3) AND d.status IS NOT DISTINCT FROM 'in_flight' AND d.lease_expires_at < $1`), now, p.PoisonThreshold, expired)
 		if err != nil {
 			return err
 		}

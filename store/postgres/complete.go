@@ -46,7 +46,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 			completed_at = CASE WHEN v.status IN ('succeeded', 'dead_lettered') THEN $8::timestamptz END
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[])
 			AS v(id, token, status, next_at, reason, last_error, attempted)
-		WHERE d.id = v.id AND d.lease_token = v.token AND d.status = 'in_flight'`), ids, tokens, statuses, nexts, reasons, errs, attempted, now)
+		WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`), ids, tokens, statuses, nexts, reasons, errs, attempted, now)
 	if len(a.ids) > 0 {
 		// Logged even when fenced: the request was sent.
 		b.Queue(`INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body)

@@ -70,7 +70,7 @@ func (db *DB) pruneJobs(ctx context.Context, status string, before time.Time, ba
 
 // needed is true for an event some job may still send.
 const needed = `EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tenant_id AND j.event_sequence = e.sequence
-	AND j.status IN ('pending', 'in_flight', 'dead_lettered'))`
+	AND (j.completed_at IS NULL OR j.status = 'dead_lettered'))`
 
 // pruneEvents deletes the oldest events received before before that no job
 // needs. Candidates are locked first (skipping rows a replay holds) and

@@ -34,7 +34,7 @@ func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult
 		if r.Events, err = db.exec(ctx, `DELETE FROM events WHERE rowid IN (
 			SELECT e.rowid FROM events e WHERE e.received_at < ? AND NOT EXISTS (
 				SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tenant_id AND j.event_sequence = e.sequence
-				AND j.status IN ('pending', 'in_flight', 'dead_lettered'))
+				AND (j.completed_at IS NULL OR j.status = 'dead_lettered'))
 			ORDER BY e.received_at LIMIT ?)`, micros(p.EventsBefore), batch); err != nil {
 			return r, err
 		}
