@@ -1,6 +1,8 @@
-// Command streaming-hub runs the hub (dev, serve), migrates its database and
-// prints its version. main only parses arguments and handles signals and exit
-// codes; the hub itself is wired in package app.
+// Command streaming-hub runs the hub (dev, serve), migrates its database,
+// prints its version, and is a client of a running hub: its HTTP API
+// (tenants, keys, subscriptions, deliveries, events) and its Kafka ingest
+// (produce). main only parses arguments and handles signals and exit codes;
+// the hub itself is wired in package app.
 package main
 
 import (
@@ -24,10 +26,11 @@ type command struct {
 }
 
 // env is what a command may touch: streams and variables, so tests can run
-// commands in-process.
+// commands in-process. stdin may be nil (read as empty).
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	stdin          io.Reader
 }
 
 var commands = map[string]command{
@@ -36,10 +39,18 @@ var commands = map[string]command{
 	"migrate": {"apply database migrations (STREAMING_HUB_DATABASE_URL)", runMigrate},
 	"version": {"print the version", runVersion},
 	"bench":   {"measure the whole path on this machine (embedded Kafka, the hub, a local sink)", runBench},
+
+	// Clients of a running hub.
+	"tenants":       {"list, show, create and update tenants (admin API)", runTenants},
+	"keys":          {"create and revoke tenant API keys (admin API)", runKeys},
+	"subscriptions": {"manage a tenant's webhook subscriptions (API)", runSubscriptions},
+	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
+	"events":        {"pull a tenant's events (API)", runEvents},
+	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce},
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], env{os.Stdout, os.Stderr, os.Getenv}))
+	os.Exit(run(os.Args[1:], env{os.Stdout, os.Stderr, os.Getenv, os.Stdin}))
 }
 
 func run(args []string, e env) int {
@@ -65,12 +76,14 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "streaming-hub delivers CloudEvents from Kafka to every destination a tenant subscribed to.")
 	fmt.Fprintln(w, "\nUsage: streaming-hub <command> [flags]\n\nCommands:")
 	names := make([]string, 0, len(commands))
+	width := 0
 	for name := range commands {
 		names = append(names, name)
+		width = max(width, len(name))
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", name, commands[name].summary)
+		fmt.Fprintf(w, "  %-*s  %s\n", width, name, commands[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun `streaming-hub <command> --help` for a command's flags and variables.")
 }

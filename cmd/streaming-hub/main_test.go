@@ -8,8 +8,13 @@ import (
 )
 
 func runCmd(vars map[string]string, args ...string) (int, string, string) {
+	return runCmdStdin(vars, "", args...)
+}
+
+// runCmdStdin runs a command in-process with stdin as its standard input.
+func runCmdStdin(vars map[string]string, stdin string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(args, env{&out, &errOut, func(k string) string { return vars[k] }})
+	code := run(args, env{&out, &errOut, func(k string) string { return vars[k] }, strings.NewReader(stdin)})
 	return code, out.String(), errOut.String()
 }
 

@@ -1,0 +1,214 @@
+package main
+
+// cli.go: what the client commands (tenants, keys, subscriptions,
+// deliveries, events) share: subcommand groups, the common flags, parsing
+// flags mixed with positional arguments, and --help.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Variables the client commands read.
+const (
+	envServer = "STREAMING_HUB_SERVER"
+	envToken  = "STREAMING_HUB_TOKEN"
+	envTenant = "STREAMING_HUB_TENANT"
+
+	defaultServer = "http://localhost:8080"
+)
+
+// subcommand is one verb of a group: `streaming-hub <group> <name> ...`.
+type subcommand struct {
+	name     string
+	synopsis string // what follows the name in the usage line
+	summary  string
+	run      func(args []string, e env) int
+}
+
+// group is a command made of subcommands, such as `tenants`.
+type group struct {
+	name  string
+	about string
+	subs  []subcommand
+}
+
+func (g group) run(args []string, e env) int {
+	if len(args) == 0 {
+		g.usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		g.usage(e.stdout)
+		return exitOK
+	}
+	for _, s := range g.subs {
+		if s.name == args[0] {
+			return s.run(args[1:], e)
+		}
+	}
+	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q\n\n", g.name, args[0])
+	g.usage(e.stderr)
+	return exitUsage
+}
+
+func (g group) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: streaming-hub %s <subcommand> [flags]\n\n%s\n\nSubcommands:\n", g.name, g.about)
+	width := 0
+	for _, s := range g.subs {
+		width = max(width, len(s.name))
+	}
+	for _, s := range g.subs {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\nRun `streaming-hub %s <subcommand> --help` for its arguments, flags and variables.\n", g.name)
+}
+
+// apiCmd is one API subcommand being parsed: its own flags plus the common
+// ones (--server, --tenant on tenant-scoped endpoints, -o), its positional
+// arguments, and, once parsed, the client to call the API with.
+type apiCmd struct {
+	name     string   // "subscriptions get"
+	posNames []string // positional arguments, such as "<id>"
+	fs       *flag.FlagSet
+	e        env
+
+	server string
+	tenant string
+	output string
+
+	args []string // the positional arguments, once parsed
+	set  map[string]bool
+	cl   *client
+}
+
+// newAPICmd declares a subcommand. synopsis is the usage line after the
+// name; posNames are its positional arguments, all required; scoped adds
+// --tenant (X-Tenant-Id) for tenant-scoped endpoints.
+func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...string) *apiCmd {
+	c := &apiCmd{name: name, posNames: posNames, e: e}
+	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	c.fs.SetOutput(e.stderr)
+	server := e.getenv(envServer)
+	if server == "" {
+		server = defaultServer
+	}
+	c.fs.StringVar(&c.server, "server", server, "base URL of the hub's API (env "+envServer+")")
+	if scoped {
+		c.fs.StringVar(&c.tenant, "tenant", e.getenv(envTenant), "tenant to act on when the token is the admin token, sent as X-Tenant-Id (env "+envTenant+")")
+	}
+	c.fs.StringVar(&c.output, "o", "table", "output: table or json (the API's answer as is)")
+	c.fs.StringVar(&c.output, "output", "table", "same as -o")
+	c.fs.Usage = func() {
+		w := c.fs.Output()
+		fmt.Fprintf(w, "Usage: streaming-hub %s %s\n\n%s\n\nFlags (before or after the arguments):\n", name, synopsis, strings.TrimSpace(about))
+		c.fs.PrintDefaults()
+		fmt.Fprintf(w, "\nEnvironment:\n")
+		fmt.Fprintf(w, "  %-21s the admin token or a tenant API key, sent as Authorization: Bearer (required)\n", envToken)
+		fmt.Fprintf(w, "  %-21s default of --server (else %s)\n", envServer, defaultServer)
+		if scoped {
+			fmt.Fprintf(w, "  %-21s default of --tenant\n", envTenant)
+		}
+	}
+	return c
+}
+
+// parse reads the arguments, checks them and STREAMING_HUB_TOKEN, and makes
+// the client. When it returns false, the command exits with code.
+func (c *apiCmd) parse(args []string) (code int, ok bool) {
+	pos, err := parseInterleaved(c.fs, args)
+	if err != nil {
+		return flagExit(err), false
+	}
+	if len(pos) != len(c.posNames) {
+		want := "no arguments"
+		if len(c.posNames) > 0 {
+			want = strings.Join(c.posNames, " ")
+		}
+		return c.usageError("want %s, got %d argument(s)", want, len(pos)), false
+	}
+	if c.output != "table" && c.output != "json" {
+		return c.usageError("-o: table or json, not %q", c.output), false
+	}
+	c.args = pos
+	c.set = map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	token := c.e.getenv(envToken)
+	if token == "" {
+		fmt.Fprintf(c.e.stderr, "streaming-hub: %s: required (the admin token or a tenant API key)\n", envToken)
+		return exitUsage, false
+	}
+	cl, err := newClient(c.server, token, c.tenant)
+	if err != nil {
+		return c.usageError("--server: %v", err), false
+	}
+	c.cl = cl
+	return exitOK, true
+}
+
+// usageError prints one line about bad arguments and where help is, and
+// returns exitUsage.
+func (c *apiCmd) usageError(format string, args ...any) int {
+	fmt.Fprintf(c.e.stderr, "streaming-hub %s: %s (see --help)\n", c.name, fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// parseInterleaved parses flags wherever they are among the positional
+// arguments (the flag package alone stops at the first non-flag), so
+// `subscriptions get sub_1 -o json` works. After "--" everything is
+// positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// boolText is a boolean flag that takes its value as the next argument
+// (`--enabled false`), unlike flag.Bool.
+type boolText struct{ v *bool }
+
+// String is empty: the flag has no default to show (unset sends nothing).
+func (b boolText) String() string { return "" }
+
+func (b boolText) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "true", "yes", "1":
+		*b.v = true
+	case "false", "no", "0":
+		*b.v = false
+	default:
+		return errors.New("true or false")
+	}
+	return nil
+}
+
+// keyValue splits K=V, as --header takes it.
+func keyValue(s string) (string, string, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if k = strings.TrimSpace(k); !ok || k == "" {
+		return "", "", fmt.Errorf("%q is not NAME=VALUE", s)
+	}
+	return k, v, nil
+}

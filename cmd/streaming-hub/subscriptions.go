@@ -1,0 +1,345 @@
+package main
+
+// subscriptions.go: `streaming-hub subscriptions`, a tenant's webhook
+// subscriptions.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+var subscriptionsGroup = group{
+	name: "subscriptions",
+	about: "Manages a tenant's webhook subscriptions. STREAMING_HUB_TOKEN is a tenant API key, or\n" +
+		"the admin token with --tenant (STREAMING_HUB_TENANT) naming the tenant.",
+	subs: []subcommand{
+		{"list", "[--cursor C] [--limit N]", "list the tenant's subscriptions, one page", subscriptionsList},
+		{"get", "<id>", "show one subscription", subscriptionsGet},
+		{"create", "--name N --event-type T:M --url U [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
+		{"update", "<id> [--enabled true|false] [--url U] [--name N] [...]", "change a subscription", subscriptionsUpdate},
+		{"delete", "<id>", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
+		{"verify", "<id>", "probe the destination; on success the subscription is active and enabled", subscriptionsVerify},
+		{"rotate-secret", "<id> [--overlap 24h]", "make a new signing secret; the old one signs until the overlap ends", subscriptionsRotate},
+	},
+}
+
+func runSubscriptions(args []string, e env) int { return subscriptionsGroup.run(args, e) }
+
+// subscriptionView is a subscription as the API shows it.
+type subscriptionView struct {
+	ID         string `json:"id"`
+	TenantID   string `json:"tenant_id"`
+	Name       string `json:"name"`
+	EventTypes []struct {
+		Type        string `json:"type"`
+		SchemaMajor int    `json:"schema_major"`
+	} `json:"event_types"`
+	Destination struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+		Auth    *struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"auth"`
+	} `json:"destination"`
+	RetrySchedule     []string `json:"retry_schedule"`
+	MaxInFlight       int      `json:"max_in_flight"`
+	Enabled           bool     `json:"enabled"`
+	VerificationState string   `json:"verification_state"`
+	DisabledReason    *string  `json:"disabled_reason"`
+	DisabledAt        *string  `json:"disabled_at"`
+	BreakerState      string   `json:"breaker_state"`
+	FailureSpan       *struct {
+		First string `json:"first_failure_at"`
+		Last  string `json:"last_failure_at"`
+	} `json:"failure_span"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
+	SigningSecret string `json:"signing_secret"`
+}
+
+func (s *subscriptionView) print(w io.Writer) {
+	types := make([]string, len(s.EventTypes))
+	for i, et := range s.EventTypes {
+		types[i] = fmt.Sprintf("%s:%d", et.Type, et.SchemaMajor)
+	}
+	auth := ""
+	if a := s.Destination.Auth; a != nil {
+		auth = a.Type
+		if a.Name != "" {
+			auth += " (" + a.Name + ")"
+		}
+	}
+	retry := "default"
+	if s.RetrySchedule != nil {
+		retry = strings.Join(s.RetrySchedule, ", ")
+	}
+	span := ""
+	if f := s.FailureSpan; f != nil {
+		span = f.First + " .. " + f.Last
+	}
+	kv := []string{
+		"id", s.ID,
+		"tenant_id", s.TenantID,
+		"name", s.Name,
+		"event_types", strings.Join(types, ", "),
+		"url", s.Destination.URL,
+		"headers", joinMap(s.Destination.Headers),
+		"auth", auth,
+		"retry_schedule", retry,
+		"max_in_flight", itoa(s.MaxInFlight),
+		"enabled", strconv.FormatBool(s.Enabled),
+		"verification_state", s.VerificationState,
+		"breaker_state", s.BreakerState,
+		"disabled_reason", str(s.DisabledReason),
+		"disabled_at", str(s.DisabledAt),
+		"failure_span", span,
+		"created_at", s.CreatedAt,
+		"updated_at", s.UpdatedAt,
+	}
+	if s.SigningSecret != "" {
+		kv = append(kv, "signing_secret", s.SigningSecret)
+	}
+	fields(w, kv...)
+}
+
+func subscriptionsList(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions list", "[--cursor C] [--limit N] [flags]",
+		"Lists the tenant's subscriptions, one page; when there are more, the last line on\nstderr says which --cursor to pass next.", true)
+	p := c.pageFlags()
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	return listCmd(c, "/v1/subscriptions", p, nil, []string{"ID", "NAME", "URL", "ENABLED", "STATE", "BREAKER"}, func(s subscriptionView) []string {
+		return []string{s.ID, s.Name, s.Destination.URL, strconv.FormatBool(s.Enabled), s.VerificationState, s.BreakerState}
+	})
+}
+
+func subscriptionsGet(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions get", "<id> [flags]", "Shows one subscription (never its secrets).", true, "<id>")
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	var s subscriptionView
+	return c.do("GET", "/v1/subscriptions/"+pathEscape(c.args[0]), nil, nil, &s, s.print)
+}
+
+// subscriptionFlags are the body flags of create and update.
+type subscriptionFlags struct {
+	name, url, retry, fromFile string
+	maxInFlight                int
+	enabled                    bool
+	eventTypes, headers        multiFlag
+}
+
+// bodyFlags names the flags that make the body (all but --from-file).
+var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled"}
+
+func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
+	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
+	c.fs.Var(&f.eventTypes, "event-type", "`TYPE[:MAJOR]` to receive, such as transaction.posted:1 (MAJOR defaults to 1; repeatable)")
+	c.fs.StringVar(&f.url, "url", "", "webhook URL of the destination")
+	c.fs.Var(&f.headers, "header", "`NAME=VALUE` sent on every delivery (repeatable)")
+	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
+	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
+	c.fs.Var(boolText{&f.enabled}, "enabled", "`true|false`: deliveries flow only while enabled (a new subscription is)")
+	c.fs.StringVar(&f.fromFile, "from-file", "", "send this JSON `file` as the request body as is (- reads stdin); for destination.auth and anything the flags do not cover")
+	if update {
+		c.fs.Lookup("event-type").Usage += "; replaces the list"
+		c.fs.Lookup("header").Usage += "; replaces all headers"
+		c.fs.Lookup("retry-schedule").Usage += "; empty or \"default\" returns to the default curve"
+	}
+}
+
+// body builds the request body from the flags set; a usage problem returns
+// ok false with the exit code.
+func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok bool) {
+	if c.set["from-file"] {
+		for _, n := range bodyFlags {
+			if c.set[n] {
+				return nil, c.usageError("--from-file and --%s: the file is the whole body; give one or the other", n), false
+			}
+		}
+		data, err := readInput(c.e, f.fromFile)
+		if err != nil {
+			return nil, c.usageError("--from-file: %v", err), false
+		}
+		if !json.Valid(data) {
+			return nil, c.usageError("--from-file: %s is not valid JSON", f.fromFile), false
+		}
+		return data, exitOK, true
+	}
+	if create {
+		var missing []string
+		for _, n := range []string{"name", "event-type", "url"} {
+			if !c.set[n] {
+				missing = append(missing, "--"+n)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, c.usageError("%s: required (or --from-file)", strings.Join(missing, ", ")), false
+		}
+	}
+	b := map[string]any{}
+	if c.set["name"] {
+		b["name"] = f.name
+	}
+	if c.set["event-type"] {
+		ets := make([]map[string]any, len(f.eventTypes))
+		for i, v := range f.eventTypes {
+			typ, major, has := strings.Cut(v, ":")
+			m := 1
+			if has {
+				n, err := strconv.Atoi(major)
+				if err != nil {
+					return nil, c.usageError("--event-type %q: the schema major after ':' must be a number", v), false
+				}
+				m = n
+			}
+			ets[i] = map[string]any{"type": typ, "schema_major": m}
+		}
+		b["event_types"] = ets
+	}
+	dest := map[string]any{}
+	if create {
+		dest["type"] = "webhook"
+	}
+	if c.set["url"] {
+		dest["url"] = f.url
+	}
+	if c.set["header"] {
+		h := map[string]string{}
+		for _, v := range f.headers {
+			k, val, err := keyValue(v)
+			if err != nil {
+				return nil, c.usageError("--header: %v", err), false
+			}
+			h[k] = val
+		}
+		dest["headers"] = h
+	}
+	if len(dest) > 0 {
+		b["destination"] = dest
+	}
+	if c.set["retry-schedule"] {
+		if s := strings.TrimSpace(f.retry); s == "" || s == "default" {
+			b["retry_schedule"] = nil
+		} else {
+			steps := strings.Split(s, ",")
+			for i := range steps {
+				steps[i] = strings.TrimSpace(steps[i])
+			}
+			b["retry_schedule"] = steps
+		}
+	}
+	if c.set["max-in-flight"] {
+		b["max_in_flight"] = f.maxInFlight
+	}
+	if c.set["enabled"] {
+		b["enabled"] = f.enabled
+	}
+	if len(b) == 0 {
+		return nil, c.usageError("nothing to change: give --enabled, --url, --name, ... or --from-file"), false
+	}
+	return b, exitOK, true
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(e env, path string) ([]byte, error) {
+	if path == "-" {
+		if e.stdin == nil {
+			return nil, nil
+		}
+		return io.ReadAll(e.stdin)
+	}
+	return os.ReadFile(path)
+}
+
+func subscriptionsCreate(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions create", "--name N --event-type T:M --url U [flags] | --from-file F",
+		`Creates a subscription of the tenant. It starts pending: nothing is delivered until
+`+"`streaming-hub subscriptions verify <id>`"+` proves the destination answers (2xx, echoing the
+challenge). The answer carries the signing secret, shown only now and on rotation.
+
+Example:
+  streaming-hub subscriptions create --name ledger-hooks --event-type transaction.posted:1 \
+    --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m`, true)
+	var f subscriptionFlags
+	f.declare(c, false)
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	body, code, ok := f.body(c, true)
+	if !ok {
+		return code
+	}
+	var s subscriptionView
+	return c.do("POST", "/v1/subscriptions", nil, body, &s, func(w io.Writer) {
+		s.print(w)
+		fmt.Fprintln(c.e.stderr, "The signing secret is shown only now: store it. Next: streaming-hub subscriptions verify "+s.ID)
+	})
+}
+
+func subscriptionsUpdate(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions update", "<id> [--enabled true|false] [--url U] [--name N] [flags] | <id> --from-file F",
+		"Changes a subscription: only what is given changes. A new --url makes it pending again\n(verify it); --enabled true re-enables one the hub disabled.", true, "<id>")
+	var f subscriptionFlags
+	f.declare(c, true)
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	body, code, ok := f.body(c, false)
+	if !ok {
+		return code
+	}
+	var s subscriptionView
+	return c.do("PATCH", "/v1/subscriptions/"+pathEscape(c.args[0]), nil, body, &s, s.print)
+}
+
+func subscriptionsDelete(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions delete", "<id> [flags]",
+		"Deletes a subscription; its pending deliveries are dead-lettered as subscription_deleted.", true, "<id>")
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	return c.do("DELETE", "/v1/subscriptions/"+pathEscape(c.args[0]), nil, nil, nil, func(w io.Writer) {
+		fmt.Fprintf(w, "deleted subscription %s\n", c.args[0])
+	})
+}
+
+func subscriptionsVerify(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions verify", "<id> [flags]",
+		`Probes the destination with a signed challenge. A 2xx answer containing the challenge
+passes: the subscription becomes active and enabled. A failure exits 1 with the probe's
+outcome (422 probe_failed).`, true, "<id>")
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	var s subscriptionView
+	return c.do("POST", "/v1/subscriptions/"+pathEscape(c.args[0])+"/verify", nil, []byte("{}"), &s, s.print)
+}
+
+func subscriptionsRotate(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions rotate-secret", "<id> [--overlap 24h] [flags]",
+		"Makes a new signing secret (shown only now). The previous one keeps signing until the\noverlap ends, so receivers can switch without losing deliveries.", true, "<id>")
+	overlap := c.fs.String("overlap", "", "how long the previous secret keeps signing, 0s to 168h (default 24h)")
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	body := map[string]string{}
+	if c.set["overlap"] {
+		body["overlap"] = *overlap
+	}
+	var r struct {
+		SigningSecret string `json:"signing_secret"`
+		Expires       string `json:"previous_secret_expires_at"`
+	}
+	return c.do("POST", "/v1/subscriptions/"+pathEscape(c.args[0])+"/rotate-secret", nil, body, &r, func(w io.Writer) {
+		fields(w, "signing_secret", r.SigningSecret, "previous_secret_expires_at", r.Expires)
+	})
+}
