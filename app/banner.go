@@ -25,25 +25,28 @@ streaming-hub (%s) is running in dev mode
 		fmt.Fprintf(w, "  Secrets        generated and kept in %s (set STREAMING_HUB_ADMIN_TOKEN / STREAMING_HUB_KEK to choose your own)\n", secretsFile)
 	}
 	fmt.Fprintf(w, `
-Produce an event (kcat):
+Produce an event (kcat, or any Kafka client):
 
   echo '{"amount":"10.00"}' | kcat -P -b %s -t lerian.streaming.ledger_transaction.posted \
     -H ce-specversion=1.0 -H ce-id=evt-$(date +%%s%%N) -H ce-source=//midaz/ledger \
     -H ce-type=studio.lerian.transaction.posted -H ce-time=$(date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ) \
     -H ce-tenantid=default -H ce-schemaversion=1.0.0 -H content-type=application/json
 
+or, without kcat:  streaming-hub produce --brokers %s --tenant default
+
 See its verdict:
 
   curl -s %s/metrics | grep streaming_hub_ingest_records_total
   curl -s -H "Authorization: Bearer %s" %s/v1/admin/rejections
 
-Subscribe tenant default to transaction.posted, with a local receiver that
-answers the verification probe (go run ./examples/receiver -addr 127.0.0.1:9000):
+Subscribe tenant default to transaction.posted (the answer carries the
+signing_secret), run a receiver with it, and verify the subscription:
 
   curl -s -X POST %s/v1/subscriptions -H "Authorization: Bearer %s" -H "X-Tenant-Id: default" \
     -d '{"name":"local","event_types":[{"type":"transaction.posted","schema_major":1}],
          "destination":{"type":"webhook","url":"http://127.0.0.1:9000/hook"}}'
+  WEBHOOK_SECRET=<signing_secret> go run ./examples/receiver -addr 127.0.0.1:9000
   curl -s -X POST %s/v1/subscriptions/<id>/verify -H "Authorization: Bearer %s" -H "X-Tenant-Id: default"
 
-`, broker, api, h.Config.AdminToken, api, api, h.Config.AdminToken, api, h.Config.AdminToken)
+`, broker, broker, api, h.Config.AdminToken, api, api, h.Config.AdminToken, api, h.Config.AdminToken)
 }
