@@ -6,6 +6,8 @@ package devhub
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -45,6 +47,18 @@ func Start(t testing.TB, o Options) *Hub {
 	}
 	for k, v := range o.Env {
 		vars[k] = v
+	}
+	if !strings.HasPrefix(vars["STREAMING_HUB_DATABASE_URL"], "sqlite://") {
+		// Dev mode keeps generated secrets beside an SQLite file, or else in
+		// the working directory: the source tree, in a test. Give them.
+		if vars["STREAMING_HUB_KEK"] == "" {
+			key := make([]byte, 32)
+			rand.Read(key)
+			vars["STREAMING_HUB_KEK"] = base64.StdEncoding.EncodeToString(key)
+		}
+		if vars["STREAMING_HUB_ADMIN_TOKEN"] == "" {
+			vars["STREAMING_HUB_ADMIN_TOKEN"] = "devhub-admin-token-" + t.Name()
+		}
 	}
 	cfg, err := config.Load(config.Dev, func(k string) string { return vars[k] })
 	if err != nil {
