@@ -155,7 +155,7 @@ func TestReadyz_NamesTheFailingCheck(t *testing.T) {
 // Every response carries a request id, and every log line the API writes
 // names it: the request's line, an internal error's, a panic's.
 func TestRequestID_EchoedOrGeneratedAndOnEveryLogLine(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	admin, _ := serve(t, api.Deps{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	_, h, _ := admin.do("GET", "/healthz", "", "X-Request-Id", "trace-123")
 	if h.Get("X-Request-Id") != "trace-123" {

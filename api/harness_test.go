@@ -24,25 +24,8 @@ type hubAPI struct {
 	url   string
 	store store.Store
 	clock *testkit.Clock
-	logs  *syncBuffer
+	logs  *testkit.Buffer
 	admin client
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type apiOptions struct {
@@ -64,7 +47,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	if o.probeTimeout == 0 {
 		o.probeTimeout = 2 * time.Second
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	srv := httptest.NewServer(api.New(api.Deps{
 		Store:             s,
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

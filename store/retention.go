@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // Retention is the part of the store housekeeping works on: bounded
@@ -47,4 +49,48 @@ type PruneResult struct {
 // Full reports whether some kind hit the batch bound: there may be more.
 func (r PruneResult) Full(batch int) bool {
 	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch || r.Rejections >= batch
+}
+
+// DefaultPruneBatch is PruneParams.Batch when it is not set.
+const DefaultPruneBatch = 1000
+
+// Deleters are a driver's bounded deletes, one per kind; Prune runs them
+// in the order the contract needs. Each deletes at most batch rows, in its
+// own transaction, and says how many.
+type Deleters struct {
+	Jobs       func(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error)
+	Events     func(ctx context.Context, before time.Time, batch int) (int, error)
+	Rejections func(ctx context.Context, keep, batch int) (int, error)
+}
+
+// Prune is Retention.Prune over the deleters: jobs first, so the events
+// they held are free in the same call; a zero bound skips its kind.
+func (d Deleters) Prune(ctx context.Context, p PruneParams) (PruneResult, error) {
+	var r PruneResult
+	batch := p.Batch
+	if batch <= 0 {
+		batch = DefaultPruneBatch
+	}
+	var err error
+	if !p.SucceededBefore.IsZero() {
+		if r.SucceededJobs, err = d.Jobs(ctx, hub.JobSucceeded, p.SucceededBefore, batch); err != nil {
+			return r, err
+		}
+	}
+	if !p.DeadLettersBefore.IsZero() {
+		if r.DeadLetters, err = d.Jobs(ctx, hub.JobDeadLettered, p.DeadLettersBefore, batch); err != nil {
+			return r, err
+		}
+	}
+	if !p.EventsBefore.IsZero() {
+		if r.Events, err = d.Events(ctx, p.EventsBefore, batch); err != nil {
+			return r, err
+		}
+	}
+	if p.KeepRejections > 0 {
+		if r.Rejections, err = d.Rejections(ctx, p.KeepRejections, batch); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
 }

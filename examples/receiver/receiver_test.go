@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,23 +16,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var eventLine = regexp.MustCompile(`(?m)^event default/(\S+) #(\d+) transaction\.posted \(attempt att_\S+\)$`)
 
@@ -62,7 +43,7 @@ func TestReceiver_AgainstTheDevHub(t *testing.T) {
 		"destination":{"type":"webhook","url":"`+srv.URL+`/hook"}}`, &sub); st != 201 {
 		t.Fatalf("create subscription: %d", st)
 	}
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	hd, err := newHandler([]string{sub.SigningSecret}, consumer.NewMemoryDeduper(consumer.MemoryOptions{}), out)
 	if err != nil {
 		t.Fatal(err)

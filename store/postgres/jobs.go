@@ -101,24 +101,10 @@ func replayable(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID string)
 	var deleted *time.Time
 	err := tx.QueryRow(ctx, `SELECT enabled, deleted_at FROM subscriptions WHERE id = $1 AND tenant_id = $2`,
 		subscriptionID, tenantID).Scan(&enabled, &deleted)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows) || err == nil && deleted != nil:
-		return hub.Errorf(hub.ECONFLICT, "subscription %q was deleted: nothing to replay to", subscriptionID)
-	case err != nil:
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
-	case !enabled:
-		return hub.Errorf(hub.ECONFLICT, "subscription %q is disabled: enable or verify it before replaying", subscriptionID)
 	}
-	return nil
-}
-
-// fresh is a new pending job for the same event and subscription as j.
-func fresh(j hub.Job, now time.Time) hub.Job {
-	return hub.Job{
-		ID: hub.NewID("dlv", now), TenantID: j.TenantID, SubscriptionID: j.SubscriptionID,
-		EventSequence: j.EventSequence, EventID: j.EventID, Status: hub.JobPending,
-		NextAttemptAt: now, EnqueuedAt: now, CreatedAt: now, UpdatedAt: now,
-	}
+	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
 }
 
 func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error) {
@@ -143,7 +129,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 		if err != nil {
 			return err
 		}
-		out = fresh(j, now)
+		out = store.Replay(j, now)
 		// Marked, so a later bulk replay does not send it once more.
 		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs SET replayed = true WHERE id = $1`, j.ID); err != nil {
 			return err
@@ -175,7 +161,7 @@ func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int
 		}
 		jobs := make([]hub.Job, len(olds))
 		for i, j := range olds {
-			jobs[i] = fresh(j, now)
+			jobs[i] = store.Replay(j, now)
 		}
 		n = len(jobs)
 		return copyJobs(ctx, tx, jobs)

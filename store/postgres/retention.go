@@ -6,54 +6,30 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/store"
 )
 
-const defaultPruneBatch = 1000
-
 func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	var r store.PruneResult
-	batch := p.Batch
-	if batch <= 0 {
-		batch = defaultPruneBatch
-	}
-	var err error
-	if !p.SucceededBefore.IsZero() {
-		if r.SucceededJobs, err = db.pruneJobs(ctx, "succeeded", p.SucceededBefore, batch); err != nil {
-			return r, err
-		}
-	}
-	if !p.DeadLettersBefore.IsZero() {
-		if r.DeadLetters, err = db.pruneJobs(ctx, "dead_lettered", p.DeadLettersBefore, batch); err != nil {
-			return r, err
-		}
-	}
-	if !p.EventsBefore.IsZero() {
-		if r.Events, err = db.pruneEvents(ctx, p.EventsBefore, batch); err != nil {
-			return r, err
-		}
-	}
-	if p.KeepRejections > 0 {
-		tag, err := db.pool.Exec(ctx, `DELETE FROM rejected_records WHERE id IN (
-			SELECT id FROM rejected_records WHERE id <= (SELECT max(id) FROM rejected_records) - $1
-			ORDER BY id LIMIT $2)`, p.KeepRejections, batch)
-		if err != nil {
-			return r, err
-		}
-		r.Rejections = int(tag.RowsAffected())
-	}
-	return r, nil
+	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents, Rejections: db.pruneRejections}.Prune(ctx, p)
+}
+
+func (db *DB) pruneRejections(ctx context.Context, keep, batch int) (int, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM rejected_records WHERE id IN (
+		SELECT id FROM rejected_records WHERE id <= (SELECT max(id) FROM rejected_records) - $1
+		ORDER BY id LIMIT $2)`, keep, batch)
+	return int(tag.RowsAffected()), err
 }
 
 // pruneJobs deletes the oldest terminal jobs of status completed before
 // before, and their attempts, in one transaction.
-func (db *DB) pruneJobs(ctx context.Context, status string, before time.Time, batch int) (int, error) {
+func (db *DB) pruneJobs(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM delivery_jobs WHERE id IN (
 			SELECT id FROM delivery_jobs WHERE status = $1 AND completed_at IS NOT NULL AND completed_at < $2
 			ORDER BY completed_at LIMIT $3)
-			RETURNING id`, status, before, batch)
+			RETURNING id`, string(status), before, batch)
 		if err != nil {
 			return err
 		}

@@ -91,23 +91,10 @@ func replayable(ctx context.Context, tx *sql.Tx, tenantID, subscriptionID string
 	var deleted *int64
 	err := tx.QueryRowContext(ctx, `SELECT enabled, deleted_at FROM subscriptions WHERE id = ? AND tenant_id = ?`,
 		subscriptionID, tenantID).Scan(&enabled, &deleted)
-	switch {
-	case errors.Is(err, sql.ErrNoRows) || err == nil && deleted != nil:
-		return hub.Errorf(hub.ECONFLICT, "subscription %q was deleted: nothing to replay to", subscriptionID)
-	case err != nil:
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
-	case !enabled:
-		return hub.Errorf(hub.ECONFLICT, "subscription %q is disabled: enable or verify it before replaying", subscriptionID)
 	}
-	return nil
-}
-
-func fresh(j hub.Job, now time.Time) hub.Job {
-	return hub.Job{
-		ID: hub.NewID("dlv", now), TenantID: j.TenantID, SubscriptionID: j.SubscriptionID,
-		EventSequence: j.EventSequence, EventID: j.EventID, Status: hub.JobPending,
-		NextAttemptAt: now, EnqueuedAt: now, CreatedAt: now, UpdatedAt: now,
-	}
+	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
 }
 
 func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error) {
@@ -129,7 +116,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 		if n == 0 {
 			return hub.Errorf(hub.ECONFLICT, "event %q is no longer retained in the inbox", j.EventID)
 		}
-		out = fresh(j, now)
+		out = store.Replay(j, now)
 		// Marked, so a later bulk replay does not send it once more.
 		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET replayed = 1 WHERE id = ?`, j.ID); err != nil {
 			return err
@@ -163,7 +150,7 @@ func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int
 		}
 		jobs := make([]hub.Job, len(olds))
 		for i, j := range olds {
-			jobs[i] = fresh(j, now)
+			jobs[i] = store.Replay(j, now)
 		}
 		n = len(jobs)
 		return insertJobs(ctx, tx, jobs)

@@ -6,47 +6,28 @@ import (
 	"sync"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/store"
 )
 
-const defaultPruneBatch = 1000
-
 func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	var r store.PruneResult
-	batch := p.Batch
-	if batch <= 0 {
-		batch = defaultPruneBatch
-	}
-	var err error
-	if !p.SucceededBefore.IsZero() {
-		if r.SucceededJobs, err = db.pruneJobs(ctx, "succeeded", p.SucceededBefore, batch); err != nil {
-			return r, err
-		}
-	}
-	if !p.DeadLettersBefore.IsZero() {
-		if r.DeadLetters, err = db.pruneJobs(ctx, "dead_lettered", p.DeadLettersBefore, batch); err != nil {
-			return r, err
-		}
-	}
-	if !p.EventsBefore.IsZero() {
-		// One writer: nothing can make a job need these events between the
-		// check and the delete.
-		if r.Events, err = db.exec(ctx, `DELETE FROM events WHERE rowid IN (
-			SELECT e.rowid FROM events e WHERE e.received_at < ? AND NOT EXISTS (
-				SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tenant_id AND j.event_sequence = e.sequence
-				AND (j.completed_at IS NULL OR j.status = 'dead_lettered'))
-			ORDER BY e.received_at LIMIT ?)`, micros(p.EventsBefore), batch); err != nil {
-			return r, err
-		}
-	}
-	if p.KeepRejections > 0 {
-		if r.Rejections, err = db.exec(ctx, `DELETE FROM rejected_records WHERE id IN (
-			SELECT id FROM rejected_records WHERE id <= (SELECT max(id) FROM rejected_records) - ?
-			ORDER BY id LIMIT ?)`, p.KeepRejections, batch); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents, Rejections: db.pruneRejections}.Prune(ctx, p)
+}
+
+// pruneEvents needs no locking: with one writer, nothing can make a job
+// need these events between the check and the delete.
+func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int) (int, error) {
+	return db.exec(ctx, `DELETE FROM events WHERE rowid IN (
+		SELECT e.rowid FROM events e WHERE e.received_at < ? AND NOT EXISTS (
+			SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tenant_id AND j.event_sequence = e.sequence
+			AND (j.completed_at IS NULL OR j.status = 'dead_lettered'))
+		ORDER BY e.received_at LIMIT ?)`, micros(before), batch)
+}
+
+func (db *DB) pruneRejections(ctx context.Context, keep, batch int) (int, error) {
+	return db.exec(ctx, `DELETE FROM rejected_records WHERE id IN (
+		SELECT id FROM rejected_records WHERE id <= (SELECT max(id) FROM rejected_records) - ?
+		ORDER BY id LIMIT ?)`, keep, batch)
 }
 
 func (db *DB) exec(ctx context.Context, query string, args ...any) (int, error) {
@@ -65,12 +46,12 @@ func (db *DB) exec(ctx context.Context, query string, args ...any) (int, error) 
 
 // pruneJobs deletes the oldest terminal jobs of status completed before
 // before, and their attempts, in one transaction.
-func (db *DB) pruneJobs(ctx context.Context, status string, before time.Time, batch int) (int, error) {
+func (db *DB) pruneJobs(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error) {
 	n := 0
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `DELETE FROM delivery_jobs WHERE id IN (
 			SELECT id FROM delivery_jobs WHERE status = ? AND completed_at IS NOT NULL AND completed_at < ?
-			ORDER BY completed_at LIMIT ?) RETURNING id`, status, micros(before), batch)
+			ORDER BY completed_at LIMIT ?) RETURNING id`, string(status), micros(before), batch)
 		if err != nil {
 			return err
 		}
