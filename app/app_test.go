@@ -69,7 +69,7 @@ func TestDev_KcatEventIsAcceptedAndMalformedOneIsListedAsRejected(t *testing.T) 
 		"ce-time=2026-11-30T12:00:00Z", "ce-tenantid=default", "ce-schemaversion=1.0.0", "content-type=application/json")
 	kcat(t, broker, `{}`, "ce-specversion=0.3", "ce-id=bad-1")
 
-	testkit.Eventually(t, 10*time.Second, "the accepted event in /metrics", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the accepted event in /metrics", func() bool {
 		return strings.Contains(get(t, h, "/metrics"), `streaming_hub_ingest_records_total{reason="accepted",verdict="accept"} 1`)
 	})
 	var rej struct {
@@ -79,7 +79,7 @@ func TestDev_KcatEventIsAcceptedAndMalformedOneIsListedAsRejected(t *testing.T) 
 			Headers map[string]string
 		}
 	}
-	testkit.Eventually(t, 10*time.Second, "the rejection", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the rejection", func() bool {
 		json.Unmarshal([]byte(get(t, h, "/v1/admin/rejections")), &rej)
 		return len(rej.Data) == 1
 	})

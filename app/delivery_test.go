@@ -354,7 +354,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		failAt := func(h time.Duration, id string) {
 			clock.Set(t0.Add(h))
 			l.produce(ceRecord("acme", id, ""))
-			testkit.Eventually(t, 10*time.Second, "the hub to handle "+id, func() bool {
+			testkit.Eventually(t, 30*time.Second, "the hub to handle "+id, func() bool {
 				jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
 				for _, j := range jobs {
 					if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(clock.Now())) {
@@ -379,7 +379,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 				Last  time.Time `json:"last_failure_at"`
 			} `json:"failure_span"`
 		}
-		testkit.Eventually(t, 10*time.Second, "the auto-disable", func() bool {
+		testkit.Eventually(t, 30*time.Second, "the auto-disable", func() bool {
 			l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
 			return !s.Enabled
 		})
@@ -406,7 +406,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		before := sink.count()
 		l.produce(ceRecord("acme", "evt-6", ""))
 		clock.Advance(time.Minute)
-		testkit.Eventually(t, 10*time.Second, "delivery after recovery", func() bool {
+		testkit.Eventually(t, 30*time.Second, "delivery after recovery", func() bool {
 			clock.Advance(time.Second)
 			return sink.count() > before
 		})

@@ -163,7 +163,6 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "housekeeping"), Now: h.Now,
 		Interval:     cfg.HousekeepingInterval,
 		JobRetention: cfg.JobRetention, DLQRetention: cfg.DLQRetention, InboxRetention: cfg.InboxRetention,
-		KeepRejections: cfg.RejectionsKeep,
 	})
 
 	srv := api.New(api.Deps{

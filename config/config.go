@@ -79,7 +79,6 @@ type Config struct {
 	DLQRetention         time.Duration
 	InboxRetention       time.Duration
 	JobRetention         time.Duration
-	RejectionsKeep       int
 	HousekeepingInterval time.Duration
 
 	AdminToken        string
@@ -145,7 +144,6 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	c.DLQRetention = r.duration("DLQ_RETENTION", 168*time.Hour)
 	c.InboxRetention = r.duration("INBOX_RETENTION", 7*24*time.Hour)
 	c.JobRetention = r.duration("JOB_RETENTION", 7*24*time.Hour)
-	c.RejectionsKeep = r.positiveInt("REJECTIONS_KEEP", 100_000)
 	c.HousekeepingInterval = r.duration("HOUSEKEEPING_INTERVAL", time.Minute)
 
 	c.AdminToken = r.str("ADMIN_TOKEN", "")

@@ -37,7 +37,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		c.PullRate != 100 || c.PullBurst != 200 || c.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
 		t.Fatalf("SPEC defaults: %+v", c)
 	}
-	if c.InboxRetention != 168*time.Hour || c.JobRetention != 168*time.Hour || c.RejectionsKeep != 100_000 || c.HousekeepingInterval != time.Minute {
+	if c.InboxRetention != 168*time.Hour || c.JobRetention != 168*time.Hour || c.HousekeepingInterval != time.Minute {
 		t.Fatalf("retention defaults: %+v", c)
 	}
 }

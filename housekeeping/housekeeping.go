@@ -36,9 +36,6 @@ type Config struct {
 	// dead letters after dead-lettering, events after arrival (unless a
 	// job may still send them).
 	JobRetention, DLQRetention, InboxRetention time.Duration
-	// KeepRejections bounds the rejected records kept (newest first);
-	// 0 keeps all.
-	KeepRejections int
 	// Batch bounds each delete (0 means 1000); Budget bounds the deleting
 	// in one pass (0 means 30s), so a backlog is worked off over several
 	// passes instead of holding the lock for long.
@@ -113,7 +110,7 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 
 func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 	now := h.cfg.Now()
-	p := store.PruneParams{KeepRejections: h.cfg.KeepRejections, Batch: h.cfg.Batch}
+	p := store.PruneParams{Batch: h.cfg.Batch}
 	if h.cfg.JobRetention > 0 {
 		p.SucceededBefore = now.Add(-h.cfg.JobRetention)
 	}
@@ -130,11 +127,10 @@ func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 		total.SucceededJobs += r.SucceededJobs
 		total.DeadLetters += r.DeadLetters
 		total.Events += r.Events
-		total.Rejections += r.Rejections
 		if err != nil || !r.Full(h.cfg.Batch) || time.Since(start) > h.cfg.Budget || ctx.Err() != nil {
 			if total != (store.PruneResult{}) {
 				h.cfg.Logger.Info("retention deleted rows", "succeeded_jobs", total.SucceededJobs,
-					"dead_letters", total.DeadLetters, "events", total.Events, "rejections", total.Rejections)
+					"dead_letters", total.DeadLetters, "events", total.Events)
 			}
 			return total, err
 		}
@@ -172,5 +168,4 @@ func (h *Housekeeper) count(ran bool, err error, deleted store.PruneResult) {
 	m.RetentionDeleted.WithLabelValues("succeeded_jobs").Add(float64(deleted.SucceededJobs))
 	m.RetentionDeleted.WithLabelValues("dead_letters").Add(float64(deleted.DeadLetters))
 	m.RetentionDeleted.WithLabelValues("events").Add(float64(deleted.Events))
-	m.RetentionDeleted.WithLabelValues("rejections").Add(float64(deleted.Rejections))
 }

@@ -44,7 +44,7 @@ type Metrics struct {
 
 	// Housekeeping.
 	HousekeepingPasses *prometheus.CounterVec // result: ran | skipped | error
-	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events | rejections
+	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events
 }
 
 // New creates and registers every collector, plus the Go and process ones.

@@ -22,8 +22,8 @@ type Retention interface {
 	Exclusive(ctx context.Context, name string, fn func(context.Context) error) (ran bool, err error)
 }
 
-// PruneParams bound what is kept. A zero time or count leaves that kind
-// alone.
+// PruneParams bound what is kept. A zero time leaves that kind alone.
+// (Rejected records are bounded by ingest itself.)
 type PruneParams struct {
 	// SucceededBefore: succeeded jobs completed before it go, with their
 	// attempt logs.
@@ -35,20 +35,18 @@ type PruneParams struct {
 	// still send them (pending, in flight, or a dead letter that can be
 	// replayed) refers to them.
 	EventsBefore time.Time
-	// KeepRejections: rejected records beyond the newest this many go.
-	KeepRejections int
 	// Batch bounds each kind's delete (<= 0 means 1000).
 	Batch int
 }
 
 // PruneResult counts what one Prune deleted.
 type PruneResult struct {
-	SucceededJobs, DeadLetters, Events, Rejections int
+	SucceededJobs, DeadLetters, Events int
 }
 
 // Full reports whether some kind hit the batch bound: there may be more.
 func (r PruneResult) Full(batch int) bool {
-	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch || r.Rejections >= batch
+	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch
 }
 
 // DefaultPruneBatch is PruneParams.Batch when it is not set.
@@ -58,9 +56,8 @@ const DefaultPruneBatch = 1000
 // in the order the contract needs. Each deletes at most batch rows, in its
 // own transaction, and says how many.
 type Deleters struct {
-	Jobs       func(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error)
-	Events     func(ctx context.Context, before time.Time, batch int) (int, error)
-	Rejections func(ctx context.Context, keep, batch int) (int, error)
+	Jobs   func(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error)
+	Events func(ctx context.Context, before time.Time, batch int) (int, error)
 }
 
 // Prune is Retention.Prune over the deleters: jobs first, so the events
@@ -84,11 +81,6 @@ func (d Deleters) Prune(ctx context.Context, p PruneParams) (PruneResult, error)
 	}
 	if !p.EventsBefore.IsZero() {
 		if r.Events, err = d.Events(ctx, p.EventsBefore, batch); err != nil {
-			return r, err
-		}
-	}
-	if p.KeepRejections > 0 {
-		if r.Rejections, err = d.Rejections(ctx, p.KeepRejections, batch); err != nil {
 			return r, err
 		}
 	}

@@ -11,14 +11,7 @@ import (
 )
 
 func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents, Rejections: db.pruneRejections}.Prune(ctx, p)
-}
-
-func (db *DB) pruneRejections(ctx context.Context, keep, batch int) (int, error) {
-	tag, err := db.pool.Exec(ctx, `DELETE FROM rejected_records WHERE id IN (
-		SELECT id FROM rejected_records WHERE id <= (SELECT max(id) FROM rejected_records) - $1
-		ORDER BY id LIMIT $2)`, keep, batch)
-	return int(tag.RowsAffected()), err
+	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
 }
 
 // pruneJobs deletes the oldest terminal jobs of status completed before

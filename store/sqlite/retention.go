@@ -11,7 +11,7 @@ import (
 )
 
 func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents, Rejections: db.pruneRejections}.Prune(ctx, p)
+	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
 }
 
 // pruneEvents needs no locking: with one writer, nothing can make a job
@@ -22,12 +22,6 @@ func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int) (int
 			SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tenant_id AND j.event_sequence = e.sequence
 			AND (j.completed_at IS NULL OR j.status = 'dead_lettered'))
 		ORDER BY e.received_at LIMIT ?)`, micros(before), batch)
-}
-
-func (db *DB) pruneRejections(ctx context.Context, keep, batch int) (int, error) {
-	return db.exec(ctx, `DELETE FROM rejected_records WHERE id IN (
-		SELECT id FROM rejected_records WHERE id <= (SELECT max(id) FROM rejected_records) - ?
-		ORDER BY id LIMIT ?)`, keep, batch)
 }
 
 func (db *DB) exec(ctx context.Context, query string, args ...any) (int, error) {

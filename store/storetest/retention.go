@@ -93,7 +93,7 @@ func testRetention(t *testing.T, open Opener) {
 			t.Fatalf("jobs left: %v, %v", c, err)
 		}
 		// Even with every bound at now, live jobs and their events stay.
-		if r := e.prune(t, store.PruneParams{SucceededBefore: e.clock.Now(), DeadLettersBefore: e.clock.Now(), EventsBefore: e.clock.Now(), KeepRejections: 1}); r != (store.PruneResult{Events: 1}) {
+		if r := e.prune(t, store.PruneParams{SucceededBefore: e.clock.Now(), DeadLettersBefore: e.clock.Now(), EventsBefore: e.clock.Now()}); r != (store.PruneResult{Events: 1}) {
 			t.Fatalf("Prune = %+v, want only globex's jobless recent-00000", r)
 		}
 		if got := eventIDs(e.events(t, "acme")); !slices.Equal(got, []string{"a-00002", "a-00003"}) {
@@ -105,24 +105,18 @@ func testRetention(t *testing.T, open Opener) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", "")
 		e.publish(t, "acme", "a", 5)
-		var rejected []hub.Rejection
-		for i := range 5 {
-			rejected = append(rejected, rejectionAt(int64(100+i)))
-		}
-		e.ingest(t, store.IngestParams{Rejected: rejected})
 		e.clock.Advance(8 * 24 * time.Hour)
-		p := store.PruneParams{EventsBefore: e.clock.Now().Add(-week), KeepRejections: 2, Batch: 2}
+		p := store.PruneParams{EventsBefore: e.clock.Now().Add(-week), Batch: 2}
 		var got []store.PruneResult
 		for range 3 {
 			got = append(got, e.prune(t, p))
 		}
-		want := []store.PruneResult{{Events: 2, Rejections: 2}, {Events: 2, Rejections: 1}, {Events: 1}}
+		want := []store.PruneResult{{Events: 2}, {Events: 2}, {Events: 1}}
 		if fmt.Sprint(got) != fmt.Sprint(want) || !got[0].Full(2) || !got[1].Full(2) || got[2].Full(2) {
 			t.Fatalf("passes deleted %v, want %v", got, want)
 		}
-		rs, err := e.store.ListRejections(e.ctx, store.ListRejectionsParams{Limit: 10})
-		if err != nil || len(rs) != 2 || rs[0].Offset != 104 || rs[1].Offset != 103 {
-			t.Fatalf("rejections kept: %+v, %v; want the newest two", rs, err)
+		if got := e.events(t, "acme"); len(got) != 0 {
+			t.Fatalf("%d events left", len(got))
 		}
 	})
 
