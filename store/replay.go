@@ -16,6 +16,15 @@ func Replay(j hub.Job, now time.Time) hub.Job {
 	}
 }
 
+// MaxReplay bounds one bulk replay; calling again replays the rest, since
+// what was replayed is marked.
+const MaxReplay = 10_000
+
+// EventGone is the answer to replaying a job whose event retention deleted.
+func EventGone(eventID string) error {
+	return hub.Errorf(hub.ECONFLICT, "event %q is no longer retained in the inbox", eventID)
+}
+
 // Replayable says whether a subscription can take replayed jobs, given what
 // a driver read of it: a deleted (or missing) or disabled one cannot.
 func Replayable(subscriptionID string, found, enabled, deleted bool) error {

@@ -124,7 +124,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 		err = tx.QueryRow(ctx, `SELECT true FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
 			tenantID, j.EventSequence).Scan(&exists)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return hub.Errorf(hub.ECONFLICT, "event %q is no longer retained in the inbox", j.EventID)
+			return store.EventGone(j.EventID)
 		}
 		if err != nil {
 			return err
@@ -139,10 +139,6 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 	return out, err
 }
 
-// maxReplay bounds one bulk replay; calling again replays the rest, since
-// what was replayed is marked.
-const maxReplay = 10_000
-
 func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int, error) {
 	now := db.opts.Stamp()
 	n := 0
@@ -155,7 +151,7 @@ func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int
 			      WHERE j.subscription_id = $1 AND j.tenant_id = $2 AND j.status = $3 AND j.completed_at >= $4 AND NOT j.replayed
 			      ORDER BY j.event_sequence LIMIT $6 FOR UPDATE OF j FOR SHARE OF e) pick
 			WHERE d.id = pick.id RETURNING `+prefixed("d.", jobColumns),
-			p.SubscriptionID, p.TenantID, string(p.Status), p.Since, now, maxReplay))
+			p.SubscriptionID, p.TenantID, string(p.Status), p.Since, now, store.MaxReplay))
 		if err != nil {
 			return err
 		}

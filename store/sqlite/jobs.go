@@ -114,7 +114,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 			return err
 		}
 		if n == 0 {
-			return hub.Errorf(hub.ECONFLICT, "event %q is no longer retained in the inbox", j.EventID)
+			return store.EventGone(j.EventID)
 		}
 		out = store.Replay(j, now)
 		// Marked, so a later bulk replay does not send it once more.
@@ -125,8 +125,6 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 	})
 	return out, err
 }
-
-const maxReplay = 10_000
 
 func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int, error) {
 	now := db.opts.Stamp()
@@ -140,7 +138,7 @@ func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int
 			             WHERE j.subscription_id = ? AND j.tenant_id = ? AND j.status = ? AND j.completed_at >= ? AND j.replayed = 0
 			             ORDER BY j.event_sequence LIMIT ?)
 			RETURNING `+jobColumns,
-			micros(now), p.SubscriptionID, p.TenantID, string(p.Status), micros(p.Since), maxReplay)
+			micros(now), p.SubscriptionID, p.TenantID, string(p.Status), micros(p.Since), store.MaxReplay)
 		if err != nil {
 			return err
 		}
