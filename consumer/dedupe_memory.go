@@ -22,7 +22,7 @@ type MemoryOptions struct {
 // MemoryDeduper is a Deduper in the process's memory: for a receiver that
 // runs as a single instance and accepts that a restart forgets what was
 // processed. Several instances behind a load balancer need a shared store:
-// see RedisDeduper.
+// see consumer/redisdedupe.
 //
 // It is bounded: past MaxEntries it evicts the least recently written keys,
 // which may let an old event through again; size it above the number of

@@ -11,7 +11,7 @@
 //
 // Usage:
 //
-//	dedupe, err := consumer.NewRedisDeduper(rdb, consumer.RedisOptions{})
+//	dedupe, err := redisdedupe.New(rdb, redisdedupe.Options{})
 //	if err != nil { ... }
 //	mw, err := consumer.Middleware(consumer.Options{
 //		Secrets: []string{os.Getenv("WEBHOOK_SECRET")}, // whsec_...
@@ -31,6 +31,7 @@
 // Receivers that do their own plumbing can call [Verify] (or a [Verifier]
 // during a secret rotation) and use a [Deduper] directly.
 //
-// The package depends on the standard library and go-redis only, so a
-// receiver does not pull in the hub's dependencies.
+// The package depends on the standard library only, so a receiver does not
+// pull in the hub's dependencies; package consumer/redisdedupe adds a
+// Deduper shared through Redis for receivers that run several instances.
 package consumer

@@ -18,7 +18,7 @@ func ExampleMiddleware() {
 
 	mw, err := consumer.Middleware(consumer.Options{
 		Secrets: []string{secret},
-		// One instance: in memory. Several: consumer.NewRedisDeduper.
+		// One instance: in memory. Several: redisdedupe.New (package consumer/redisdedupe).
 		Deduper: consumer.NewMemoryDeduper(consumer.MemoryOptions{}),
 	})
 	if err != nil {

@@ -439,16 +439,3 @@ func TestMiddlewareConfigErrors(t *testing.T) {
 		}
 	}
 }
-
-func TestMiddlewareRedis(t *testing.T) {
-	dedupe, _ := newTestRedisDeduper(t, RedisOptions{})
-	f := newFixture(t, Options{Deduper: dedupe})
-	f.answer.Store(http.StatusInternalServerError)
-	expect(t, f.send(f.delivery("evt-1", "dlv-1").request(t)), http.StatusInternalServerError, "")
-	f.answer.Store(http.StatusNoContent)
-	expect(t, f.send(f.delivery("evt-1", "dlv-2").request(t)), http.StatusNoContent, "")
-	expect(t, f.send(f.delivery("evt-1", "dlv-3").request(t)), http.StatusOK, "duplicate")
-	if n := f.ncalls(); n != 2 {
-		t.Fatalf("handler called %d times, want 2", n)
-	}
-}

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/config"
-	"github.com/lerianstudio/streaming-hub/loadtest"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/loadtest"
 )
 
 func runBench(args []string, e env) int {

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/lerianstudio/streaming-hub/app"
-	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 func runDev(args []string, e env) int {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/app"
-	"github.com/lerianstudio/streaming-hub/config"
-	"github.com/lerianstudio/streaming-hub/store"
+	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 func runMigrate(args []string, e env) int {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/app"
+	"github.com/lerianstudio/streaming-hub/internal/app"
 	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lerianstudio/streaming-hub/consumer"
+	"github.com/lerianstudio/streaming-hub/consumer/redisdedupe"
 )
 
 func main() {
@@ -69,5 +70,5 @@ func deduper(url string) (consumer.Deduper, error) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("-redis: %w", err)
 	}
-	return consumer.NewRedisDeduper(rdb, consumer.RedisOptions{})
+	return redisdedupe.New(rdb, redisdedupe.Options{})
 }

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/app"
-	"github.com/lerianstudio/streaming-hub/config"
+	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 

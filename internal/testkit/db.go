@@ -64,13 +64,3 @@ func SQLitePath(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(t.TempDir(), "hub.db")
 }
-
-// RedisURL returns EnvRedis, or skips the test when it is unset.
-func RedisURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(EnvRedis)
-	if u == "" {
-		t.Skip(EnvRedis + " is not set: skipping Redis test (.ci/run sets it)")
-	}
-	return u
-}

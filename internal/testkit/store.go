@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/lerianstudio/streaming-hub/store"
-	"github.com/lerianstudio/streaming-hub/store/postgres"
-	"github.com/lerianstudio/streaming-hub/store/sqlite"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
+	"github.com/lerianstudio/streaming-hub/internal/store/sqlite"
 )
 
 // OpenPostgres opens a migrated store on a fresh schema (skipping the test

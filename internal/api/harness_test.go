@@ -1,0 +1,138 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/api"
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// hubAPI is a real HTTP server over a real store, with a fake clock and a
+// captured log.
+type hubAPI struct {
+	t     *testing.T
+	url   string
+	store store.Store
+	clock *testkit.Clock
+	logs  *testkit.Buffer
+	admin client
+}
+
+type apiOptions struct {
+	allowPrivate bool
+	probeTimeout time.Duration
+	resolver     webhook.Resolver
+	pullRate     float64
+	pullBurst    int
+}
+
+func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
+	t.Helper()
+	clock := testkit.NewClock()
+	s := d.Open(t, store.Options{Now: clock.Now})
+	keyring, err := envelope.NewKeyring(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.probeTimeout == 0 {
+		o.probeTimeout = 2 * time.Second
+	}
+	logs := &testkit.Buffer{}
+	srv := httptest.NewServer(api.New(api.Deps{
+		Store:             s,
+		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		AdminToken:        adminToken,
+		Keyring:           keyring,
+		Client:            webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver}),
+		AllowPrivateSinks: o.allowPrivate,
+		Now:               clock.Now,
+		PullRate:          o.pullRate,
+		PullBurst:         o.pullBurst,
+	}).Handler())
+	t.Cleanup(srv.Close)
+	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}
+}
+
+// tenant creates a tenant and one API key for it; the client acts as it.
+func (h *hubAPI) tenant(id string) client {
+	h.t.Helper()
+	h.admin.json("POST", "/v1/tenants", `{"id":"`+id+`","name":"`+id+`"}`, 201, nil)
+	var k struct{ ID, Key string }
+	h.admin.json("POST", "/v1/tenants/"+id+"/keys", "", 201, &k)
+	return client{h.t, h.url, k.Key}
+}
+
+// subscription creates a subscription to url and returns its id and secret.
+func (c client) subscription(url string) (id, secret string) {
+	c.t.Helper()
+	var s struct {
+		ID            string
+		SigningSecret string `json:"signing_secret"`
+	}
+	c.json("POST", "/v1/subscriptions", `{"name":"hooks","event_types":[{"type":"transaction.posted","schema_major":1}],
+		"destination":{"type":"webhook","url":"`+url+`"}}`, 201, &s)
+	return s.ID, s.SigningSecret
+}
+
+// receiver is a destination that echoes probe challenges (or answers as
+// told) and records what it got.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []*http.Request
+	bodies [][]byte
+	answer func(w http.ResponseWriter, challenge string)
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{answer: func(w http.ResponseWriter, c string) { w.Write([]byte(c)) }}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		buf.ReadFrom(r.Body)
+		var p struct{ Challenge string }
+		json.Unmarshal(buf.Bytes(), &p)
+		rc.mu.Lock()
+		rc.got = append(rc.got, r)
+		rc.bodies = append(rc.bodies, buf.Bytes())
+		answer := rc.answer
+		rc.mu.Unlock()
+		answer(w, p.Challenge)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) last() (*http.Request, []byte) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) == 0 {
+		return nil, nil
+	}
+	return rc.got[len(rc.got)-1], rc.bodies[len(rc.bodies)-1]
+}
+
+func (rc *receiver) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.got)
+}
+
+func (rc *receiver) setAnswer(fn func(w http.ResponseWriter, challenge string)) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.answer = fn
+}
+
+func listAll(tenant string) store.ListSubscriptionsParams {
+	return store.ListSubscriptionsParams{TenantID: tenant, Limit: 1000}
+}

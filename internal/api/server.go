@@ -1,0 +1,133 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// Deps are what the API serves from.
+type Deps struct {
+	Store      store.Store
+	Metrics    *metrics.Metrics
+	Logger     *slog.Logger
+	AdminToken string
+	Version    string
+	// Keyring seals and opens subscription secrets (STREAMING_HUB_KEK).
+	Keyring *envelope.Keyring
+	// Client sends verification probes: the SSRF-safe webhook client.
+	Client            *http.Client
+	AllowPrivateSinks bool
+	// BreakerState reports a (tenant, destination) breaker; nil: closed.
+	BreakerState func(tenantID, url string) string
+	// OnJobs runs after the API created delivery jobs (replays): the
+	// dispatcher's in-process wake-up.
+	OnJobs func()
+	// Waiters wake long-polling pulls when ingest stores a tenant's events;
+	// nil makes the server its own (woken by no one: pulls re-check every
+	// second).
+	Waiters *Waiters
+	// PullRate and PullBurst are the per-tenant token bucket of
+	// GET /v1/events; 0 means 100/s and 200.
+	PullRate  float64
+	PullBurst int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Ready are the readiness checks by name (store, kafka, ...): /readyz
+	// answers 200 only when every one passes.
+	Ready map[string]func(context.Context) error
+}
+
+// Server routes requests to handlers.
+type Server struct {
+	deps    Deps
+	mux     *http.ServeMux
+	routes  []route
+	waiters *Waiters
+	limiter *limiter
+}
+
+// route is one registered endpoint; the list is what the OpenAPI test
+// compares against the document.
+type route struct {
+	Method, Path string
+}
+
+// New builds the server and registers every route.
+func New(deps Deps) *Server {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Waiters == nil {
+		deps.Waiters = NewWaiters()
+	}
+	if deps.PullRate <= 0 {
+		deps.PullRate = 100
+	}
+	if deps.PullBurst <= 0 {
+		deps.PullBurst = 200
+	}
+	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
+	s.limiter = newLimiter(deps.PullRate, deps.PullBurst, s.now)
+	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
+	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
+	if deps.Metrics != nil {
+		s.plain("GET", "/metrics", deps.Metrics.Handler())
+	}
+	s.handle("GET", "/v1/openapi.json", s.openAPI)
+	s.handle("GET", "/v1/admin/rejections", s.listRejections)
+
+	s.handle("POST", "/v1/tenants", s.createTenant)
+	s.handle("GET", "/v1/tenants", s.listTenants)
+	s.handle("GET", "/v1/tenants/{id}", s.getTenant)
+	s.handle("PATCH", "/v1/tenants/{id}", s.updateTenant)
+	s.handle("POST", "/v1/tenants/{id}/keys", s.createKey)
+	s.handle("DELETE", "/v1/tenants/{id}/keys/{key_id}", s.deleteKey)
+
+	s.handle("POST", "/v1/subscriptions", s.createSubscription)
+	s.handle("GET", "/v1/subscriptions", s.listSubscriptions)
+	s.handle("GET", "/v1/subscriptions/{id}", s.getSubscription)
+	s.handle("PATCH", "/v1/subscriptions/{id}", s.updateSubscription)
+	s.handle("DELETE", "/v1/subscriptions/{id}", s.deleteSubscription)
+	s.handle("POST", "/v1/subscriptions/{id}/verify", s.verifySubscription)
+	s.handle("POST", "/v1/subscriptions/{id}/rotate-secret", s.rotateSecret)
+	s.handle("GET", "/v1/subscriptions/{id}/deliveries", s.listDeliveries)
+	s.handle("POST", "/v1/subscriptions/{id}/replay", s.replaySubscription)
+	s.handle("GET", "/v1/deliveries/{id}", s.getDelivery)
+	s.handle("GET", "/v1/events", s.listEvents)
+	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
+	return s
+}
+
+func (s *Server) now() time.Time {
+	if s.deps.Now != nil {
+		return s.deps.Now().UTC().Truncate(time.Microsecond)
+	}
+	return time.Now().UTC().Truncate(time.Microsecond)
+}
+
+// Handler returns the server with its middleware.
+func (s *Server) Handler() http.Handler {
+	return withRequestLog(s.deps.Logger, s.mux)
+}
+
+// plain registers a handler that writes its own answer.
+func (s *Server) plain(method, path string, h http.Handler) {
+	s.routes = append(s.routes, route{method, path})
+	s.mux.Handle(method+" "+path, h)
+}
+
+// handle registers a handler that returns an error.
+func (s *Server) handle(method, path string, fn func(http.ResponseWriter, *http.Request) error) {
+	s.routes = append(s.routes, route{method, path})
+	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			writeError(w, r, s.deps.Logger, err)
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// subscriptionRequest is the body of create and PATCH. Absent fields are
+// nil; in a PATCH they keep their value. retry_schedule and
+// destination.auth may be null to clear them.
+type subscriptionRequest struct {
+	Name          *string             `json:"name"`
+	EventTypes    *[]hub.EventTypeRef `json:"event_types"`
+	Destination   *destinationRequest `json:"destination"`
+	RetrySchedule json.RawMessage     `json:"retry_schedule"`
+	MaxInFlight   *int                `json:"max_in_flight"`
+	Enabled       *bool               `json:"enabled"`
+}
+
+type destinationRequest struct {
+	Type    *string            `json:"type"`
+	URL     *string            `json:"url"`
+	Headers *map[string]string `json:"headers"`
+	Auth    json.RawMessage    `json:"auth"`
+}
+
+type authRequest struct {
+	Type     string `json:"type"`
+	Token    string `json:"token"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// strict decodes a nested raw value with the same rules as the body.
+func strict(raw json.RawMessage, v any, field string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return hub.Errorf(hub.EINVALID, "%s: %s", field, describeJSONError(err))
+	}
+	return nil
+}
+
+// apply writes the request onto sub (a new one for create, the stored one
+// for PATCH) and onto its opened secrets, then validates the result.
+// It reports whether the destination URL changed.
+func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.SubscriptionSecrets, allowPrivate bool) (urlChanged bool, err error) {
+	if req.Name != nil {
+		sub.Name = *req.Name
+	}
+	if req.EventTypes != nil {
+		sub.EventTypes = *req.EventTypes
+	}
+	if len(req.RetrySchedule) > 0 {
+		if isNull(req.RetrySchedule) {
+			sub.RetrySchedule = nil
+		} else {
+			var steps []string
+			if err := strict(req.RetrySchedule, &steps, "retry_schedule"); err != nil {
+				return false, err
+			}
+			if steps == nil {
+				steps = []string{}
+			}
+			sub.RetrySchedule = steps
+		}
+	}
+	if req.MaxInFlight != nil {
+		sub.MaxInFlight = *req.MaxInFlight
+	}
+	if req.Enabled != nil {
+		sub.Enabled = *req.Enabled
+	}
+	if d := req.Destination; d != nil {
+		if d.Type != nil {
+			sub.Destination.Type = *d.Type
+		}
+		if d.URL != nil {
+			urlChanged = *d.URL != sub.Destination.URL
+			sub.Destination.URL = *d.URL
+		}
+		if d.Headers != nil {
+			sub.Destination.Headers = *d.Headers
+		}
+		if len(d.Auth) > 0 {
+			if isNull(d.Auth) {
+				sub.Destination.AuthType, sub.Destination.AuthHeaderName = "", ""
+				secrets.Auth = hub.Credentials{}
+			} else {
+				var a authRequest
+				if err := strict(d.Auth, &a, "destination.auth"); err != nil {
+					return false, err
+				}
+				sub.Destination.AuthType, sub.Destination.AuthHeaderName = a.Type, ""
+				// Keep only what the type uses: nothing stray is stored.
+				switch a.Type {
+				case hub.AuthBearer:
+					secrets.Auth = hub.Credentials{Token: a.Token}
+				case hub.AuthBasic:
+					secrets.Auth = hub.Credentials{Username: a.Username, Password: a.Password}
+				case hub.AuthHeader:
+					sub.Destination.AuthHeaderName = a.Name
+					secrets.Auth = hub.Credentials{Value: a.Value}
+				}
+			}
+		}
+	}
+	return urlChanged, validateSubscription(*sub, *secrets, allowPrivate)
+}
+
+func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
+	if err := hub.ValidateName(sub.Name); err != nil {
+		return err
+	}
+	if err := hub.ValidateEventTypes(sub.EventTypes); err != nil {
+		return err
+	}
+	if sub.Destination.Type != "webhook" {
+		return hub.Errorf(hub.EINVALID, "destination.type: must be webhook")
+	}
+	if sub.Destination.URL == "" {
+		return hub.Errorf(hub.EINVALID, "destination.url: required")
+	}
+	if err := webhook.ValidateURL(sub.Destination.URL, allowPrivate); err != nil {
+		return err
+	}
+	if err := hub.ValidateHeaders(sub.Destination.Headers); err != nil {
+		return err
+	}
+	if err := hub.ValidateAuth(sub.Destination.AuthType, sub.Destination.AuthHeaderName, secrets.Auth); err != nil {
+		return err
+	}
+	if err := hub.ValidateRetrySchedule(sub.RetrySchedule); err != nil {
+		return err
+	}
+	return hub.ValidateMaxInFlight(sub.MaxInFlight)
+}

@@ -1,0 +1,117 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// verifySubscription re-probes the destination. A pass makes it active and
+// enabled in place with its failure span cleared; a failure marks a pending
+// subscription failed, and disables an active one (which stays active).
+func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	if err := decode(w, r, &struct{}{}); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	sub, err := s.deps.Store.GetSubscription(r.Context(), tenantID, id)
+	if err != nil {
+		return err
+	}
+	sec, err := s.openSecrets(sub)
+	if err != nil {
+		return err
+	}
+	res := webhook.Probe(r.Context(), s.deps.Client, webhook.TargetOf(sub, sec, s.now()), sub.ID, s.now())
+
+	sub, err = s.modifySubscription(r.Context(), tenantID, id, func(sub *hub.Subscription, _ *hub.SubscriptionSecrets) error {
+		now := s.now()
+		switch {
+		case res.Passed:
+			sub.VerificationState, sub.Enabled = hub.VerificationActive, true
+			sub.DisabledReason, sub.DisabledAt, sub.FailureSpan = "", nil, nil
+		case sub.VerificationState == hub.VerificationActive:
+			if sub.Enabled {
+				sub.Enabled = false
+				sub.DisabledReason, sub.DisabledAt = "verification probe failed: "+res.Error, &now
+			}
+		default:
+			sub.VerificationState = hub.VerificationFailed
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if res.Passed {
+		writeJSON(w, http.StatusOK, s.toSubscriptionJSON(sub))
+		return nil
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": map[string]any{
+		"code":    "probe_failed",
+		"message": "verification probe failed: " + res.Error,
+		"probe": map[string]any{
+			"status_code": res.StatusCode,
+			"error":       res.Error,
+			"duration_ms": res.Duration.Milliseconds(),
+		},
+		"subscription": s.toSubscriptionJSON(sub),
+	}})
+	return nil
+}
+
+// Rotation overlap bounds.
+const (
+	defaultOverlap = 24 * time.Hour
+	maxOverlap     = 7 * 24 * time.Hour
+)
+
+// rotateSecret makes a new current signing secret; the old one keeps
+// signing until the overlap ends, and secrets already expired are dropped.
+func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Overlap *string `json:"overlap"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	overlap := defaultOverlap
+	if req.Overlap != nil {
+		d, err := time.ParseDuration(*req.Overlap)
+		if err != nil || d < 0 || d > maxOverlap {
+			return hub.Errorf(hub.EINVALID, "overlap: a Go duration from 0s to 168h")
+		}
+		overlap = d
+	}
+	secret := webhook.NewSecret()
+	now := s.now()
+	expires := now.Add(overlap)
+	_, err = s.modifySubscription(r.Context(), tenantID, r.PathValue("id"), func(_ *hub.Subscription, sec *hub.SubscriptionSecrets) error {
+		kept := []hub.SigningSecret{{Secret: secret}}
+		for _, old := range sec.Signing {
+			if old.ExpiresAt == nil {
+				old.ExpiresAt = &expires
+			}
+			if now.Before(*old.ExpiresAt) {
+				kept = append(kept, old)
+			}
+		}
+		sec.Signing = kept
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"signing_secret": secret, "previous_secret_expires_at": expires})
+	return nil
+}

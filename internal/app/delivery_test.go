@@ -1,0 +1,421 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/devhub"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// liveHub is a whole dev-mode hub (embedded Kafka, ingest, dispatch, API)
+// on a fake clock, with its database on the given driver.
+type liveHub struct {
+	*devhub.Hub
+	t     *testing.T
+	clock *testkit.Clock
+	prod  *kgo.Client
+}
+
+func startLive(t *testing.T, d testkit.Driver, clock *testkit.Clock) *liveHub {
+	t.Helper()
+	env := map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20"}
+	if d.Name == "postgres" {
+		env["STREAMING_HUB_DATABASE_URL"] = testkit.PostgresURL(t)
+	}
+	h := devhub.Start(t, devhub.Options{Env: env, Now: clock.Now})
+	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return &liveHub{Hub: h, t: t, clock: clock, prod: prod}
+}
+
+// subscribe stores a verified subscription of tenant to transaction.posted
+// v1 at url, signing with secret.
+func (l *liveHub) subscribe(tenant, url, secret string, schedule []string) hub.Subscription {
+	l.t.Helper()
+	ctx := context.Background()
+	if _, err := l.Store.GetTenant(ctx, tenant); err != nil {
+		if _, err := l.Store.CreateTenant(ctx, store.CreateTenantParams{ID: tenant, Name: tenant}); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	s := hub.Subscription{
+		ID: hub.NewID("sub", l.clock.Now()), TenantID: tenant, Name: "e2e",
+		EventTypes:    []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
+		Destination:   hub.Destination{Type: "webhook", URL: url, Headers: map[string]string{"X-Custom": "v"}, AuthType: hub.AuthBearer},
+		RetrySchedule: schedule, MaxInFlight: 1, Enabled: true, VerificationState: hub.VerificationActive,
+	}
+	if err := webhook.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{
+		Signing: []hub.SigningSecret{{Secret: secret}}, Auth: hub.Credentials{Token: "sink-token"},
+	}); err != nil {
+		l.t.Fatal(err)
+	}
+	out, err := l.Store.CreateSubscription(ctx, s)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+func (l *liveHub) produce(recs ...*kgo.Record) {
+	l.t.Helper()
+	testkit.Produce(l.t, l.prod, recs...)
+}
+
+// api calls the hub's API as the admin acting on tenant.
+func (l *liveHub) api(method, path, tenant, body string, out any) int {
+	l.t.Helper()
+	return l.Do(method, path, tenant, body, out)
+}
+
+// recorder is a real HTTP destination that records requests and answers
+// as scripted.
+type recorder struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []*http.Request
+	bodies [][]byte
+	status func(n int) int
+}
+
+func newRecorder(t *testing.T) *recorder {
+	rc := &recorder{status: func(int) int { return 200 }}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, r)
+		rc.bodies = append(rc.bodies, b)
+		status := rc.status(len(rc.got))
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+		w.Write(b) // an echo: verification probes find their challenge
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *recorder) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.got)
+}
+
+func (rc *recorder) request(i int) (*http.Request, []byte) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.got[i], rc.bodies[i]
+}
+
+func (rc *recorder) setStatus(fn func(n int) int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.status = fn
+}
+
+func ceRecord(tenant, id, value string) *kgo.Record {
+	return testkit.CERecord(app.DevTopic, 0, tenant, id, kgo.RecordHeader{Key: "ce-subject", Value: []byte("tx/" + id)})
+}
+
+// The published Standard Webhooks vector, end to end: an event produced to
+// Kafka arrives at a real HTTP sink with every SPEC header, its body byte
+// for byte, and exactly the vector's signature.
+func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		clock := testkit.NewClock()
+		clock.Set(time.Unix(1614265330, 0))
+		l := startLive(t, d, clock)
+		sink := newRecorder(t)
+		sub := l.subscribe("acme", sink.URL, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", nil)
+
+		body := `{"test": 2432232314}`
+		rec := &kgo.Record{Topic: app.DevTopic, Key: []byte("acme"), Value: []byte(body), Headers: []kgo.RecordHeader{
+			{Key: "ce-specversion", Value: []byte("1.0")},
+			{Key: "ce-id", Value: []byte("msg_p5jXN8AQM9LWM0D4loKWxJek")},
+			{Key: "ce-source", Value: []byte("//midaz/ledger")},
+			{Key: "ce-type", Value: []byte("studio.lerian.transaction.posted")},
+			{Key: "ce-time", Value: []byte("2021-02-26T02:22:10.123456789Z")},
+			{Key: "ce-subject", Value: []byte("transaction/42")},
+			{Key: "ce-tenantid", Value: []byte("acme")},
+			{Key: "ce-schemaversion", Value: []byte("1.4.0")},
+			{Key: "ce-resourcetype", Value: []byte("transaction")},
+			{Key: "content-type", Value: []byte("application/json")},
+		}}
+		l.produce(rec)
+		testkit.Eventually(t, 15*time.Second, "the delivery", func() bool { return sink.count() == 1 })
+		req, got := sink.request(0)
+
+		var page struct {
+			Data []struct{ ID string }
+		}
+		l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries", "acme", "", &page)
+		var delivery struct {
+			Status     string
+			AttemptLog []struct{ ID string } `json:"attempt_log"`
+		}
+		testkit.Eventually(t, 5*time.Second, "the result recorded", func() bool {
+			l.api("GET", "/v1/deliveries/"+page.Data[0].ID, "acme", "", &delivery)
+			return delivery.Status == "succeeded"
+		})
+		want := map[string]string{
+			"Content-Type":         "application/json",
+			"X-Lerian-Event-Id":    "msg_p5jXN8AQM9LWM0D4loKWxJek",
+			"X-Lerian-Delivery-Id": delivery.AttemptLog[0].ID,
+			"X-Lerian-Event-Type":  "transaction.posted",
+			"X-Lerian-Tenant-Id":   "acme",
+			"X-Lerian-Sequence":    "1",
+			"ce-id":                "msg_p5jXN8AQM9LWM0D4loKWxJek",
+			"ce-type":              "studio.lerian.transaction.posted",
+			"ce-source":            "//midaz/ledger",
+			"ce-specversion":       "1.0",
+			"ce-time":              "2021-02-26T02:22:10.123456789Z",
+			"ce-subject":           "transaction/42",
+			"ce-tenantid":          "acme",
+			"ce-schemaversion":     "1.4.0",
+			"ce-resourcetype":      "transaction",
+			"webhook-id":           "msg_p5jXN8AQM9LWM0D4loKWxJek",
+			"webhook-timestamp":    "1614265330",
+			"webhook-signature":    "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+			"User-Agent":           "streaming-hub/" + hub.Version,
+			"Authorization":        "Bearer sink-token",
+			"X-Custom":             "v",
+		}
+		for k, v := range want {
+			if got := req.Header.Get(k); got != v {
+				t.Errorf("header %s = %q, want %q", k, got, v)
+			}
+		}
+		if string(got) != body {
+			t.Errorf("body = %q, want %q byte for byte", got, body)
+		}
+		if req.Method != "POST" || strings.HasPrefix(req.Header.Get("X-Lerian-Delivery-Id"), "att_") == false {
+			t.Errorf("method %s, delivery id %q", req.Method, req.Header.Get("X-Lerian-Delivery-Id"))
+		}
+	})
+}
+
+// One partition, two tenants interleaved, a healthy sink: each tenant's
+// events arrive once each, in the order produced, with rising sequences.
+func TestEndToEnd_PerTenantOrderOnOnePartition(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		l := startLive(t, d, testkit.NewClock())
+		sink := newRecorder(t)
+		secret := webhook.NewSecret()
+		l.subscribe("acme", sink.URL, secret, nil)
+		l.subscribe("globex", sink.URL, secret, nil)
+		var recs []*kgo.Record
+		for i := range 60 {
+			for _, tenant := range []string{"acme", "globex"} {
+				recs = append(recs, ceRecord(tenant, fmt.Sprintf("%s-%03d", tenant, i), ""))
+			}
+		}
+		l.produce(recs...)
+		testkit.Eventually(t, 30*time.Second, "120 deliveries", func() bool { return sink.count() >= 120 })
+		next := map[string]int{}
+		for i := range sink.count() {
+			req, _ := sink.request(i)
+			tenant := req.Header.Get("X-Lerian-Tenant-Id")
+			n := next[tenant]
+			if id, seq := req.Header.Get("X-Lerian-Event-Id"), req.Header.Get("X-Lerian-Sequence"); id != fmt.Sprintf("%s-%03d", tenant, n) || seq != fmt.Sprint(n+1) {
+				t.Fatalf("delivery %d: %s got %s (sequence %s), want %s-%03d (sequence %d)", i, tenant, id, seq, tenant, n, n+1)
+			}
+			next[tenant] = n + 1
+		}
+		if sink.count() != 120 {
+			t.Fatalf("%d deliveries, want 120", sink.count())
+		}
+	})
+}
+
+// A receiver that fails twice gets the event on the third attempt, with
+// three distinct delivery ids; one that always fails ends dead-lettered,
+// and a replay sends the event again.
+func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		clock := testkit.NewClock()
+		l := startLive(t, d, clock)
+		sink := newRecorder(t)
+		sub := l.subscribe("acme", sink.URL, webhook.NewSecret(), []string{"1m", "1m"})
+		sink.setStatus(func(n int) int {
+			if n <= 2 {
+				return 500
+			}
+			return 200
+		})
+		l.produce(ceRecord("acme", "evt-1", ""))
+		for want := 1; want <= 3; want++ {
+			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
+			clock.Advance(time.Minute) // the retry comes due (jitter <= 1m)
+		}
+		var page struct {
+			Data []struct {
+				ID, Status string
+				Attempts   int
+			}
+		}
+		testkit.Eventually(t, 5*time.Second, "success recorded", func() bool {
+			l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries", "acme", "", &page)
+			return len(page.Data) == 1 && page.Data[0].Status == "succeeded"
+		})
+		ids := map[string]bool{}
+		for i := range 3 {
+			req, _ := sink.request(i)
+			ids[req.Header.Get("X-Lerian-Delivery-Id")] = true
+		}
+		if page.Data[0].Attempts != 3 || len(ids) != 3 {
+			t.Fatalf("attempts %d, distinct delivery ids %d; want 3 and 3", page.Data[0].Attempts, len(ids))
+		}
+
+		// Always failing: 1 + 2 attempts, then the dead letter.
+		sink.setStatus(func(int) int { return 503 })
+		l.produce(ceRecord("acme", "evt-2", ""))
+		for want := 4; want <= 6; want++ {
+			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("request %d", want), func() bool { return sink.count() == want })
+			clock.Advance(time.Minute)
+		}
+		testkit.Eventually(t, 5*time.Second, "the dead letter", func() bool {
+			l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries?status=dead_lettered", "acme", "", &page)
+			return len(page.Data) == 1
+		})
+		var dead struct {
+			ID               string
+			DeadLetterReason string `json:"dead_letter_reason"`
+			LastError        string `json:"last_error"`
+		}
+		l.api("GET", "/v1/deliveries/"+page.Data[0].ID, "acme", "", &dead)
+		if dead.DeadLetterReason != "exhausted" || dead.LastError != "destination answered 503" {
+			t.Fatalf("dead letter = %+v", dead)
+		}
+
+		sink.setStatus(func(int) int { return 200 })
+		var replayed struct{ ID, Status string }
+		if status := l.api("POST", "/v1/deliveries/"+dead.ID+"/replay", "acme", "", &replayed); status != 202 || replayed.Status != "pending" || replayed.ID == dead.ID {
+			t.Fatalf("replay = %d %+v", status, replayed)
+		}
+		testkit.Eventually(t, 15*time.Second, "the replayed delivery", func() bool { return sink.count() == 7 })
+		req, _ := sink.request(6)
+		if req.Header.Get("X-Lerian-Event-Id") != "evt-2" {
+			t.Fatalf("replay sent %s", req.Header.Get("X-Lerian-Event-Id"))
+		}
+		var bulk struct{ Replayed int }
+		if status := l.api("POST", "/v1/subscriptions/"+sub.ID+"/replay", "acme", `{"status":"dead_lettered"}`, &bulk); status != 202 || bulk.Replayed != 0 {
+			t.Fatalf("bulk replay after the single one = %d %+v: it must not send evt-2 again", status, bulk)
+		}
+
+		// What happened is in the metrics: 5 failed and 2 successful
+		// attempts, two jobs succeeded, one dead-lettered as exhausted.
+		testkit.Eventually(t, 5*time.Second, "the metrics", func() bool {
+			m := get(t, l.Hub.Hub, "/metrics")
+			for _, line := range []string{
+				`streaming_hub_delivery_attempts_total{outcome="failure"} 5`,
+				`streaming_hub_delivery_attempts_total{outcome="success"} 2`,
+				`streaming_hub_delivery_end_to_end_seconds_count 2`,
+				`streaming_hub_jobs_completed_total{reason="",status="succeeded"} 2`,
+				`streaming_hub_jobs_completed_total{reason="exhausted",status="dead_lettered"} 1`,
+				`streaming_hub_delivery_attempt_duration_seconds_count{outcome="failure"} 5`,
+			} {
+				if !strings.Contains(m, line) {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}
+
+// A destination down for five days is auto-disabled (its breaker open
+// meanwhile, visible on the subscription); verify brings it back in place,
+// and deliveries resume once the breaker's probe succeeds.
+func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		clock := testkit.NewClock()
+		l := startLive(t, d, clock)
+		sink := newRecorder(t)
+		sink.setStatus(func(int) int { return 503 })
+		sub := l.subscribe("acme", sink.URL, webhook.NewSecret(), []string{"1s"})
+		t0 := clock.Now()
+		// failAt produces an event at t0+h and waits until the hub has
+		// dealt with it: attempted (and failed), or shed by the breaker.
+		failAt := func(h time.Duration, id string) {
+			clock.Set(t0.Add(h))
+			l.produce(ceRecord("acme", id, ""))
+			testkit.Eventually(t, 30*time.Second, "the hub to handle "+id, func() bool {
+				jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
+				for _, j := range jobs {
+					if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(clock.Now())) {
+						return true
+					}
+				}
+				return false
+			})
+		}
+		failAt(0, "evt-1")
+		failAt(12*time.Hour, "evt-2")
+		failAt(60*time.Hour, "evt-3")
+		failAt(100*time.Hour, "evt-4")
+		failAt(120*time.Hour, "evt-5") // both gates met: 120h sustained, 120h spread
+		var s struct {
+			Enabled           bool
+			VerificationState string  `json:"verification_state"`
+			DisabledReason    *string `json:"disabled_reason"`
+			BreakerState      string  `json:"breaker_state"`
+			FailureSpan       *struct {
+				First time.Time `json:"first_failure_at"`
+				Last  time.Time `json:"last_failure_at"`
+			} `json:"failure_span"`
+		}
+		testkit.Eventually(t, 30*time.Second, "the auto-disable", func() bool {
+			l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
+			return !s.Enabled
+		})
+		if s.VerificationState != "active" || s.DisabledReason == nil || !strings.HasPrefix(*s.DisabledReason, "auto-disabled: failing since") ||
+			s.FailureSpan == nil || !s.FailureSpan.First.Equal(t0) || s.BreakerState != "open" {
+			t.Fatalf("after auto-disable: %+v (reason %v, span %+v)", s, s.DisabledReason, s.FailureSpan)
+		}
+
+		// The destination is fixed; verify re-enables in place.
+		sink.setStatus(func(int) int { return 200 })
+		var verified struct {
+			Enabled           bool
+			VerificationState string    `json:"verification_state"`
+			FailureSpan       *struct{} `json:"failure_span"`
+			DisabledReason    *string   `json:"disabled_reason"`
+		}
+		if status := l.api("POST", "/v1/subscriptions/"+sub.ID+"/verify", "acme", "", &verified); status != 200 {
+			t.Fatalf("verify = %d %+v", status, verified)
+		}
+		if !verified.Enabled || verified.VerificationState != "active" || verified.FailureSpan != nil || verified.DisabledReason != nil {
+			t.Fatalf("after verify: %+v", verified)
+		}
+		// New events flow again once the breaker lets its probe through.
+		before := sink.count()
+		l.produce(ceRecord("acme", "evt-6", ""))
+		clock.Advance(time.Minute)
+		testkit.Eventually(t, 30*time.Second, "delivery after recovery", func() bool {
+			clock.Advance(time.Second)
+			return sink.count() > before
+		})
+		if req, _ := sink.request(before); req.Header.Get("X-Lerian-Event-Id") != "evt-6" {
+			t.Fatalf("after recovery the destination got %s", req.Header.Get("X-Lerian-Event-Id"))
+		}
+		l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
+		if s.BreakerState != "closed" {
+			t.Fatalf("breaker after recovery: %s", s.BreakerState)
+		}
+	})
+}

@@ -1,0 +1,311 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/api"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/dispatch"
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
+	"github.com/lerianstudio/streaming-hub/internal/ingest"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// Hub is one running hub process.
+type Hub struct {
+	Config    config.Config
+	Logger    *slog.Logger
+	Out       io.Writer // where dev mode prints what to do next; nil for none
+	NoMigrate bool      // serve --no-migrate: check the schema, change nothing
+	// Now is the clock of the store, the dispatcher and the API; nil means
+	// time.Now. Tests move it to drive retries without waiting.
+	Now func() time.Time
+
+	Store      store.Store
+	Metrics    *metrics.Metrics
+	Keyring    *envelope.Keyring
+	Client     *http.Client   // the SSRF-safe destination client
+	Broker     *kfake.Cluster // dev mode's embedded Kafka
+	Consumer   *ingest.Consumer
+	Dispatcher *dispatch.Dispatcher
+	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
+	// Housekeeper runs retention and job counts; every role has one, and
+	// one replica at a time runs a pass.
+	Housekeeper *housekeeping.Housekeeper
+
+	ln      net.Listener
+	http    *http.Server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+	failed  chan struct{}
+}
+
+// Start brings every part up and returns once the HTTP API listens.
+func (h *Hub) Start(ctx context.Context) (err error) {
+	cfg := &h.Config
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	h.failed = make(chan struct{})
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+
+	secretsFile := ""
+	if cfg.Mode == config.Dev {
+		if secretsFile, err = ensureDevSecrets(cfg); err != nil {
+			return err
+		}
+		if cfg.Role.Ingests() && len(cfg.KafkaBrokers) == 0 {
+			if err := h.startBroker(); err != nil {
+				return err
+			}
+		}
+	}
+
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now}); err != nil {
+		return err
+	}
+	if h.NoMigrate {
+		err = h.Store.CheckSchema(ctx)
+	} else {
+		err = h.Store.Migrate(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if cfg.Mode == config.Dev {
+		if err := seedDefaultTenant(ctx, h.Store); err != nil {
+			return err
+		}
+	}
+
+	h.Metrics = metrics.New()
+	h.Waiters = api.NewWaiters()
+	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
+	if cfg.KEK == nil {
+		return &config.Error{Var: "KEK", Problem: "required: the hub never stores secrets unencrypted"}
+	}
+	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
+		return &config.Error{Var: "KEK", Problem: err.Error()}
+	}
+	h.Client = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks})
+	if cfg.Role.Delivers() {
+		var autoDisable *store.AutoDisable
+		if cfg.AutodisableEnabled {
+			autoDisable = &store.AutoDisable{Window: cfg.AutodisableFailureWindow, Spread: cfg.AutodisableFailureSpread}
+		}
+		h.Breakers = dispatch.NewBreakers(dispatch.BreakerOptions{
+			Failures: cfg.BreakerFailures, OpenFor: cfg.BreakerOpen, MaxOpen: cfg.BreakerMaxOpen,
+		}, h.Now, h.Metrics)
+		h.Dispatcher, err = dispatch.New(dispatch.Config{
+			Store:           h.Store,
+			Keyring:         h.Keyring,
+			Client:          h.Client,
+			Metrics:         h.Metrics,
+			Logger:          h.Logger.With("component", "dispatch"),
+			Now:             h.Now,
+			Workers:         cfg.DispatchWorkers,
+			ClaimBatch:      cfg.DispatchClaimBatch,
+			IdleInterval:    cfg.DispatchIdleInterval,
+			Lease:           cfg.DispatchLease,
+			PoisonThreshold: cfg.PoisonThreshold,
+			AutoDisable:     autoDisable,
+			Breakers:        h.Breakers,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.Role.Ingests() {
+		h.Consumer, err = ingest.New(ingest.Config{
+			Brokers:        cfg.KafkaBrokers,
+			Group:          cfg.KafkaGroup,
+			TopicsRegex:    cfg.KafkaTopicsRegex,
+			Store:          h.Store,
+			Metrics:        h.Metrics,
+			Logger:         h.Logger.With("component", "ingest"),
+			MaxValueBytes:  cfg.MaxRecordBytes,
+			MetadataMaxAge: h.metadataMaxAge(),
+			SessionTimeout: cfg.KafkaSession,
+			OnJobs:         h.wakeDispatcher,
+			OnEvents:       h.Waiters.Notify,
+		})
+		if err != nil {
+			return err
+		}
+		ready["kafka"] = h.Consumer.Ready
+	}
+
+	h.Housekeeper = housekeeping.New(housekeeping.Config{
+		Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "housekeeping"), Now: h.Now,
+		Interval:     cfg.HousekeepingInterval,
+		JobRetention: cfg.JobRetention, DLQRetention: cfg.DLQRetention, InboxRetention: cfg.InboxRetention,
+	})
+
+	srv := api.New(api.Deps{
+		Store:             h.Store,
+		Metrics:           h.Metrics,
+		Logger:            h.Logger.With("component", "api"),
+		AdminToken:        cfg.AdminToken,
+		Version:           hub.Version,
+		Ready:             ready,
+		Keyring:           h.Keyring,
+		Client:            h.Client,
+		AllowPrivateSinks: cfg.AllowPrivateSinks,
+		OnJobs:            h.wakeDispatcher,
+		BreakerState:      h.breakerState,
+		Now:               h.Now,
+		Waiters:           h.Waiters,
+		PullRate:          cfg.PullRate,
+		PullBurst:         cfg.PullBurst,
+	})
+	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)
+	}
+	h.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.cancel = cancel
+	h.goRun("http", func() error {
+		if err := h.http.Serve(h.ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	if h.Consumer != nil {
+		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
+	}
+	if h.Dispatcher != nil {
+		h.goRun("dispatch", func() error { return h.Dispatcher.Run(runCtx) })
+	}
+	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
+	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
+	if cfg.Mode == config.Dev && h.Out != nil {
+		printDevBanner(h.Out, h, secretsFile)
+	}
+	return nil
+}
+
+// goRun runs fn until it returns; an error from any part fails the hub.
+func (h *Hub) goRun(name string, fn func() error) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		if err := fn(); err != nil {
+			h.errOnce.Do(func() {
+				h.err = fmt.Errorf("%s: %w", name, err)
+				close(h.failed)
+			})
+		}
+	}()
+}
+
+// Failed is closed when a part of the hub stops with an error; Err says which.
+func (h *Hub) Failed() <-chan struct{} { return h.failed }
+
+// Err is the error that stopped a part, if any.
+func (h *Hub) Err() error { return h.err }
+
+// HTTPAddr is the address the API listens on (useful with port 0).
+func (h *Hub) HTTPAddr() string {
+	if h.ln == nil {
+		return ""
+	}
+	return h.ln.Addr().String()
+}
+
+// KafkaAddrs are the brokers the hub consumes from.
+func (h *Hub) KafkaAddrs() []string { return h.Config.KafkaBrokers }
+
+// Shutdown stops gracefully within ctx: the API stops taking requests,
+// the consumer finishes its transactions and commits what they persisted,
+// then the store and the embedded broker close.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	var errs []error
+	if h.http != nil {
+		errs = append(errs, h.http.Shutdown(ctx))
+	}
+	if h.cancel != nil {
+		h.cancel()
+	}
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("shutdown: %w", ctx.Err()))
+	}
+	h.Close()
+	return errors.Join(errs...)
+}
+
+// Close releases what Start opened, without waiting for anything.
+func (h *Hub) Close() {
+	if h.http != nil {
+		h.http.Close()
+	} else if h.ln != nil {
+		h.ln.Close()
+	}
+	if h.Store != nil {
+		h.Store.Close()
+	}
+	if h.Broker != nil {
+		h.Broker.Close()
+	}
+}
+
+// breakerState is what GET /v1/subscriptions/{id} shows as breaker_state:
+// this process's breaker for the destination. A process that does not
+// deliver has none and reports closed.
+func (h *Hub) breakerState(tenantID, url string) string {
+	if h.Breakers == nil {
+		return dispatch.BreakerClosed
+	}
+	return h.Breakers.State(tenantID, url)
+}
+
+// wakeDispatcher is ingest's in-process wake-up: a fresh job does not wait
+// for the idle poll.
+func (h *Hub) wakeDispatcher() {
+	if h.Dispatcher != nil {
+		h.Dispatcher.Wake()
+	}
+}
+
+func (h *Hub) metadataMaxAge() time.Duration {
+	if h.Config.Mode == config.Dev {
+		return 2 * time.Second // a new topic is noticed within seconds
+	}
+	return 0
+}
+
+func seedDefaultTenant(ctx context.Context, s store.Store) error {
+	_, err := s.CreateTenant(ctx, store.CreateTenantParams{ID: "default", Name: "Default tenant"})
+	if err != nil && hub.ErrorCode(err) != hub.ECONFLICT {
+		return fmt.Errorf("seed tenant default: %w", err)
+	}
+	return nil
+}

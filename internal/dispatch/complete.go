@@ -1,0 +1,157 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// completer writes results as they come: it takes whatever has arrived
+// (up to FlushSize) and writes it in one transaction. Under load, results
+// pile up while a write is in progress, so batches grow by themselves; when
+// idle, a lone result is written at once.
+func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Completion, q *queue) {
+	batch := make([]store.Completion, 0, d.cfg.FlushSize)
+	for c := range results {
+		batch = append(batch[:0], c)
+	more:
+		for len(batch) < d.cfg.FlushSize {
+			select {
+			case c, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		d.flush(ctx, batch, q)
+	}
+}
+
+// flush writes a batch and, while running, claims in the same transaction
+// the next jobs of the subscriptions it frees (as many as the local queue
+// has room for): a busy subscription goes from one job to the next without
+// a separate claim. It retries while the database is unreachable: an
+// unwritten result is only lost if its lease expires first, and then the
+// job is simply delivered again.
+func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *queue) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		var next *store.ClaimParams
+		if space := q.space(); space > 0 && ctx.Err() == nil {
+			// No hand-off to a destination whose breaker is shedding.
+			if subs := handOff(batch); len(subs) > 0 {
+				next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease, Subscriptions: subs}
+			}
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := d.complete(wctx, batch, next)
+		cancel()
+		if err == nil {
+			if next != nil {
+				d.enqueue(q, res.Claimed)
+			} else {
+				// Their next jobs can be claimed now, not at the next
+				// idle poll.
+				d.hint(batch)
+			}
+			return
+		}
+		d.cfg.Logger.Error("recording delivery results failed; retrying", "results", len(batch), "err", err)
+		if wait >= 5*time.Second {
+			d.cfg.Logger.Error("giving up on these results: their leases will expire and the jobs be delivered again", "results", len(batch))
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// complete writes one batch of results (claiming next as asked) and
+// accounts for them.
+func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *store.ClaimParams) (store.CompleteResult, error) {
+	res, err := d.cfg.Store.CompleteJobs(ctx, store.CompleteParams{Completions: cs, AutoDisable: d.cfg.AutoDisable, Next: next})
+	if err != nil {
+		return res, err
+	}
+	fenced := make(map[string]bool, len(res.Fenced))
+	for _, id := range res.Fenced {
+		fenced[id] = true
+	}
+	m := d.cfg.Metrics
+	for _, c := range cs {
+		if fenced[c.JobID] {
+			continue
+		}
+		switch c.Status {
+		case hub.JobSucceeded:
+			if m != nil {
+				m.JobsCompleted.WithLabelValues(string(c.Status), "").Inc()
+			}
+		case hub.JobDeadLettered:
+			if m != nil {
+				m.JobsCompleted.WithLabelValues(string(c.Status), c.DeadLetterReason).Inc()
+			}
+			d.cfg.Logger.Warn("delivery dead-lettered", "job", c.JobID, "subscription", c.SubscriptionID,
+				"reason", c.DeadLetterReason, "last_error", c.LastError)
+		}
+	}
+	if len(res.Fenced) > 0 {
+		if m != nil {
+			m.CompletionsFenced.Add(float64(len(res.Fenced)))
+		}
+		d.cfg.Logger.Info("results not recorded: the lease had been lost to another worker", "jobs", res.Fenced)
+	}
+	d.disabled(res.Disabled)
+	return res, nil
+}
+
+// observeSuccess and observeFailure record an attempt's metrics.
+func (d *Dispatcher) observeSuccess(c store.Claimed, a *hub.Attempt) {
+	if m := d.cfg.Metrics; m != nil {
+		m.Attempts.WithLabelValues("success").Inc()
+		m.AttemptDuration.WithLabelValues("success").Observe(a.Duration.Seconds())
+		m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
+	}
+}
+
+func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt) {
+	if m := d.cfg.Metrics; m != nil {
+		m.Attempts.WithLabelValues("failure").Inc()
+		m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
+	}
+	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
+		"attempt", c.Job.Attempts+1, "error", a.Error)
+}
+
+// handOff lists the subscriptions of a batch whose next jobs may be claimed
+// at once: all but those shed by an open breaker.
+func handOff(batch []store.Completion) []string {
+	shed := make(map[string]bool)
+	for _, c := range batch {
+		if c.Shed {
+			shed[c.SubscriptionID] = true
+		}
+	}
+	var out []string
+	for _, id := range store.SubscriptionsOf(batch) {
+		if !shed[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// disabled accounts for subscriptions auto-disabled.
+func (d *Dispatcher) disabled(subs []store.Disabled) {
+	for _, s := range subs {
+		if m := d.cfg.Metrics; m != nil {
+			m.AutoDisables.Inc()
+		}
+		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
+			"its waiting deliveries are dead-lettered as subscription_disabled; POST /v1/subscriptions/{id}/verify re-enables it",
+			"subscription", s.SubscriptionID, "reason", s.Reason)
+	}
+}

@@ -1,0 +1,344 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// Store is the part of the store the dispatcher uses.
+type Store interface {
+	ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error)
+	CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error)
+	ReleaseJobs(ctx context.Context, leases []store.JobLease) error
+	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
+	DeadLetterOrphans(ctx context.Context) (int, error)
+	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
+}
+
+// Config configures a Dispatcher. Zero values take the SPEC defaults.
+type Config struct {
+	Store   Store
+	Keyring *envelope.Keyring // opens subscription secrets, in memory only
+	Client  *http.Client      // the SSRF-safe webhook client
+	Metrics *metrics.Metrics  // nil disables metrics
+	Logger  *slog.Logger      // nil discards
+	Now     func() time.Time  // the clock; nil means time.Now
+	Rand    *mrand.Rand       // jitter source; nil means randomly seeded
+
+	Workers         int           // concurrent attempts; 8
+	ClaimBatch      int           // jobs per claim; 16
+	IdleInterval    time.Duration // poll interval when idle; 250ms
+	Lease           time.Duration // lease of a claimed job; 60s
+	PoisonThreshold int           // recoveries before poison; 5
+	// AutoDisable gates; nil turns auto-disable off (the kill switch).
+	AutoDisable *store.AutoDisable
+	// Breakers are the process's circuit breakers; nil means none.
+	Breakers *Breakers
+
+	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep; 5s
+	FlushSize           int           // most results per completion transaction; 128
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 16
+	}
+	if c.IdleInterval <= 0 {
+		c.IdleInterval = 250 * time.Millisecond
+	}
+	if c.Lease <= 0 {
+		c.Lease = 60 * time.Second
+	}
+	if c.PoisonThreshold <= 0 {
+		c.PoisonThreshold = 5
+	}
+	if c.MaintenanceInterval <= 0 {
+		c.MaintenanceInterval = 5 * time.Second
+	}
+	if c.FlushSize <= 0 {
+		c.FlushSize = 128
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		var seed [16]byte
+		rand.Read(seed[:])
+		c.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	}
+	return c
+}
+
+// Dispatcher claims, attempts and completes delivery jobs.
+type Dispatcher struct {
+	cfg  Config
+	wake chan struct{} // new jobs may exist anywhere: claim across all subscriptions
+
+	// freedSubs are subscriptions whose jobs just finished here: they have
+	// free slots, so the next claim can target them cheaply.
+	hintMu    sync.Mutex
+	freedSubs map[string]struct{}
+	hinted    chan struct{}
+
+	randMu sync.Mutex
+	rand   *mrand.Rand
+}
+
+// New returns a dispatcher; Run starts it.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Store == nil || cfg.Keyring == nil || cfg.Client == nil {
+		return nil, errors.New("dispatch: a store, a keyring and a client are required")
+	}
+	cfg = cfg.withDefaults()
+	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
+		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1)}, nil
+}
+
+// Wake tells an idle dispatcher new jobs exist, so a fresh event does not
+// wait for the idle poll.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) now() time.Time { return d.cfg.Now().UTC() }
+
+// Step runs one round synchronously: one claim, its attempts (up to Workers
+// at once), one completion transaction. It returns how many jobs it
+// handled. Tests drive time with it; Run is the continuous form.
+func (d *Dispatcher) Step(ctx context.Context) (int, error) {
+	claimed, err := d.cfg.Store.ClaimJobs(ctx, store.ClaimParams{Batch: d.cfg.ClaimBatch, Lease: d.cfg.Lease})
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	results := make([]store.Completion, len(claimed))
+	sem := make(chan struct{}, d.cfg.Workers)
+	var wg sync.WaitGroup
+	for i, c := range claimed {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = d.deliver(ctx, c)
+		}()
+	}
+	wg.Wait()
+	_, err = d.complete(ctx, results, nil)
+	return len(claimed), err
+}
+
+// queue is the local queue of claimed jobs waiting for a worker. Claim loops
+// and completers (which claim the next jobs of the subscriptions they free)
+// offer to it without blocking; once it is closed, offers are refused.
+type queue struct {
+	mu     sync.RWMutex
+	ch     chan store.Claimed
+	closed bool
+}
+
+// space is how many more jobs fit.
+func (q *queue) space() int { return cap(q.ch) - len(q.ch) }
+
+// offer queues what fits and returns the rest.
+func (q *queue) offer(cs []store.Claimed) (rest []store.Claimed) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	for i, c := range cs {
+		if q.closed {
+			return cs[i:]
+		}
+		select {
+		case q.ch <- c:
+		default:
+			return cs[i:]
+		}
+	}
+	return nil
+}
+
+// close stops offers and returns what no worker took.
+func (q *queue) close() []store.Claimed {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var left []store.Claimed
+	for {
+		select {
+		case c := <-q.ch:
+			left = append(left, c)
+		default:
+			close(q.ch)
+			return left
+		}
+	}
+}
+
+// Run claims and delivers until ctx is done, then stops claiming, gives
+// back the leases of claimed jobs not started, lets attempts in flight
+// finish, and writes their results.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	q := &queue{ch: make(chan store.Claimed, d.cfg.Workers)}
+	results := make(chan store.Completion, d.cfg.Workers*4)
+	freed := make(chan struct{}, 1)
+
+	var workers sync.WaitGroup
+	for range d.cfg.Workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for c := range q.ch {
+				// An attempt in flight finishes even while stopping: its
+				// own timeout bounds it.
+				results <- d.deliver(context.WithoutCancel(ctx), c)
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	// Two completers: one writes while the other gathers the next batch.
+	var completers sync.WaitGroup
+	for range 2 {
+		completers.Add(1)
+		go func() { defer completers.Done(); d.completer(ctx, results, q) }()
+	}
+	maintDone := make(chan struct{})
+	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
+
+	d.claimLoop(ctx, q, freed)
+
+	// Stopping: give back what no worker has started.
+	d.release(q.close())
+	workers.Wait()
+	close(results)
+	completers.Wait()
+	<-maintDone
+	return nil
+}
+
+// release gives back leases of claimed jobs no worker started.
+func (d *Dispatcher) release(cs []store.Claimed) {
+	if len(cs) == 0 {
+		return
+	}
+	leases := make([]store.JobLease, len(cs))
+	for i, c := range cs {
+		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
+		d.cfg.Logger.Warn("could not give back leases; they will expire and be recovered", "jobs", len(leases), "err", err)
+	}
+}
+
+// claimLoop keeps the local queue fed. Claims across all subscriptions
+// (costing in proportion to them) run when woken by new jobs and on the
+// idle poll; in between, claims target the subscriptions whose jobs just
+// finished, which is what keeps a busy hub busy.
+func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{}) {
+	idle := time.NewTimer(0)
+	defer idle.Stop()
+	full := true
+	for ctx.Err() == nil {
+		space := q.space()
+		if space == 0 {
+			select {
+			case <-ctx.Done():
+			case <-freed:
+			}
+			continue
+		}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, space), Lease: d.cfg.Lease}
+		if !full {
+			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
+				full = d.waitForWork(ctx, idle)
+				continue
+			}
+		}
+		// Not canceled by the stop: a claim cut off after the database
+		// committed it would strand its jobs until their leases expire.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
+		}
+		d.enqueue(q, claimed)
+		// A full claim that filled its batch may have left more: go on.
+		full = full && err == nil && len(claimed) == p.Batch
+		if err != nil {
+			full = d.waitForWork(ctx, idle)
+		}
+	}
+}
+
+// waitForWork waits for new jobs (a full claim), freed subscriptions (a
+// targeted claim) or the idle poll (a full claim). It reports whether the
+// next claim should be full.
+func (d *Dispatcher) waitForWork(ctx context.Context, idle *time.Timer) bool {
+	idle.Reset(d.cfg.IdleInterval)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-d.wake:
+		return true
+	case <-idle.C:
+		return true
+	case <-d.hinted:
+		return false
+	}
+}
+
+// hint records subscriptions whose jobs finished here.
+func (d *Dispatcher) hint(cs []store.Completion) {
+	d.hintMu.Lock()
+	for _, c := range cs {
+		d.freedSubs[c.SubscriptionID] = struct{}{}
+	}
+	d.hintMu.Unlock()
+	select {
+	case d.hinted <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) takeHints() []string {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	out := make([]string, 0, len(d.freedSubs))
+	for id := range d.freedSubs {
+		out = append(out, id)
+		delete(d.freedSubs, id)
+	}
+	return out
+}
+
+// enqueue queues claimed jobs, oldest first so a tenant's jobs start in
+// arrival order, and gives back what does not fit.
+func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
+	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
+	d.release(q.offer(claimed))
+}

@@ -1,0 +1,55 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func (d *Dispatcher) maintainLoop(ctx context.Context) {
+	t := time.NewTicker(d.cfg.MaintenanceInterval)
+	defer t.Stop()
+	for {
+		if err := d.Maintain(ctx); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Error("dispatch maintenance failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Maintain runs one maintenance pass: recover expired leases (poisoning
+// repeat offenders), auto-disable subscriptions whose failure span reached
+// both gates, and dead-letter the waiting jobs of disabled or deleted
+// subscriptions. Every delivery replica runs it: each step locks the rows
+// it changes. (Retention and job counts are housekeeping's, one replica at
+// a time.)
+func (d *Dispatcher) Maintain(ctx context.Context) error {
+	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	if m := d.cfg.Metrics; m != nil {
+		m.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
+		m.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
+	}
+	if rec.Recovered+rec.Poisoned > 0 {
+		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
+		d.Wake()
+	}
+	if g := d.cfg.AutoDisable; g != nil {
+		disabled, err := d.cfg.Store.AutoDisable(ctx, *g)
+		if err != nil {
+			return err
+		}
+		d.disabled(disabled)
+	}
+	if _, err := d.cfg.Store.DeadLetterOrphans(ctx); err != nil {
+		return err
+	}
+	return nil
+}

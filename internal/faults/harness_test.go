@@ -1,0 +1,333 @@
+//go:build faults
+
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+const topic = "lerian.streaming.ledger_transaction.posted"
+
+// binary is the streaming-hub built once for the suite.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "streaming-hub-faults-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "streaming-hub")
+	build := exec.Command("go", "build", "-o", binary, "../../cmd/streaming-hub")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var kek = bytes.Repeat([]byte{42}, 32)
+
+// world is one scenario's infrastructure: a PostgreSQL schema with tenants
+// and verified subscriptions to a local sink, and a Kafka broker.
+type world struct {
+	t       *testing.T
+	dbURL   string
+	db      *postgres.DB
+	kafka   *kfake.Cluster
+	prod    *kgo.Client
+	sink    *sink
+	tenants []string
+	group   string
+}
+
+func newWorld(t *testing.T, tenants, partitions int, failRate float64) *world {
+	w := &world{t: t, dbURL: testkit.PostgresURL(t), group: "faults-" + strings.ReplaceAll(t.Name(), "/", "-")}
+	ctx := context.Background()
+	var err error
+	if w.db, err = postgres.Open(ctx, w.dbURL, store.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.db.Close() })
+	if err := w.db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.kafka = testkit.Kafka(t, int32(partitions), topic)
+	w.prod = testkit.Producer(t, w.kafka)
+	w.sink = newSink(t, failRate)
+	keyring, err := envelope.NewKeyring(kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tenants {
+		id := fmt.Sprintf("tenant-%02d", i)
+		w.tenants = append(w.tenants, id)
+		if _, err := w.db.CreateTenant(ctx, store.CreateTenantParams{ID: id, Name: id}); err != nil {
+			t.Fatal(err)
+		}
+		s := hub.Subscription{
+			ID: hub.NewID("sub", time.Now()), TenantID: id, Name: "faults",
+			EventTypes:  []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
+			Destination: hub.Destination{Type: "webhook", URL: w.sink.URL},
+			// Short, many steps: a flaky destination gets through.
+			RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"},
+			MaxInFlight:   1, Enabled: true, VerificationState: hub.VerificationActive,
+		}
+		if err := webhook.SealSecrets(keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: webhook.NewSecret()}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.db.CreateSubscription(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// produce sends n events round-robin over the tenants (key = tenant) at
+// about rate per second, and returns their ids.
+func (w *world) produce(n, rate int) []string {
+	ids := make([]string, 0, n)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	perTick := max(rate/100, 1)
+	for i := 0; i < n; {
+		<-tick.C
+		var recs []*kgo.Record
+		for j := 0; j < perTick && i < n; j, i = j+1, i+1 {
+			tenant := w.tenants[i%len(w.tenants)]
+			id := fmt.Sprintf("evt-%06d", i)
+			ids = append(ids, id)
+			r := testkit.CERecord(topic, 0, tenant, id)
+			r.Partition = int32(i % len(w.tenants) % w.partitions())
+			recs = append(recs, r)
+		}
+		testkit.Produce(w.t, w.prod, recs...)
+	}
+	return ids
+}
+
+func (w *world) partitions() int {
+	return len(w.kafka.PartitionInfos(topic))
+}
+
+// proc is one streaming-hub serve process.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	logs *bytes.Buffer
+	done chan struct{}
+}
+
+// start runs `streaming-hub serve` against the world and waits until it is
+// ready.
+func (w *world) start(extra ...string) *proc {
+	w.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := append(os.Environ(),
+		"STREAMING_HUB_DATABASE_URL="+w.dbURL,
+		"STREAMING_HUB_KAFKA_BROKERS="+strings.Join(w.kafka.ListenAddrs(), ","),
+		"STREAMING_HUB_KAFKA_GROUP="+w.group,
+		"STREAMING_HUB_KAFKA_SESSION_TIMEOUT=1500ms",
+		"STREAMING_HUB_KEK="+base64.StdEncoding.EncodeToString(kek),
+		"STREAMING_HUB_ADMIN_TOKEN=faults-admin-token-0123456789",
+		"STREAMING_HUB_ALLOW_PRIVATE_SINKS=true",
+		"STREAMING_HUB_HTTP_ADDR="+addr,
+		"STREAMING_HUB_DISPATCH_LEASE=3s",
+		"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS=50",
+		"STREAMING_HUB_DISPATCH_WORKERS=16",
+		"STREAMING_HUB_SHUTDOWN_TIMEOUT=5s",
+		"STREAMING_HUB_LOG_LEVEL=warn",
+	)
+	env = append(env, extra...)
+	p := &proc{addr: addr, logs: &bytes.Buffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(binary, "serve")
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	w.t.Cleanup(func() { p.kill() })
+	testkit.Eventually(w.t, 30*time.Second, "the hub to be ready", func() bool {
+		select {
+		case <-p.done:
+			w.t.Fatalf("hub exited:\n%s", p.logs)
+		default:
+		}
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return p
+}
+
+// kill is kill -9: no shutdown, no commits, no goodbyes.
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// stop is a graceful stop (SIGTERM).
+func (p *proc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+}
+
+// sink is the destination: it counts deliveries per event, fails a share of
+// requests at random, and watches for an event (or a subscription) being
+// attempted twice at the same time.
+type sink struct {
+	*httptest.Server
+	failRate float64
+
+	mu          sync.Mutex
+	counts      map[string]int // event id -> successful deliveries
+	requests    int
+	failed      int
+	activeEvent map[string]int
+	activeSub   map[string]int
+	overlaps    int // an event, or a max_in_flight 1 subscription, attempted concurrently
+	rnd         func() float64
+}
+
+func newSink(t *testing.T, failRate float64) *sink {
+	s := &sink{failRate: failRate, counts: make(map[string]int), activeEvent: make(map[string]int), activeSub: make(map[string]int)}
+	var rmu sync.Mutex
+	seed := uint64(12345)
+	s.rnd = func() float64 { // a small, seeded, lock-protected generator
+		rmu.Lock()
+		defer rmu.Unlock()
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return float64(seed>>11) / (1 << 53)
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	ev, tenant := r.Header.Get("X-Lerian-Event-Id"), r.Header.Get("X-Lerian-Tenant-Id")
+	s.mu.Lock()
+	s.requests++
+	s.activeEvent[ev]++
+	s.activeSub[tenant]++ // one subscription per tenant in these worlds
+	if s.activeEvent[ev] > 1 || s.activeSub[tenant] > 1 {
+		s.overlaps++
+	}
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond) // a destination takes a moment: overlaps would show
+	fail := s.failRate > 0 && s.rnd() < s.failRate
+	s.mu.Lock()
+	s.activeEvent[ev]--
+	s.activeSub[tenant]--
+	if fail {
+		s.failed++
+	} else {
+		s.counts[ev]++
+	}
+	s.mu.Unlock()
+	if fail {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// tally compares what was produced with what arrived.
+type tally struct {
+	produced, delivered, lost, duplicated, requests, failed, overlaps int
+	missing                                                           []string
+}
+
+func (s *sink) tally(produced []string) tally {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := tally{produced: len(produced), requests: s.requests, failed: s.failed, overlaps: s.overlaps}
+	for _, id := range produced {
+		n := s.counts[id]
+		if n == 0 {
+			t.missing = append(t.missing, id)
+			continue
+		}
+		t.delivered++
+		t.duplicated += n - 1
+	}
+	t.lost = len(t.missing)
+	sort.Strings(t.missing)
+	return t
+}
+
+func (t tally) String() string {
+	return fmt.Sprintf("produced %d, delivered %d, lost %d, duplicated %d (requests %d, of which failed on purpose %d; concurrent attempts of one event or subscription: %d)",
+		t.produced, t.delivered, t.lost, t.duplicated, t.requests, t.failed, t.overlaps)
+}
+
+// waitDelivered waits until every produced event arrived, or timeout.
+func (w *world) waitDelivered(ids []string, timeout time.Duration) tally {
+	deadline := time.Now().Add(timeout)
+	for {
+		t := w.sink.tally(ids)
+		if t.lost == 0 || time.Now().After(deadline) {
+			return t
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitQuiet waits until no job is waiting or in flight: everything was
+// delivered or dead-lettered.
+func (w *world) waitQuiet(timeout time.Duration) {
+	w.t.Helper()
+	testkit.Eventually(w.t, timeout, "no job waiting or in flight", func() bool {
+		counts, err := w.db.CountJobs(context.Background())
+		return err == nil && counts["pending"] == 0 && counts["in_flight"] == 0 && w.sink.tally(nil).requests > 0
+	})
+}
+
+// report prints a scenario's figures and fails on any loss.
+func (w *world) report(name string, t tally) {
+	w.t.Helper()
+	fmt.Printf("\n== %s\n   %s\n", name, t)
+	if t.lost > 0 {
+		w.t.Errorf("%s: %d events lost, e.g. %v", name, t.lost, t.missing[:min(5, len(t.missing))])
+	}
+}

@@ -1,0 +1,269 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// Three kill -9s of the hub during a 10,000-event load: after restarts
+// every event is delivered at least once; duplicates are counted and stay
+// within what can be in flight when a process dies.
+func TestKill9ThreeTimesDuringLoad(t *testing.T) {
+	w := newWorld(t, 20, 4, 0)
+	p := w.start()
+	var ids []string
+	produced := make(chan struct{})
+	go func() { ids = w.produce(10_000, 1000); close(produced) }()
+	for kill := 1; kill <= 3; kill++ {
+		time.Sleep(2500 * time.Millisecond)
+		p.kill()
+		fmt.Printf("   kill -9 #%d at %d deliveries\n", kill, w.sink.tally(nil).requests)
+		p = w.start()
+	}
+	<-produced
+	got := w.waitDelivered(ids, 2*time.Minute)
+	w.report("kill -9 three times during a 10,000-event load", got)
+	// What a killed process can leave attempted but unrecorded: the jobs
+	// its workers hold, its local queue and its unwritten results.
+	if bound := 3 * (16 + 16 + 16*4 + 128); got.duplicated > bound {
+		t.Errorf("%d duplicates, more than the %d that can be in flight across three kills", got.duplicated, bound)
+	}
+	if got.overlaps > 0 {
+		t.Errorf("%d concurrent attempts of one event or subscription", got.overlaps)
+	}
+}
+
+// PostgreSQL connections of the hub are cut again and again during ingest:
+// nothing is lost, and no partition's committed offset ever runs ahead of
+// what is persisted.
+func TestDatabaseConnectionsCutDuringIngest(t *testing.T) {
+	w := newWorld(t, 10, 4, 0)
+	app := "hub-faults-" + fmt.Sprint(time.Now().UnixNano())
+	u, _ := url.Parse(w.dbURL)
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	p := w.start("STREAMING_HUB_DATABASE_URL=" + u.String())
+	defer p.stop()
+
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, w.dbURL) // the saboteur and the auditor work at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+
+	var ids []string
+	produced := make(chan struct{})
+	go func() { ids = w.produce(5_000, 1000); close(produced) }()
+
+	var mu sync.Mutex
+	cuts, ahead, audits := 0, 0, 0
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the saboteur
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			var n int
+			admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+			mu.Lock()
+			cuts += n
+			mu.Unlock()
+		}
+	}()
+	wg.Add(1)
+	go func() { // the auditor: committed offset never past the persisted one
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			committed := testkit.CommittedOffsets(t, w.prod, w.group, topic)
+			rows, err := admin.Query(ctx, `SELECT kafka_partition, max(kafka_offset) FROM events WHERE topic = $1 GROUP BY 1`, topic)
+			if err != nil {
+				continue
+			}
+			persisted := map[int32]int64{}
+			for rows.Next() {
+				var part int32
+				var off int64
+				rows.Scan(&part, &off)
+				persisted[part] = off
+			}
+			rows.Close()
+			mu.Lock()
+			audits++
+			mu.Unlock()
+			for part, off := range committed {
+				if max, ok := persisted[part]; (!ok && off > 0) || (ok && off > max+1) {
+					mu.Lock()
+					ahead++
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	<-produced
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	got := w.waitDelivered(ids, 2*time.Minute)
+	w.report(fmt.Sprintf("PostgreSQL connections cut %d times during ingest", cuts), got)
+	fmt.Printf("   offset audits: %d, in which a committed offset ran ahead of the persisted records: %d\n", audits, ahead)
+	if audits < 10 {
+		t.Errorf("only %d offset audits: the scenario proved little", audits)
+	}
+	if ahead > 0 {
+		t.Errorf("a committed offset ran ahead of what was persisted %d times", ahead)
+	}
+	if cuts == 0 {
+		t.Error("no connection was cut: the scenario proved nothing")
+	}
+	var inbox int
+	admin.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&inbox)
+	if inbox != len(ids) {
+		t.Errorf("the inbox has %d events for %d produced: each exactly once", inbox, len(ids))
+	}
+}
+
+// A destination that fails half of all requests at random: retries get
+// everything through. Anything that exhausts its retries is dead-lettered,
+// not lost, and a replay delivers it.
+func TestSinkFailingHalfOfRequests(t *testing.T) {
+	w := newWorld(t, 20, 4, 0.5)
+	w.start("STREAMING_HUB_BREAKER_OPEN=1s", "STREAMING_HUB_BREAKER_MAX_OPEN=4s")
+	ids := w.produce(3_000, 1000)
+	w.waitQuiet(3 * time.Minute)
+	got := w.sink.tally(ids)
+	dead := 0
+	if got.lost > 0 {
+		// Exhausted ones wait in the dead letters: replay them.
+		ctx := context.Background()
+		for _, tenant := range w.tenants {
+			subs, _ := w.db.ListSubscriptions(ctx, store.ListSubscriptionsParams{TenantID: tenant})
+			for _, s := range subs {
+				n, err := w.db.ReplaySubscription(ctx, store.ReplayParams{TenantID: tenant, SubscriptionID: s.ID, Status: "dead_lettered"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				dead += n
+			}
+		}
+		got = w.waitDelivered(ids, 2*time.Minute)
+	}
+	w.report("a sink failing 50% of requests at random", got)
+	fmt.Printf("   dead-lettered after 13 attempts and replayed: %d\n", dead)
+	if got.failed < got.requests/3 {
+		t.Errorf("only %d of %d requests failed: the sink was not flaky enough to prove anything", got.failed, got.requests)
+	}
+}
+
+// Three hub processes on one database and one consumer group: every event
+// is delivered, and no job (nor subscription) is attempted by two workers
+// at once.
+func TestThreeProcessesOneDatabase(t *testing.T) {
+	w := newWorld(t, 20, 6, 0)
+	procs := []*proc{w.start(), w.start(), w.start()}
+	ids := w.produce(6_000, 1500)
+	got := w.waitDelivered(ids, 2*time.Minute)
+	w.report("three hub processes, one PostgreSQL database, one consumer group", got)
+	if got.overlaps > 0 {
+		t.Errorf("%d times an event or a subscription was attempted by two workers at once", got.overlaps)
+	}
+	if got.duplicated > 0 {
+		t.Errorf("%d duplicate deliveries with no failure at all", got.duplicated)
+	}
+	for _, p := range procs {
+		if strings.Contains(p.logs.String(), "level=ERROR") || strings.Contains(p.logs.String(), `"level":"ERROR"`) {
+			t.Errorf("a process logged errors:\n%s", p.logs.String())
+		}
+	}
+}
+
+// Roles: one ingest process and two delivery processes (which have no
+// Kafka configuration at all) on one database: every event delivered once,
+// the attempts shared by the two delivery replicas and none made by the
+// ingest one, and housekeeping passes run on one replica at a time.
+func TestRolesOneIngestTwoDelivery(t *testing.T) {
+	w := newWorld(t, 20, 6, 0)
+	fast := "STREAMING_HUB_HOUSEKEEPING_INTERVAL=100ms"
+	ingest := w.start("STREAMING_HUB_ROLE=ingest", fast)
+	delivery := []*proc{
+		w.start("STREAMING_HUB_ROLE=delivery", "STREAMING_HUB_KAFKA_BROKERS=", fast),
+		w.start("STREAMING_HUB_ROLE=delivery", "STREAMING_HUB_KAFKA_BROKERS=", fast),
+	}
+	ids := w.produce(4_000, 1500)
+	got := w.waitDelivered(ids, 2*time.Minute)
+	w.report("one ingest and two delivery processes, one PostgreSQL database", got)
+	if got.duplicated > 0 || got.overlaps > 0 {
+		t.Errorf("%d duplicates, %d overlapping attempts, with no failure at all", got.duplicated, got.overlaps)
+	}
+	if n := metric(t, ingest, `streaming_hub_delivery_attempts_total{outcome="success"}`); n != 0 {
+		t.Errorf("the ingest process made %v attempts", n)
+	}
+	var ran, skipped float64
+	for i, p := range append(delivery, ingest) {
+		if i < 2 {
+			if n := metric(t, p, `streaming_hub_delivery_attempts_total{outcome="success"}`); n == 0 {
+				t.Errorf("delivery process %d made no attempt: the work was not shared", i)
+			} else {
+				fmt.Printf("   delivery process %d: %v successful attempts\n", i, n)
+			}
+			if n := metric(t, p, `streaming_hub_partitions_assigned`); n != 0 {
+				t.Errorf("delivery process %d consumes %v partitions", i, n)
+			}
+		}
+		ran += metric(t, p, `streaming_hub_housekeeping_passes_total{result="ran"}`)
+		skipped += metric(t, p, `streaming_hub_housekeeping_passes_total{result="skipped"}`)
+	}
+	fmt.Printf("   housekeeping passes: %v ran, %v skipped (another replica held the lock)\n", ran, skipped)
+	if ran == 0 {
+		t.Error("no housekeeping pass ran")
+	}
+	for _, p := range append(delivery, ingest) {
+		if strings.Contains(p.logs.String(), `"level":"ERROR"`) {
+			t.Errorf("a process logged errors:\n%s", p.logs.String())
+		}
+	}
+}
+
+// metric reads one sample from a process's /metrics (0 when absent).
+func metric(t *testing.T, p *proc, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}

@@ -1,0 +1,132 @@
+package housekeeping_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+)
+
+// A pass works a backlog off in batches, within the bounds, and samples
+// the job counts.
+func TestPass_DeletesPastRetentionInBatchesAndCountsJobs(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		ctx := context.Background()
+		clock := testkit.NewClock()
+		s := d.Open(t, store.Options{Now: clock.Now})
+		s.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"})
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState = hub.VerificationActive
+		if _, err := s.CreateSubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		var old []hub.Event
+		for _, id := range []string{"1", "2", "3", "4", "5"} {
+			ev := storetest.NewEvent("acme", id)
+			ev.EventType, ev.Type = "balance.created", "studio.lerian.balance.created" // no subscriber: no job
+			old = append(old, ev)
+		}
+		old = append(old, storetest.NewEvent("acme", "wanted")) // a job: pending
+		if _, err := s.Ingest(ctx, store.IngestParams{Events: old}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(8 * 24 * time.Hour)
+		if _, err := s.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "new")}}); err != nil {
+			t.Fatal(err)
+		}
+
+		m := metrics.New()
+		h := housekeeping.New(housekeeping.Config{Store: s, Metrics: m, Now: clock.Now, Batch: 2,
+			JobRetention: 168 * time.Hour, DLQRetention: 168 * time.Hour, InboxRetention: 168 * time.Hour})
+		ran, deleted, err := h.Pass(ctx)
+		if !ran || err != nil || deleted != (store.PruneResult{Events: 5}) {
+			t.Fatalf("Pass = %v, %+v, %v; want the 5 old jobless events, in batches of 2", ran, deleted, err)
+		}
+		evs, _ := s.ListEvents(ctx, store.ListEventsParams{TenantID: "acme", Limit: 10})
+		if len(evs) != 2 || evs[0].ID != "wanted" || evs[1].ID != "new" {
+			t.Fatalf("events left: %+v", evs)
+		}
+		if got := testutil.ToFloat64(m.RetentionDeleted.WithLabelValues("events")); got != 5 {
+			t.Fatalf("retention_deleted_total{kind=events} = %v", got)
+		}
+		if got := testutil.ToFloat64(m.Jobs.WithLabelValues("pending")); got != 2 {
+			t.Fatalf("jobs{status=pending} = %v, want 2", got)
+		}
+	})
+}
+
+// countingStore records how many Prune calls overlap.
+type countingStore struct {
+	store.Store
+	now, max *atomic.Int32
+}
+
+func (c countingStore) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+	n := c.now.Add(1)
+	defer c.now.Add(-1)
+	for {
+		m := c.max.Load()
+		if n <= m || c.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(5 * time.Millisecond) // a pass that takes a while
+	return c.Store.Prune(ctx, p)
+}
+
+// Two replicas (two handles on one database) passing at the same time:
+// the lock lets one prune at a time, the other skips, and the skipping one
+// drops its job counts rather than export stale ones.
+func TestPass_OneReplicaAtATime(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		a, b := testkit.OpenTwice(t, d.Name, store.Options{})
+		var now, max atomic.Int32
+		var ran, skipped atomic.Int32
+		ms := []*metrics.Metrics{metrics.New(), metrics.New()}
+		var wg sync.WaitGroup
+		for i, s := range []store.Store{a, b} {
+			h := housekeeping.New(housekeeping.Config{Store: countingStore{s, &now, &max}, Metrics: ms[i],
+				JobRetention: time.Hour, DLQRetention: time.Hour, InboxRetention: time.Hour})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 30 {
+					r, _, err := h.Pass(context.Background())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if r {
+						ran.Add(1)
+					} else {
+						skipped.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if max.Load() != 1 {
+			t.Fatalf("%d passes pruned at once, want 1", max.Load())
+		}
+		if ran.Load() == 0 || skipped.Load() == 0 {
+			t.Fatalf("ran %d, skipped %d: the replicas never contended", ran.Load(), skipped.Load())
+		}
+		for i, m := range ms {
+			passes := testutil.ToFloat64(m.HousekeepingPasses.WithLabelValues("ran")) + testutil.ToFloat64(m.HousekeepingPasses.WithLabelValues("skipped"))
+			if passes != 30 {
+				t.Fatalf("replica %d counted %v passes, want 30", i, passes)
+			}
+		}
+		t.Logf("ran %d, skipped %d", ran.Load(), skipped.Load())
+	})
+}

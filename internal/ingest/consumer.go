@@ -1,0 +1,318 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// Persister is the part of the store ingest needs.
+type Persister interface {
+	Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error)
+}
+
+// Config configures a Consumer.
+type Config struct {
+	Brokers     []string
+	Group       string
+	TopicsRegex string // "" means hub.DefaultTopicsRegex
+
+	Store   Persister
+	Metrics *metrics.Metrics // nil disables metrics
+	Logger  *slog.Logger     // nil discards
+
+	MaxValueBytes int           // record value bound; 0 means DefaultMaxValueBytes
+	MaxBatch      int           // records per transaction; 0 means 1000
+	MaxBacklog    int           // queued records per partition before fetching pauses; 0 means 4*MaxBatch
+	RetryMin      time.Duration // first wait after a failed transaction; 0 means 100ms
+	RetryMax      time.Duration // longest wait; 0 means 5s
+	WriteTimeout  time.Duration // bound on one transaction; 0 means 15s
+	// SessionTimeout is how long the group waits for a silent member (a
+	// crashed process) before giving its partitions to others; 0 keeps
+	// franz-go's default (45s).
+	SessionTimeout time.Duration
+	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
+	// 0 keeps franz-go's default (5m). Dev mode lowers it.
+	MetadataMaxAge time.Duration
+
+	// OnJobs, when set, runs after a transaction that created delivery jobs
+	// commits: the in-process wake-up of the dispatcher.
+	OnJobs func()
+	// OnEvents, when set, runs after a transaction that accepted events,
+	// with the tenants they belong to: the wake-up of long-polling pulls.
+	OnEvents func(tenants []string)
+	// AfterPersist, when set, runs after a partition's transaction commits
+	// and before its offset is committed: the crash window, for tests.
+	AfterPersist func(topic string, partition int32)
+	// ClientOpts are appended to the franz-go options (tests, TLS, SASL).
+	ClientOpts []kgo.Opt
+}
+
+func (c Config) withDefaults() Config {
+	if c.TopicsRegex == "" {
+		c.TopicsRegex = hub.DefaultTopicsRegex
+	}
+	if c.MaxValueBytes <= 0 {
+		c.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 1000
+	}
+	if c.MaxBacklog <= 0 {
+		c.MaxBacklog = 4 * c.MaxBatch
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 100 * time.Millisecond
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 5 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// Consumer reads the hub's topics as one member of a consumer group. Each
+// assigned partition has a worker that persists its records in one
+// transaction per batch and then commits that partition's offset: a failing
+// partition retries alone and is never committed past what is persisted.
+type Consumer struct {
+	cfg Config
+	cl  *kgo.Client
+
+	mu    sync.Mutex
+	parts map[topicPartition]*partition
+}
+
+// New creates a consumer; it connects lazily, when Run starts polling.
+func New(cfg Config) (*Consumer, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("ingest: no Kafka brokers")
+	}
+	if cfg.Group == "" {
+		return nil, errors.New("ingest: no consumer group")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("ingest: no store")
+	}
+	c := &Consumer{cfg: cfg, parts: make(map[topicPartition]*partition)}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeRegex(),
+		kgo.ConsumeTopics(cfg.TopicsRegex),
+		kgo.ConsumeExcludeTopics(`.*\.commands$`, `.*\.dlq$`),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(c.assigned),
+		kgo.OnPartitionsRevoked(c.revoked),
+		kgo.OnPartitionsLost(c.lost),
+		kgo.WithLogger(kgoLogger{cfg.Logger}),
+	}
+	if cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout),
+			kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)))
+	}
+	if cfg.MetadataMaxAge > 0 {
+		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))
+	}
+	opts = append(opts, cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	c.cl = cl
+	return c, nil
+}
+
+// Run polls until ctx is done, then stops every partition worker, commits
+// what they persisted, leaves the group and closes the client.
+func (c *Consumer) Run(ctx context.Context) error {
+	defer c.close()
+	for {
+		fetches := c.cl.PollRecords(ctx, c.cfg.MaxBatch)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			c.cl.AllowRebalance()
+			return nil
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			// franz-go retries retriable errors itself; what reaches us
+			// is worth a line, not a crash.
+			c.cfg.Logger.Warn("kafka fetch error", "topic", topic, "partition", partition, "err", err)
+		})
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			c.mu.Lock()
+			w := c.parts[topicPartition{p.Topic, p.Partition}]
+			c.mu.Unlock()
+			if w == nil {
+				return // revoked between fetch and poll; the new owner reads it
+			}
+			w.push(p.Records, p.HighWatermark)
+		})
+		c.cl.AllowRebalance()
+	}
+}
+
+// close stops the workers (each finishes its current transaction), commits
+// what was persisted, and closes the client, leaving the group.
+func (c *Consumer) close() {
+	c.mu.Lock()
+	var all []*partition
+	for tp, w := range c.parts {
+		all = append(all, w)
+		delete(c.parts, tp)
+	}
+	c.mu.Unlock()
+	c.stop(all, true)
+	c.cl.Close()
+}
+
+// Ready reports whether the consumer has joined its group and Kafka answers.
+func (c *Consumer) Ready(ctx context.Context) error {
+	if member, gen := c.cl.GroupMetadata(); member == "" || gen < 0 {
+		return errors.New("kafka consumer has not joined its group yet")
+	}
+	if err := c.cl.Ping(ctx); err != nil {
+		return fmt.Errorf("kafka unreachable: %w", err)
+	}
+	return nil
+}
+
+// Client exposes the franz-go client (lag, admin, tests).
+func (c *Consumer) Client() *kgo.Client { return c.cl }
+
+func (c *Consumer) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for topic, partitions := range assigned {
+		for _, p := range partitions {
+			w := newPartition(c, topic, p)
+			c.parts[topicPartition{topic, p}] = w
+			go w.run()
+		}
+	}
+	c.gaugePartitions()
+	c.cfg.Logger.Info("kafka partitions assigned", "partitions", assigned)
+}
+
+// revoked: we still own the partitions until we return, so the last
+// persisted offsets are committed here, the one place it is safe.
+func (c *Consumer) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	c.stop(c.take(revoked), true)
+	c.cfg.Logger.Info("kafka partitions revoked", "partitions", revoked)
+}
+
+// lost: someone else may own the partitions already; committing could rewind
+// their progress, so nothing is committed.
+func (c *Consumer) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	c.stop(c.take(lost), false)
+	c.cfg.Logger.Warn("kafka partitions lost", "partitions", lost)
+}
+
+func (c *Consumer) take(tps map[string][]int32) []*partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ws []*partition
+	for topic, partitions := range tps {
+		for _, p := range partitions {
+			tp := topicPartition{topic, p}
+			if w := c.parts[tp]; w != nil {
+				ws = append(ws, w)
+				delete(c.parts, tp)
+			}
+		}
+	}
+	c.gaugePartitions()
+	return ws
+}
+
+// stop tells workers to quit, waits for them, and optionally commits what
+// each persisted but had not committed yet.
+func (c *Consumer) stop(ws []*partition, commit bool) {
+	for _, w := range ws {
+		w.quit()
+	}
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	for _, w := range ws {
+		<-w.done
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.ConsumerLag.DeleteLabelValues(w.topic, fmt.Sprint(w.partition))
+		}
+		if r := w.uncommitted(); r != nil && commit {
+			if offsets[r.Topic] == nil {
+				offsets[r.Topic] = make(map[int32]kgo.EpochOffset)
+			}
+			offsets[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var commitErr error
+	c.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		commitErr = firstCommitError(resp, err)
+	})
+	c.countCommit(commitErr)
+	if commitErr != nil {
+		c.cfg.Logger.Warn("final offset commit failed; those records will be read again and discarded as duplicates", "err", commitErr)
+	}
+}
+
+func (c *Consumer) gaugePartitions() {
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.PartitionsAssigned.Set(float64(len(c.parts)))
+	}
+}
+
+func (c *Consumer) countCommit(err error) {
+	if c.cfg.Metrics == nil {
+		return
+	}
+	if err != nil {
+		c.cfg.Metrics.OffsetCommits.WithLabelValues("error").Inc()
+	} else {
+		c.cfg.Metrics.OffsetCommits.WithLabelValues("ok").Inc()
+	}
+}
+
+// firstCommitError returns the request error or the first per-partition one.
+func firstCommitError(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/ingest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+const topic = "lerian.streaming.ledger_transaction.posted"
+
+// startConsumer runs a consumer until the test ends (or stop is called) and
+// waits until it has joined its group.
+func startConsumer(t *testing.T, cfg ingest.Config) (c *ingest.Consumer, stop func()) {
+	t.Helper()
+	if cfg.Group == "" {
+		cfg.Group = "streaming-hub.test"
+	}
+	cfg.RetryMin, cfg.RetryMax = 10*time.Millisecond, 50*time.Millisecond
+	c, err := ingest.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	testkit.Eventually(t, 20*time.Second, "consumer to join its group", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return c.Ready(ctx) == nil
+	})
+	return c, stop
+}
+
+func tenants(t *testing.T, s store.Store, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		status := hub.TenantActive
+		if id == "sleepy" {
+			status = hub.TenantInactive
+		}
+		if _, err := s.CreateTenant(context.Background(), store.CreateTenantParams{ID: id, Name: id, Status: status}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func inbox(t *testing.T, s store.Store, tenant string) []hub.Event {
+	t.Helper()
+	evs, err := s.ListEvents(context.Background(), store.ListEventsParams{TenantID: tenant, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func ids(evs []hub.Event) string {
+	var s []string
+	for _, ev := range evs {
+		s = append(s, fmt.Sprintf("%s#%d", ev.ID, ev.Sequence))
+	}
+	return fmt.Sprint(s)
+}
+
+func TestConsumer_VerdictsInboxAndCounters(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		s := d.Open(t, store.Options{})
+		tenants(t, s, "acme", "globex", "sleepy")
+		kafka := testkit.Kafka(t, 1, topic)
+		prod := testkit.Producer(t, kafka)
+		m := metrics.New()
+		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s, Metrics: m})
+
+		salted := testkit.CERecord(topic, 0, "acme", "a-3")
+		salted.Key = []byte("globex") // the key never decides tenancy
+		malformed := testkit.CERecord(topic, 0, "acme", "bad-1")
+		malformed.Headers = malformed.Headers[:3] // no ce-type onwards
+		testkit.Produce(t, prod,
+			testkit.CERecord(topic, 0, "acme", "a-1"),
+			testkit.CERecord(topic, 0, "globex", "a-1"), // same ce-id, other tenant: not a duplicate
+			testkit.CERecord(topic, 0, "acme", "a-2"),
+			testkit.CERecord(topic, 0, "acme", "a-1"), // duplicate
+			malformed,
+			testkit.CERecord(topic, 0, "nobody", "n-1"),
+			testkit.CERecord(topic, 0, "sleepy", "s-1"),
+			salted,
+		)
+		testkit.Eventually(t, 10*time.Second, "offset 8 committed", func() bool {
+			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == 8
+		})
+
+		if got := ids(inbox(t, s, "acme")); got != "[a-1#1 a-2#2 a-3#3]" {
+			t.Errorf("acme's inbox = %s", got)
+		}
+		if got := ids(inbox(t, s, "globex")); got != "[a-1#1]" {
+			t.Errorf("globex's inbox = %s", got)
+		}
+		for _, tenant := range []string{"nobody", "sleepy"} {
+			if got := inbox(t, s, tenant); len(got) != 0 {
+				t.Errorf("%s's inbox = %s", tenant, ids(got))
+			}
+		}
+		rej, err := s.ListRejections(context.Background(), store.ListRejectionsParams{})
+		if err != nil || len(rej) != 1 {
+			t.Fatalf("rejections = %+v, %v", rej, err)
+		}
+		if r := rej[0]; r.Reason != "missing ce-type" || r.Offset != 4 || r.CEID != "bad-1" || r.Headers["ce-source"] != "//midaz/ledger" {
+			t.Errorf("rejection = %+v", r)
+		}
+		want := map[[2]string]float64{
+			{"accept", "accepted"}:           4,
+			{"discard", "duplicate"}:         1,
+			{"discard", "unknown_tenant"}:    1,
+			{"discard", "inactive_tenant"}:   1,
+			{"reject", "missing ce-type"}:    1,
+			{"reject", "ce-type must be at"}: 0,
+		}
+		for labels, n := range want {
+			if got := testutil.ToFloat64(m.IngestRecords.WithLabelValues(labels[0], labels[1])); got != n {
+				t.Errorf("ingest_records_total{verdict=%q,reason=%q} = %v, want %v", labels[0], labels[1], got, n)
+			}
+		}
+	})
+}
+
+// failingStore fails every batch of one partition while failing is set: a
+// database that is down for that partition's transactions only.
+type failingStore struct {
+	store.Store
+	partition int32
+	failing   atomic.Bool
+	attempts  atomic.Int64
+}
+
+func (f *failingStore) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+	for _, ev := range p.Events {
+		if ev.Partition == f.partition && f.failing.Load() {
+			f.attempts.Add(1)
+			return store.IngestResult{}, errors.New("injected: database unavailable")
+		}
+	}
+	return f.Store.Ingest(ctx, p)
+}
+
+func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		s := &failingStore{Store: d.Open(t, store.Options{}), partition: 1}
+		s.failing.Store(true)
+		tenants(t, s, "acme", "globex")
+		kafka := testkit.Kafka(t, 2, topic)
+		prod := testkit.Producer(t, kafka)
+		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s, MaxBatch: 7})
+
+		var recs []*kgo.Record
+		for i := range 20 {
+			recs = append(recs,
+				testkit.CERecord(topic, 0, "acme", fmt.Sprintf("p0-%02d", i)),
+				testkit.CERecord(topic, 1, "globex", fmt.Sprintf("p1-%02d", i)))
+		}
+		testkit.Produce(t, prod, recs...)
+
+		testkit.Eventually(t, 10*time.Second, "partition 0 committed while partition 1 fails", func() bool {
+			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == 20 && s.attempts.Load() >= 3
+		})
+		if got := len(inbox(t, s, "acme")); got != 20 {
+			t.Fatalf("healthy partition persisted %d of 20", got)
+		}
+		if got := len(inbox(t, s, "globex")); got != 0 {
+			t.Fatalf("failing partition wrote %d events", got)
+		}
+		if off, ok := testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1]; ok {
+			t.Fatalf("failing partition committed offset %d", off)
+		}
+
+		s.failing.Store(false) // the database comes back
+		testkit.Eventually(t, 10*time.Second, "partition 1 committed after recovery", func() bool {
+			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1] == 20
+		})
+		got := inbox(t, s, "globex")
+		if len(got) != 20 {
+			t.Fatalf("after recovery globex has %d events, want 20 exactly once", len(got))
+		}
+		for i, ev := range got {
+			if want := fmt.Sprintf("p1-%02d", i); ev.ID != want || ev.Sequence != int64(i+1) {
+				t.Fatalf("event %d = %s#%d, want %s#%d (in order, once)", i, ev.ID, ev.Sequence, want, i+1)
+			}
+		}
+	})
+}
+
+func TestConsumer_GracefulStopCommitsWhatWasPersisted(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		s := d.Open(t, store.Options{})
+		tenants(t, s, "acme")
+		kafka := testkit.Kafka(t, 1, topic)
+		prod := testkit.Producer(t, kafka)
+		_, stop := startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s})
+		testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "1"), testkit.CERecord(topic, 0, "acme", "2"))
+		testkit.Eventually(t, 10*time.Second, "two events in the inbox", func() bool { return len(inbox(t, s, "acme")) == 2 })
+		stop()
+		if got := testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0]; got != 2 {
+			t.Fatalf("committed offset after stop = %d, want 2", got)
+		}
+
+		// A second member of the group starts where the first stopped.
+		testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "3"))
+		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s})
+		testkit.Eventually(t, 10*time.Second, "third event", func() bool { return len(inbox(t, s, "acme")) == 3 })
+		if got := ids(inbox(t, s, "acme")); got != "[1#1 2#2 3#3]" {
+			t.Fatalf("inbox = %s", got)
+		}
+	})
+}
+
+func TestConsumer_NeverReadsCommandOrDeadLetterTopics(t *testing.T) {
+	s := testkit.OpenSQLite(t, store.Options{})
+	tenants(t, s, "acme")
+	kafka := testkit.Kafka(t, 1, topic, "lerian.streaming.ledger.commands", "lerian.streaming.ledger_transaction.dlq", "other.namespace.events")
+	prod := testkit.Producer(t, kafka)
+	testkit.Produce(t, prod,
+		testkit.CERecord("lerian.streaming.ledger.commands", 0, "acme", "cmd"),
+		testkit.CERecord("lerian.streaming.ledger_transaction.dlq", 0, "acme", "dlq"),
+		testkit.CERecord("other.namespace.events", 0, "acme", "other"),
+		testkit.CERecord(topic, 0, "acme", "event"),
+	)
+	c, _ := startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s})
+	testkit.Eventually(t, 10*time.Second, "the event", func() bool { return len(inbox(t, s, "acme")) >= 1 })
+	// Every topic exists and was seen by the metadata that found ours: the
+	// subscription is exactly the one topic, nothing else will be read.
+	if got := fmt.Sprint(c.Client().GetConsumeTopics()); got != "["+topic+"]" {
+		t.Fatalf("consuming %s", got)
+	}
+	if got := ids(inbox(t, s, "acme")); got != "[event#1]" {
+		t.Fatalf("inbox = %s: the consumer read an excluded topic", got)
+	}
+}

@@ -1,0 +1,35 @@
+package loadtest_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/loadtest"
+)
+
+// A small run of the load command on each driver: every event is
+// delivered, and the report has its figures.
+func TestRun_DeliversEveryEventAndReports(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		o := loadtest.Options{Events: 300, Tenants: 10, Partitions: 2, Rate: 1000, Workers: 8, ClaimBatch: 16,
+			Timeout: time.Minute, Progress: 200 * time.Millisecond}
+		if d.Name == "postgres" {
+			o.DatabaseURL = testkit.PostgresURL(t)
+		}
+		var out bytes.Buffer
+		res, err := loadtest.Run(context.Background(), o, &out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if res.Delivered != 300 || res.IngestRate <= 0 || res.DeliveryRate <= 0 || res.P50 <= 0 || res.P99 < res.P50 || res.PeakRSS <= 0 {
+			t.Fatalf("result = %+v", res)
+		}
+		if !strings.Contains(out.String(), "delivered") || !strings.Contains(out.String(), "300 events over 10 tenants") {
+			t.Fatalf("output:\n%s", out.String())
+		}
+	})
+}

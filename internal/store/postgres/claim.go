@@ -1,0 +1,338 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// prefixed qualifies every column of a list with a table alias.
+func prefixed(alias, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = alias + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// claimJobs claims in one statement. It locks, round-robin across tenants,
+// deliverable subscriptions with a free in-flight slot, reading the slots
+// from the locked row itself (a row lock returns its latest version, so a
+// claim committed a moment ago is counted); each offers its oldest due jobs
+// up to its free slots, and the batch takes them tenant round by tenant
+// round (each tenant's oldest first). Claims never wait: a subscription
+// another transaction holds is skipped, and a subscription's waiting jobs
+// are only ever taken by whoever holds its row. A job seen as waiting by a
+// snapshot that is already stale fails the update's status check and is
+// simply not claimed. The claimed jobs come back with their events and
+// subscriptions.
+//
+// The %s slots (a join, a condition) narrow the candidates: a targeted
+// claim names the subscriptions whose jobs just finished; a full claim
+// looks for due jobs everywhere.
+var claimJobs = `
+WITH subs AS (
+	SELECT s.id, s.tenant_id, s.max_in_flight - s.in_flight AS free
+	FROM subscriptions s
+	JOIN (
+		SELECT c.id, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.id) AS rn
+		FROM subscriptions c %s
+		WHERE c.enabled AND c.verification_state = 'active' AND c.deleted_at IS NULL
+		  AND c.in_flight < c.max_in_flight %s
+	) r ON r.id = s.id
+	WHERE s.in_flight < s.max_in_flight
+	ORDER BY r.rn, s.tenant_id
+	LIMIT $2
+	FOR NO KEY UPDATE OF s SKIP LOCKED
+), offered AS (
+	SELECT j.id, j.tenant_id, row_number() OVER (PARTITION BY j.tenant_id ORDER BY j.event_sequence) AS rn
+	FROM subs CROSS JOIN LATERAL (
+		SELECT j.id, j.tenant_id, j.event_sequence FROM delivery_jobs j
+		WHERE j.subscription_id = subs.id AND j.status = 'pending' AND j.next_attempt_at <= $1
+		ORDER BY j.event_sequence
+		LIMIT subs.free
+	) j
+), chosen AS (
+	SELECT id FROM offered ORDER BY rn, tenant_id LIMIT $2
+), claimed AS (
+	-- Written "IS NOT DISTINCT FROM", not "=", so that it does not imply
+	-- the predicate of delivery_jobs_pending: on a big table the statistics
+	-- see almost no pending jobs, and the planner would otherwise scan every
+	-- waiting job for each chosen one instead of looking each up by id.
+	UPDATE delivery_jobs d SET status = 'in_flight', lease_token = $3, lease_expires_at = $4, updated_at = $1
+	FROM chosen WHERE d.id = chosen.id AND d.status IS NOT DISTINCT FROM 'pending'
+	RETURNING ` + jobColumnsOf("d") + `
+), counted AS (
+	UPDATE subscriptions s SET in_flight = s.in_flight + c.n
+	FROM (SELECT subscription_id, count(*) AS n FROM claimed GROUP BY subscription_id) c
+	WHERE s.id = c.subscription_id
+)
+SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `
+FROM claimed c
+JOIN events e ON e.tenant_id = c.tenant_id AND e.sequence = c.event_sequence
+JOIN subscriptions s ON s.id = c.subscription_id`
+
+var (
+	// A full claim looks at every subscription with a due job. The due
+	// check reads lease_token (outside the index, always NULL while
+	// pending) on purpose: a plain index scan marks the entries of jobs
+	// that moved on as dead as it passes them, where an index-only scan
+	// would visit the heap for each of them on every claim until vacuum.
+	// It is a LATERAL ... LIMIT 1, not an EXISTS, so it stays one index
+	// probe per subscription: the planner may turn an EXISTS into a hash
+	// of every waiting job, which it believes to be few on a big table.
+	claimAll = fmt.Sprintf(claimJobs, `CROSS JOIN LATERAL (SELECT 1 FROM delivery_jobs j
+		WHERE j.subscription_id = c.id AND j.status = 'pending' AND j.next_attempt_at <= $1 AND j.lease_token IS NULL
+		LIMIT 1) due`, "")
+	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($5)")
+)
+
+func jobColumnsOf(alias string) string { return prefixed(alias+".", jobColumns) }
+
+// Updates that name their jobs by id check the status with "IS NOT
+// DISTINCT FROM" rather than "=": it does not imply the predicate of a
+// partial status index, so the planner looks each job up by id instead of
+// scanning every pending or in-flight job, which a big table's statistics
+// make look free. (See claimed, above.)
+
+// asyncCommit lets a claim or a completion commit without waiting for its
+// WAL flush. It is safe for both: if PostgreSQL crashes and loses one, the
+// job is simply delivered again, which at-least-once allows (receivers
+// dedupe on X-Lerian-Event-Id). Ingest never uses it: a Kafka offset is
+// committed only after its transaction is durable.
+const asyncCommit = "SET LOCAL synchronous_commit = off"
+
+// orderedScans keeps a claim on the index that is already in arrival order:
+// with a LIMIT the planner cannot see (each subscription's free slots), it
+// would otherwise bitmap-scan and sort every waiting job of a subscription
+// to take the first.
+const orderedScans = "SET LOCAL enable_bitmapscan = off"
+
+// ClaimJobs is one round trip: BEGIN, the claim and COMMIT, pipelined.
+func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	now := db.opts.Stamp()
+	token := hub.NewID("lease", now)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(asyncCommit)
+	b.Queue(orderedScans)
+	if p.Subscriptions != nil {
+		b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Subscriptions)
+	} else {
+		b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease))
+	}
+	b.Queue("COMMIT")
+	br := db.pool.SendBatch(ctx, b)
+	defer br.Close()
+	for range 3 { // BEGIN, the two SETs
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) { return scanClaimed(r, token) })
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	return out, br.Close()
+}
+
+// scanClaimed reads a claim row: job, event and subscription columns.
+func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
+	var c store.Claimed
+	c.LeaseToken = token
+	var ev hub.Event
+	var ext, et, headers, retry []byte
+	var first, last *time.Time
+	j, s := &c.Job, &c.Subscription
+	err := r.Scan(
+		&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
+		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
+		&j.UpdatedAt, &j.CompletedAt,
+		&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
+		&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
+		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &ev.ReceivedAt,
+		&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
+		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
+		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt)
+	if err != nil {
+		return c, err
+	}
+	if ext != nil {
+		if err := json.Unmarshal(ext, &ev.Extensions); err != nil {
+			return c, err
+		}
+	}
+	ev.ReceivedAt = ev.ReceivedAt.UTC()
+	c.Event = ev
+	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = j.NextAttemptAt.UTC(), j.EnqueuedAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	if first != nil && last != nil {
+		s.FailureSpan = &hub.FailureSpan{First: first.UTC(), Last: last.UTC()}
+	}
+	return c, store.DecodeSubscription(s, et, headers, retry)
+}
+
+// lockSubscriptionsOf locks, in id order, the subscriptions of in-flight
+// jobs. Everything that takes a job out of flight does this first, and
+// claims never wait, so these transactions cannot deadlock each other.
+// Subscription rows are only ever locked FOR NO KEY UPDATE: that does not
+// conflict with the key-share locks of foreign-key checks, so ingest
+// inserting jobs (which reference their subscription) never waits on a
+// claim or a completion.
+const lockSubscriptionsOf = `SELECT id FROM subscriptions WHERE id IN (
+	SELECT subscription_id FROM delivery_jobs WHERE id = ANY($1)) ORDER BY id FOR NO KEY UPDATE`
+
+// lockSubscriptions is lockSubscriptionsOf for subscriptions named directly.
+const lockSubscriptions = `SELECT id FROM subscriptions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
+
+// uncount subtracts finished in-flight jobs from their subscriptions'
+// counts; it runs in the same statement as the jobs' update (as %s).
+const uncount = `
+WITH done AS (%s RETURNING d.id, d.subscription_id, d.status),
+uncounted AS (
+	UPDATE subscriptions s SET in_flight = greatest(s.in_flight - c.n, 0)
+	FROM (SELECT subscription_id, count(*) AS n FROM done GROUP BY subscription_id) c
+	WHERE s.id = c.subscription_id
+)
+SELECT id, status FROM done`
+
+func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	ids, tokens := leaseArrays(leases)
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockSubscriptionsOf, ids); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET status = 'pending', lease_token = NULL,
+			lease_expires_at = NULL, next_attempt_at = $3, updated_at = $3
+			FROM unnest($1::text[], $2::text[]) AS v(id, token)
+			WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`), ids, tokens, db.opts.Stamp())
+		return err
+	})
+}
+
+func leaseArrays(leases []store.JobLease) (ids, tokens []string) {
+	for _, l := range leases {
+		ids, tokens = append(ids, l.JobID), append(tokens, l.LeaseToken)
+	}
+	return ids, tokens
+}
+
+func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error) {
+	now := db.opts.Stamp()
+	var res store.RecoverResult
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		res = store.RecoverResult{}
+		rows, err := tx.Query(ctx, `SELECT id FROM delivery_jobs WHERE status = 'in_flight' AND lease_expires_at < $1
+			ORDER BY lease_expires_at LIMIT $2`, now, max(p.Limit, 1))
+		if err != nil {
+			return err
+		}
+		expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(expired) == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, lockSubscriptionsOf, expired); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET
+				recoveries = d.recoveries + 1,
+				status = CASE WHEN d.recoveries + 1 >= $2 THEN 'dead_lettered' ELSE 'pending' END,
+				dead_letter_reason = CASE WHEN d.recoveries + 1 >= $2 THEN 'poison' ELSE d.dead_letter_reason END,
+				completed_at = CASE WHEN d.recoveries + 1 >= $2 THEN $1::timestamptz END,
+				last_error = 'lease expired without a result: the worker stopped mid-attempt',
+				lease_token = NULL, lease_expires_at = NULL, next_attempt_at = $1, updated_at = $1
+			WHERE d.id = ANY($3) AND d.status IS NOT DISTINCT FROM 'in_flight' AND d.lease_expires_at < $1`), now, p.PoisonThreshold, expired)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id, status string
+			if err := rows.Scan(&id, &status); err != nil {
+				return err
+			}
+			if status == string(hub.JobDeadLettered) {
+				res.Poisoned++
+			} else {
+				res.Recovered++
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return res, err
+	}
+	return res, db.reconcileInFlight(ctx)
+}
+
+// reconcileInFlight repairs in-flight counts that disagree with the jobs
+// table (they never should). The counts are recomputed by a statement that
+// starts after the subscriptions are locked, so nothing changes them
+// meanwhile.
+func (db *DB) reconcileInFlight(ctx context.Context) error {
+	rows, err := db.pool.Query(ctx, `SELECT s.id FROM subscriptions s
+		WHERE s.in_flight <> (SELECT count(*) FROM delivery_jobs j WHERE j.subscription_id = s.id AND j.status = 'in_flight')`)
+	if err != nil {
+		return err
+	}
+	drifted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(drifted) == 0 {
+		return err
+	}
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT id FROM subscriptions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, drifted); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE subscriptions s SET in_flight = (SELECT count(*) FROM delivery_jobs j
+			WHERE j.subscription_id = s.id AND j.status = 'in_flight') WHERE s.id = ANY($1)`, drifted)
+		return err
+	})
+}
+
+func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
+	// Driven from the subscriptions that are off (usually none), so the
+	// pending jobs of the healthy ones are never scanned.
+	rows, err := db.pool.Query(ctx, `SELECT s.id FROM subscriptions s WHERE (s.deleted_at IS NOT NULL OR NOT s.enabled)
+		AND EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.subscription_id = s.id AND j.status = 'pending')`)
+	if err != nil {
+		return 0, err
+	}
+	off, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(off) == 0 {
+		return 0, err
+	}
+	now := db.opts.Stamp()
+	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs d SET status = 'dead_lettered',
+			dead_letter_reason = CASE WHEN s.deleted_at IS NOT NULL THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
+			completed_at = $1, updated_at = $1
+		FROM subscriptions s
+		WHERE s.id = ANY($2) AND d.subscription_id = s.id AND d.status = 'pending'`, now, off)
+	return int(tag.RowsAffected()), err
+}
+
+// CountJobs counts each status apart, so each count reads only its own
+// partial index: one query over "status IN (...)" matches none of them
+// and reads the whole table, history included.
+func (db *DB) CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error) {
+	var pending, inFlight, dead int64
+	err := db.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM delivery_jobs WHERE status = 'pending'),
+		(SELECT count(*) FROM delivery_jobs WHERE status = 'in_flight'),
+		(SELECT count(*) FROM delivery_jobs WHERE status = 'dead_lettered' AND completed_at IS NOT NULL)`).Scan(&pending, &inFlight, &dead)
+	return map[hub.JobStatus]int64{hub.JobPending: pending, hub.JobInFlight: inFlight, hub.JobDeadLettered: dead}, err
+}

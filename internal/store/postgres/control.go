@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func isForeignKeyViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
+}
+
+func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) error {
+	_, err := db.pool.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ($1, $2, $3, $4)`,
+		k.ID, k.TenantID, k.Hash, k.CreatedAt)
+	if isForeignKeyViolation(err) {
+		return hub.Errorf(hub.ENOTFOUND, "tenant %q not found", k.TenantID)
+	}
+	return err
+}
+
+func (db *DB) GetAPIKey(ctx context.Context, id string) (hub.APIKey, error) {
+	var k hub.APIKey
+	err := db.pool.QueryRow(ctx, `SELECT id, tenant_id, hash, created_at FROM api_keys WHERE id = $1`, id).
+		Scan(&k.ID, &k.TenantID, &k.Hash, &k.CreatedAt)
+	k.CreatedAt = k.CreatedAt.UTC()
+	return k, notFound(err, "api key not found")
+}
+
+func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) error {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM api_keys WHERE id = $1 AND tenant_id = $2`, id, tenantID)
+	if err == nil && tag.RowsAffected() == 0 {
+		return hub.Errorf(hub.ENOTFOUND, "api key %q not found", id)
+	}
+	return err
+}
+
+const subscriptionColumns = `id, tenant_id, name, event_types, destination_type, destination_url, destination_headers,
+	auth_type, auth_header_name, secrets, retry_schedule, max_in_flight, enabled, verification_state,
+	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at`
+
+func scanSubscription(row pgx.Row) (hub.Subscription, error) {
+	var s hub.Subscription
+	var et, headers, retry []byte
+	var first, last *time.Time
+	err := row.Scan(&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
+		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
+		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt)
+	if err != nil {
+		return s, err
+	}
+	if first != nil && last != nil {
+		s.FailureSpan = &hub.FailureSpan{First: first.UTC(), Last: last.UTC()}
+	}
+	if s.DisabledAt != nil {
+		t := s.DisabledAt.UTC()
+		s.DisabledAt = &t
+	}
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	return s, store.DecodeSubscription(&s, et, headers, retry)
+}
+
+func spanTimes(s hub.Subscription) (first, last *time.Time) {
+	if s.FailureSpan != nil {
+		return &s.FailureSpan.First, &s.FailureSpan.Last
+	}
+	return nil, nil
+}
+
+func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error) {
+	enc, err := store.EncodeSubscription(s)
+	if err != nil {
+		return hub.Subscription{}, err
+	}
+	now := db.opts.Stamp()
+	first, last := spanTimes(s)
+	out, err := scanSubscription(db.pool.QueryRow(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19)
+		RETURNING `+subscriptionColumns,
+		s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
+		s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight, s.Enabled,
+		s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now))
+	switch {
+	case isForeignKeyViolation(err):
+		return hub.Subscription{}, hub.Errorf(hub.ENOTFOUND, "tenant %q not found", s.TenantID)
+	case isUniqueViolation(err):
+		return hub.Subscription{}, hub.Errorf(hub.ECONFLICT, "subscription %q already exists", s.ID)
+	}
+	return out, err
+}
+
+func (db *DB) GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error) {
+	s, err := scanSubscription(db.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
+		WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`, id, tenantID))
+	return s, notFound(err, "subscription %q not found", id)
+}
+
+func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsParams) ([]hub.Subscription, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
+		WHERE tenant_id = $1 AND id > $2 AND deleted_at IS NULL ORDER BY id LIMIT $3`,
+		p.TenantID, p.After, store.ClampLimit(p.Limit, 50, 1000))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) { return scanSubscription(r) })
+}
+
+func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error) {
+	enc, err := store.EncodeSubscription(s)
+	if err != nil {
+		return hub.Subscription{}, err
+	}
+	first, last := spanTimes(s)
+	now := db.opts.Stamp()
+	var out hub.Subscription
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanSubscription(tx.QueryRow(ctx, `UPDATE subscriptions SET
+		name = $3, event_types = $4, destination_type = $5, destination_url = $6, destination_headers = $7,
+		auth_type = $8, auth_header_name = $9, secrets = $10, retry_schedule = $11, max_in_flight = $12,
+		enabled = $13, verification_state = $14, disabled_reason = $15, disabled_at = $16,
+		failure_first_at = $17, failure_last_at = $18, version = version + 1, updated_at = $19
+		WHERE id = $1 AND tenant_id = $2 AND version = $20 AND deleted_at IS NULL
+		RETURNING `+subscriptionColumns,
+			s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
+			s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight,
+			s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, s.Version))
+		if err != nil || out.Enabled {
+			return err
+		}
+		// A disabled subscription delivers nothing: its waiting jobs are
+		// dead-lettered (replayable once it is enabled again).
+		return deadLetterPending(ctx, tx, []string{s.ID}, hub.DeadLetterSubscriptionDisabled, now)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, gerr := db.GetSubscription(ctx, s.TenantID, s.ID); gerr != nil {
+			return hub.Subscription{}, gerr
+		}
+		return hub.Subscription{}, hub.Errorf(hub.ECONFLICT, "subscription %q was modified concurrently; retry", s.ID)
+	}
+	return out, err
+}
+
+func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+	now := db.opts.Stamp()
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, enabled = false, version = version + 1, updated_at = $3
+			WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`, id, tenantID, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return hub.Errorf(hub.ENOTFOUND, "subscription %q not found", id)
+		}
+		return deadLetterPending(ctx, tx, []string{id}, hub.DeadLetterSubscriptionDeleted, now)
+	})
+}

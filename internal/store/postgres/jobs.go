@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+const jobColumns = `id, tenant_id, subscription_id, event_sequence, event_id, status, attempts, next_attempt_at,
+	recoveries, dead_letter_reason, last_error, enqueued_at, created_at, updated_at, completed_at`
+
+var jobCopyColumns = []string{
+	"id", "tenant_id", "subscription_id", "event_sequence", "event_id", "status", "attempts", "next_attempt_at",
+	"recoveries", "dead_letter_reason", "last_error", "enqueued_at", "created_at", "updated_at",
+}
+
+func scanJob(row pgx.Row) (hub.Job, error) {
+	var j hub.Job
+	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
+		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
+		&j.UpdatedAt, &j.CompletedAt)
+	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = j.NextAttemptAt.UTC(), j.EnqueuedAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	if j.CompletedAt != nil {
+		t := j.CompletedAt.UTC()
+		j.CompletedAt = &t
+	}
+	return j, err
+}
+
+func collectJobs(rows pgx.Rows, err error) ([]hub.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Job, error) { return scanJob(r) })
+}
+
+func jobRow(j hub.Job) []any {
+	return []any{j.ID, j.TenantID, j.SubscriptionID, j.EventSequence, j.EventID, string(j.Status), j.Attempts,
+		j.NextAttemptAt, j.Recoveries, j.DeadLetterReason, j.LastError, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt}
+}
+
+func copyJobs(ctx context.Context, tx pgx.Tx, jobs []hub.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(jobs))
+	for i, j := range jobs {
+		rows[i] = jobRow(j)
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"delivery_jobs"}, jobCopyColumns, pgx.CopyFromRows(rows))
+	return err
+}
+
+// deadLetterPending dead-letters a subscription's pending jobs.
+func deadLetterPending(ctx context.Context, tx pgx.Tx, subscriptionIDs []string, reason string, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = $2,
+		completed_at = $3, updated_at = $3 WHERE subscription_id = ANY($1) AND status = 'pending'`,
+		subscriptionIDs, reason, now)
+	return err
+}
+
+func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) ([]hub.Job, error) {
+	before := p.Before
+	if before == "" {
+		before = "\U0010FFFF"
+	}
+	return collectJobs(db.pool.Query(ctx, `SELECT `+jobColumns+` FROM delivery_jobs
+		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
+		ORDER BY id DESC LIMIT $5`,
+		p.SubscriptionID, p.TenantID, string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000)))
+}
+
+func (db *DB) GetJob(ctx context.Context, tenantID, id string) (hub.Job, []hub.Attempt, error) {
+	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+	if err != nil {
+		return hub.Job{}, nil, notFound(err, "delivery %q not found", id)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
+		FROM delivery_attempts WHERE job_id = $1 ORDER BY started_at, id`, id)
+	if err != nil {
+		return hub.Job{}, nil, err
+	}
+	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Attempt, error) {
+		var a hub.Attempt
+		var ms int64
+		err := r.Scan(&a.ID, &a.JobID, &a.StartedAt, &ms, &a.StatusCode, &a.Error, &a.ResponseBody)
+		a.Duration, a.StartedAt = time.Duration(ms)*time.Millisecond, a.StartedAt.UTC()
+		return a, err
+	})
+	return j, attempts, err
+}
+
+// replayable checks that a subscription can take a fresh job.
+func replayable(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID string) error {
+	var enabled bool
+	var deleted *time.Time
+	err := tx.QueryRow(ctx, `SELECT enabled, deleted_at FROM subscriptions WHERE id = $1 AND tenant_id = $2`,
+		subscriptionID, tenantID).Scan(&enabled, &deleted)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
+}
+
+func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error) {
+	now := db.opts.Stamp()
+	var out hub.Job
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+		if err != nil {
+			return notFound(err, "delivery %q not found", id)
+		}
+		if err := replayable(ctx, tx, tenantID, j.SubscriptionID); err != nil {
+			return err
+		}
+		// The share lock keeps retention from deleting the event until the
+		// new job, which needs it, is committed.
+		var exists bool
+		err = tx.QueryRow(ctx, `SELECT true FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
+			tenantID, j.EventSequence).Scan(&exists)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.EventGone(j.EventID)
+		}
+		if err != nil {
+			return err
+		}
+		out = store.Replay(j, now)
+		// Marked, so a later bulk replay does not send it once more.
+		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs SET replayed = true WHERE id = $1`, j.ID); err != nil {
+			return err
+		}
+		return copyJobs(ctx, tx, []hub.Job{out})
+	})
+	return out, err
+}
+
+func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int, error) {
+	now := db.opts.Stamp()
+	n := 0
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := replayable(ctx, tx, p.TenantID, p.SubscriptionID); err != nil {
+			return err
+		}
+		olds, err := collectJobs(tx.Query(ctx, `UPDATE delivery_jobs d SET replayed = true, updated_at = $5
+			FROM (SELECT j.id FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+			      WHERE j.subscription_id = $1 AND j.tenant_id = $2 AND j.status = $3 AND j.completed_at >= $4 AND NOT j.replayed
+			      ORDER BY j.event_sequence LIMIT $6 FOR UPDATE OF j FOR SHARE OF e) pick
+			WHERE d.id = pick.id RETURNING `+prefixed("d.", jobColumns),
+			p.SubscriptionID, p.TenantID, string(p.Status), p.Since, now, store.MaxReplay))
+		if err != nil {
+			return err
+		}
+		jobs := make([]hub.Job, len(olds))
+		for i, j := range olds {
+			jobs[i] = store.Replay(j, now)
+		}
+		n = len(jobs)
+		return copyJobs(ctx, tx, jobs)
+	})
+	return n, err
+}

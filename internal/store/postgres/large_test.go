@@ -1,0 +1,141 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+)
+
+// EnvBenchRows sets how many historic rows BenchmarkLargeTables puts in
+// each of events, delivery_jobs and delivery_attempts before measuring.
+const EnvBenchRows = "STREAMING_HUB_BENCH_ROWS"
+
+// BenchmarkLargeTables measures ingest, claim+complete, a pull page and a
+// retention batch on tables that already hold STREAMING_HUB_BENCH_ROWS
+// rows each (three tables: 3x rows in all), against the same on empty
+// tables (STREAMING_HUB_BENCH_ROWS=0 or unset). The filled schema,
+// bench_rows_<N>, is kept for later runs (filling takes a while); drop it
+// by hand when done.
+//
+//	STREAMING_HUB_BENCH_ROWS=33400000 go test ./store/postgres -run '^$' -bench LargeTables -benchtime 20000x -timeout 6h
+func BenchmarkLargeTables(b *testing.B) {
+	rows := int64(0)
+	if v := os.Getenv(EnvBenchRows); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			b.Fatalf("%s: want a row count, got %q", EnvBenchRows, v)
+		}
+		rows = n
+	}
+	if rows == 0 {
+		s := testkit.OpenPostgres(b, store.Options{})
+		storetest.BenchTables(b, s, 0)
+		return
+	}
+	base := testkit.PostgresURL(b) // skips without PostgreSQL; its own schema goes unused
+	ctx := context.Background()
+	schema := fmt.Sprintf("bench_rows_%d", rows)
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
+		b.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, u.String(), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var filled bool
+	conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'bench_filled')`, schema).Scan(&filled)
+	if !filled {
+		fill(b, conn, s, rows)
+		if _, err := conn.Exec(ctx, `CREATE TABLE bench_filled (rows bigint)`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var events, jobs int64
+	conn.QueryRow(ctx, `SELECT (SELECT reltuples::bigint FROM pg_class WHERE oid = 'events'::regclass),
+		(SELECT reltuples::bigint FROM pg_class WHERE oid = 'delivery_jobs'::regclass)`).Scan(&events, &jobs)
+	var size string
+	conn.QueryRow(ctx, `SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, schema).Scan(&size)
+	b.Logf("schema %s: about %d events, %d delivery jobs, %s with indexes", schema, events, jobs, size)
+	storetest.BenchTables(b, s, rows/storetest.BenchTenants)
+}
+
+// fill writes rows historic events, succeeded jobs and their attempts,
+// received over the last seven days, for BenchTenants tenants, in chunks of
+// a million, then vacuums and analyzes: the steady state of a busy hub at
+// its retention bound.
+func fill(b *testing.B, conn *pgx.Conn, s store.Store, rows int64) {
+	ctx := context.Background()
+	if err := storetest.BenchSetup(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	const at = `now() - interval '7 days' + (i::float8 / $3) * interval '167 hours'`
+	const tenant = `'t' || lpad((i % $4)::text, 3, '0')`
+	queries := []string{
+		`INSERT INTO events (tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
+			schema_version, schema_major, data_content_type, data, topic, kafka_partition, kafka_offset, received_at)
+		SELECT ` + tenant + `, i / $4 + 1, md5(i::text), '1.0', 'studio.lerian.transaction.posted', 'transaction.posted',
+			'//midaz/ledger', 'tx-' || i, '2026-11-23T12:00:00Z', '1.0.0', 1, 'application/json',
+			convert_to('{"id":"' || i || '","amount":"10.00","currency":"BRL"}', 'UTF8'),
+			'lerian.streaming.ledger_transaction.posted', (i % 8)::int, i / 8, ` + at + `
+		FROM generate_series($1::bigint, $2::bigint - 1) AS i`,
+		`INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence, event_id, status, attempts,
+			next_attempt_at, enqueued_at, created_at, updated_at, completed_at)
+		SELECT 'dlv_' || lpad(to_hex(i), 32, '0'), ` + tenant + `, 'sub_' || ` + tenant + `, i / $4 + 1, md5(i::text),
+			'succeeded', 1, ` + at + `, ` + at + `, ` + at + `, ` + at + ` + interval '40 ms', ` + at + ` + interval '40 ms'
+		FROM generate_series($1::bigint, $2::bigint - 1) AS i`,
+		`INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code)
+		SELECT 'att_' || lpad(to_hex(i), 32, '0'), 'dlv_' || lpad(to_hex(i), 32, '0'), ` + at + `, 40, 200
+		FROM generate_series($1::bigint, $2::bigint - 1) AS i WHERE $4::int > 0`,
+	}
+	const chunk = 1_000_000
+	start := time.Now()
+	for lo := int64(0); lo < rows; lo += chunk {
+		hi := min(lo+chunk, rows)
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, q := range queries {
+				if _, err := tx.Exec(ctx, q, lo, hi, rows, storetest.BenchTenants); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "fill: %d of %d rows per table (%s)\n", hi, rows, time.Since(start).Round(time.Second))
+	}
+	for _, q := range []string{
+		`UPDATE tenants t SET last_sequence = (SELECT coalesce(max(sequence), 0) FROM events e WHERE e.tenant_id = t.id)`,
+		`VACUUM ANALYZE events`, `VACUUM ANALYZE delivery_jobs`, `VACUUM ANALYZE delivery_attempts`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "fill: done in %s\n", time.Since(start).Round(time.Second))
+}

@@ -1,0 +1,130 @@
+// Package postgres is the PostgreSQL driver of store.Store, on pgx v5. Many
+// hub processes may share one database.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// DB is a store.Store on PostgreSQL.
+type DB struct {
+	pool       *pgxpool.Pool
+	opts       store.Options
+	migrations []migrate.Migration
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open connects to url (postgres://...). A search_path parameter in the URL
+// selects the schema, which is how tests get a fresh schema each.
+func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
+	migrations, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return &DB{pool: pool, opts: opts.WithDefaults(), migrations: migrations}, nil
+}
+
+func (db *DB) Close() error { db.pool.Close(); return nil }
+
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
+// Pool exposes the connection pool to tests and fault injection.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    integer PRIMARY KEY,
+	name       text NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now())`
+
+// Migrate applies pending migrations in one transaction, under an advisory
+// lock scoped to the current schema so concurrent starts do not race.
+func (db *DB) Migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.streaming-hub.migrate'))`); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, createHistory); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		applied, err := history(ctx, tx)
+		if err != nil {
+			return err
+		}
+		pending, err := migrate.Pending(db.migrations, applied)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate: %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// CheckSchema fails unless every migration this binary has is applied.
+func (db *DB) CheckSchema(ctx context.Context) error {
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	var applied []int
+	if exists {
+		var err error
+		if applied, err = history(ctx, db.pool); err != nil {
+			return err
+		}
+	}
+	return migrate.Current(db.migrations, applied)
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func history(ctx context.Context, q querier) ([]int, error) {
+	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: history: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hub.Errorf(hub.ENOTFOUND, format, args...)
+	}
+	return err
+}

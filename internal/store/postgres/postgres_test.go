@@ -1,0 +1,62 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}
+
+func BenchmarkIngest(b *testing.B) {
+	storetest.BenchIngest(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}
+
+// The in-flight count lives on the subscription row; should it ever drift
+// from the jobs table, maintenance puts it right.
+func TestInFlightCountDriftIsRepaired(t *testing.T) {
+	ctx := context.Background()
+	db := testkit.OpenPostgres(t, store.Options{})
+	if _, err := db.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	s := storetest.NewSubscription("acme", "sub_1")
+	s.VerificationState = hub.VerificationActive
+	if _, err := db.CreateSubscription(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "1"), storetest.NewEvent("acme", "2")}}); err != nil {
+		t.Fatal(err)
+	}
+	// A count stuck high would stall the subscription forever.
+	if _, err := db.Pool().Exec(ctx, `UPDATE subscriptions SET in_flight = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := db.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute}); len(c) != 0 {
+		t.Fatalf("claimed %d past a (wrong) full count", len(c))
+	}
+	if _, err := db.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: 5, Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute})
+	if err != nil || len(c) != 1 || c[0].Job.EventSequence != 1 {
+		t.Fatalf("after repair: %+v, %v", c, err)
+	}
+	var n int
+	db.Pool().QueryRow(ctx, `SELECT in_flight FROM subscriptions`).Scan(&n)
+	if n != 1 {
+		t.Fatalf("in_flight = %d after one claim", n)
+	}
+}
+
+func BenchmarkDispatch(b *testing.B) {
+	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}

@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
+}
+
+// pruneJobs deletes the oldest terminal jobs of status completed before
+// before, and their attempts, in one transaction.
+func (db *DB) pruneJobs(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `DELETE FROM delivery_jobs WHERE id IN (
+			SELECT id FROM delivery_jobs WHERE status = $1 AND completed_at IS NOT NULL AND completed_at < $2
+			ORDER BY completed_at LIMIT $3)
+			RETURNING id`, string(status), before, batch)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		n = len(ids)
+		_, err = tx.Exec(ctx, `DELETE FROM delivery_attempts WHERE job_id = ANY($1)`, ids)
+		return err
+	})
+	return n, err
+}
+
+// needed is true for an event some job may still send.
+const needed = `EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tenant_id AND j.event_sequence = e.sequence
+	AND (j.completed_at IS NULL OR j.status = 'dead_lettered'))`
+
+// pruneEvents deletes the oldest events received before before that no job
+// needs. Candidates are locked first (skipping rows a replay holds) and
+// checked again by a later statement, which sees jobs committed meanwhile:
+// a replay either finds its event gone or keeps it.
+func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT tenant_id, sequence FROM events e
+			WHERE received_at < $1 AND NOT `+needed+`
+			ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, batch)
+		if err != nil {
+			return err
+		}
+		var tenants []string
+		var seqs []int64
+		var t string
+		var s int64
+		if _, err := pgx.ForEachRow(rows, []any{&t, &s}, func() error {
+			tenants, seqs = append(tenants, t), append(seqs, s)
+			return nil
+		}); err != nil || len(tenants) == 0 {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM events e USING unnest($1::text[], $2::bigint[]) AS old(tenant_id, sequence)
+			WHERE e.tenant_id = old.tenant_id AND e.sequence = old.sequence AND NOT `+needed, tenants, seqs)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
+}
+
+// Exclusive holds a session-level advisory lock, keyed by the schema and
+// name, on a connection of its own while fn runs. A process that dies loses
+// its session, and with it the lock.
+func (db *DB) Exclusive(ctx context.Context, name string, fn func(context.Context) error) (bool, error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	const key = `hashtextextended(current_schema() || '/streaming-hub/' || $1, 0)`
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, name).Scan(&ok); err != nil || !ok {
+		return false, err
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(`+key+`)`, name); err != nil {
+			// Ending the session is what releases the lock now.
+			conn.Conn().Close(uctx)
+		}
+	}()
+	return true, fn(ctx)
+}

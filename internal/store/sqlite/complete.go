@@ -1,0 +1,149 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+	if len(p.Completions) == 0 {
+		return store.CompleteResult{}, nil
+	}
+	now := db.opts.Stamp()
+	nowUS := micros(now)
+	var res store.CompleteResult
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		res = store.CompleteResult{}
+		update, err := tx.PrepareContext(ctx, `UPDATE delivery_jobs SET status = ?, attempts = attempts + ?,
+			next_attempt_at = ?, dead_letter_reason = ?, last_error = ?, lease_token = NULL, lease_expires_at = NULL,
+			updated_at = ?, completed_at = ? WHERE id = ? AND lease_token = ? AND status = 'in_flight'`)
+		if err != nil {
+			return err
+		}
+		defer update.Close()
+		logAttempt, err := tx.PrepareContext(ctx, `INSERT INTO delivery_attempts
+			(id, job_id, started_at, duration_ms, status_code, error, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer logAttempt.Close()
+		var written []string
+		for _, c := range p.Completions {
+			next := c.NextAttemptAt
+			if next.IsZero() {
+				next = now
+			}
+			attempted := 0
+			if c.Attempt != nil {
+				attempted = 1
+			}
+			var completed any
+			if c.Status == hub.JobSucceeded || c.Status == hub.JobDeadLettered {
+				completed = nowUS
+			}
+			r, err := update.ExecContext(ctx, string(c.Status), attempted, micros(next), c.DeadLetterReason, c.LastError,
+				nowUS, completed, c.JobID, c.LeaseToken)
+			if err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n == 1 {
+				written = append(written, c.JobID)
+			}
+			if a := c.Attempt; a != nil {
+				if _, err := logAttempt.ExecContext(ctx, a.ID, c.JobID, micros(a.StartedAt), a.Duration.Milliseconds(),
+					a.StatusCode, a.Error, a.ResponseBody); err != nil {
+					return err
+				}
+			}
+		}
+		res.Fenced = store.Fenced(p.Completions, written)
+		for _, u := range store.Spans(p.Completions) {
+			if err := updateSpan(ctx, tx, u); err != nil {
+				return err
+			}
+		}
+		if p.AutoDisable != nil {
+			if res.Disabled, err = autoDisable(ctx, tx, store.Failing(p.Completions), *p.AutoDisable, now); err != nil {
+				return err
+			}
+		}
+		if p.Next != nil {
+			next := *p.Next
+			next.Subscriptions = store.NextTargets(p.Completions, p.Next.Subscriptions)
+			res.Claimed, err = claim(ctx, tx, next, now)
+		}
+		return err
+	})
+	return res, err
+}
+
+func optMicros(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return micros(*t)
+}
+
+func updateSpan(ctx context.Context, tx *sql.Tx, u store.SpanUpdate) error {
+	first, last := optMicros(u.First), optMicros(u.Last)
+	if u.Reset {
+		_, err := tx.ExecContext(ctx, `UPDATE subscriptions SET failure_first_at = ?1, failure_last_at = ?2, version = version + 1
+			WHERE id = ?3 AND (failure_first_at IS NOT ?1 OR failure_last_at IS NOT ?2)`, first, last, u.SubscriptionID)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE subscriptions SET failure_first_at = coalesce(failure_first_at, ?1),
+		failure_last_at = max(coalesce(failure_last_at, ?2), ?2), version = version + 1 WHERE id = ?3`, first, last, u.SubscriptionID)
+	return err
+}
+
+func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error) {
+	now := db.opts.Stamp()
+	var disabled []store.Disabled
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM subscriptions WHERE enabled = 1 AND deleted_at IS NULL
+			AND failure_first_at <= ? AND failure_last_at - failure_first_at >= ?`,
+			micros(now)-g.Window.Microseconds(), g.Spread.Microseconds())
+		if err != nil {
+			return err
+		}
+		candidates, err := collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		})
+		if err != nil {
+			return err
+		}
+		disabled, err = autoDisable(ctx, tx, candidates, g, now)
+		return err
+	})
+	return disabled, err
+}
+
+func autoDisable(ctx context.Context, tx *sql.Tx, failing []string, g store.AutoDisable, now time.Time) ([]store.Disabled, error) {
+	var disabled []store.Disabled
+	nowUS := micros(now)
+	for _, id := range failing {
+		var reason string
+		err := tx.QueryRowContext(ctx, `UPDATE subscriptions SET enabled = 0, disabled_at = ?1, version = version + 1,
+				disabled_reason = 'auto-disabled: failing since ' || strftime('%Y-%m-%dT%H:%M:%SZ', failure_first_at / 1000000, 'unixepoch')
+					|| ', last failure ' || strftime('%Y-%m-%dT%H:%M:%SZ', failure_last_at / 1000000, 'unixepoch')
+			WHERE id = ?2 AND enabled = 1 AND deleted_at IS NULL
+			  AND failure_first_at <= ?1 - ?3 AND failure_last_at - failure_first_at >= ?4
+			RETURNING disabled_reason`, nowUS, id, g.Window.Microseconds(), g.Spread.Microseconds()).Scan(&reason)
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		disabled = append(disabled, store.Disabled{SubscriptionID: id, Reason: reason})
+		if err := deadLetterPending(ctx, tx, id, hub.DeadLetterSubscriptionDisabled, nowUS); err != nil {
+			return nil, err
+		}
+	}
+	return disabled, nil
+}

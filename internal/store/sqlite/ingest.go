@@ -1,0 +1,193 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// Ingest runs the batch in one write transaction. SQLite has a single writer,
+// so reading the roster and the stored ids inside the transaction is already
+// race-free.
+func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+	var res store.IngestResult
+	now := micros(db.opts.Stamp())
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if len(p.Events) > 0 {
+			outcomes, err := db.admit(ctx, tx, p.Events, now)
+			if err != nil {
+				return err
+			}
+			res.Outcomes = outcomes
+			if res.Jobs, err = match(ctx, tx, p.Events, outcomes, fromMicros(now)); err != nil {
+				return err
+			}
+		}
+		if len(p.Rejected) > 0 {
+			return db.reject(ctx, tx, p.Rejected, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.IngestResult{}, fmt.Errorf("ingest: %w", err)
+	}
+	return res, nil
+}
+
+func (db *DB) admit(ctx context.Context, tx *sql.Tx, events []hub.Event, now int64) ([]store.Outcome, error) {
+	ids := store.Tenants(events)
+	roster := make(map[string]*store.RosterEntry, len(ids))
+	rows, err := tx.QueryContext(ctx,
+		`SELECT id, status, last_sequence FROM tenants WHERE id IN (`+placeholders(len(ids))+`)`, anys(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var id string
+		var e store.RosterEntry
+		if err := rows.Scan(&id, &e.Status, &e.LastSequence); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		roster[id] = &e
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	exists, err := tx.PrepareContext(ctx, `SELECT 1 FROM events WHERE tenant_id = ? AND ce_id = ?`)
+	if err != nil {
+		return nil, err
+	}
+	defer exists.Close()
+	stored := make(map[store.EventKey]bool)
+	for _, ev := range events {
+		if e := roster[ev.TenantID]; e == nil || e.Status != hub.TenantActive {
+			continue
+		}
+		var one int
+		switch err := exists.QueryRowContext(ctx, ev.TenantID, ev.ID).Scan(&one); err {
+		case nil:
+			stored[store.EventKey{TenantID: ev.TenantID, ID: ev.ID}] = true
+		case sql.ErrNoRows:
+		default:
+			return nil, err
+		}
+	}
+
+	outcomes := store.Admit(events, roster, stored)
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (
+		tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
+		schema_version, schema_major, data_content_type, data_schema, extensions, data,
+		topic, kafka_partition, kafka_offset, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer insert.Close()
+	for i, ev := range events {
+		if outcomes[i].Verdict != hub.Accept {
+			continue
+		}
+		var ext any
+		if len(ev.Extensions) > 0 {
+			b, err := json.Marshal(ev.Extensions)
+			if err != nil {
+				return nil, err
+			}
+			ext = string(b)
+		}
+		data := ev.Data
+		if data == nil {
+			data = []byte{} // the column is NOT NULL; an empty value is still a value
+		}
+		if _, err := insert.ExecContext(ctx, ev.TenantID, outcomes[i].Sequence, ev.ID, ev.SpecVersion, ev.Type,
+			ev.EventType, ev.Source, ev.Subject, ev.Time, ev.SchemaVersion, ev.SchemaMajor, ev.DataContentType,
+			ev.DataSchema, ext, data, ev.Topic, ev.Partition, ev.Offset, now); err != nil {
+			return nil, err
+		}
+	}
+	for id, e := range roster {
+		if _, err := tx.ExecContext(ctx, `UPDATE tenants SET last_sequence = ? WHERE id = ? AND last_sequence <> ?`,
+			e.LastSequence, id, e.LastSequence); err != nil {
+			return nil, err
+		}
+	}
+	return outcomes, nil
+}
+
+func (db *DB) reject(ctx context.Context, tx *sql.Tx, rejected []hub.Rejection, now int64) error {
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO rejected_records
+		(topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer insert.Close()
+	for _, r := range rejected {
+		headers, err := json.Marshal(r.Headers)
+		if err != nil {
+			return err
+		}
+		if _, err := insert.ExecContext(ctx, r.Topic, r.Partition, r.Offset, r.CEID, string(headers), r.Reason, now); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx,
+		`DELETE FROM rejected_records WHERE id <= (SELECT id FROM rejected_records ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+		db.opts.MaxRejections)
+	return err
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// match creates the delivery jobs of the batch's accepted events, in the
+// ingest transaction: an event is never stored without its jobs.
+func match(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
+	var tenants []string
+	seen := make(map[string]bool)
+	for i, ev := range events {
+		if outcomes[i].Verdict == hub.Accept && !seen[ev.TenantID] {
+			seen[ev.TenantID] = true
+			tenants = append(tenants, ev.TenantID)
+		}
+	}
+	if len(tenants) == 0 {
+		return 0, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, tenant_id, event_types FROM subscriptions
+		WHERE tenant_id IN (`+placeholders(len(tenants))+`) AND enabled = 1 AND verification_state = 'active' AND deleted_at IS NULL`,
+		anys(tenants)...)
+	if err != nil {
+		return 0, err
+	}
+	subs, err := collect(rows, func(r scanner) (hub.Subscription, error) {
+		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
+		var et string
+		if err := r.Scan(&s.ID, &s.TenantID, &et); err != nil {
+			return s, err
+		}
+		return s, json.Unmarshal([]byte(et), &s.EventTypes)
+	})
+	if err != nil {
+		return 0, err
+	}
+	jobs := store.Match(events, outcomes, subs, now)
+	return len(jobs), insertJobs(ctx, tx, jobs)
+}

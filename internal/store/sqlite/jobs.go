@@ -1,0 +1,157 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+const jobColumns = `id, tenant_id, subscription_id, event_sequence, event_id, status, attempts, next_attempt_at,
+	recoveries, dead_letter_reason, last_error, enqueued_at, created_at, updated_at, completed_at`
+
+func scanJob(row scanner) (hub.Job, error) {
+	var j hub.Job
+	var next, enq, created, updated int64
+	var completed *int64
+	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
+		&next, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &enq, &created, &updated, &completed)
+	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = fromMicros(next), fromMicros(enq), fromMicros(created), fromMicros(updated)
+	if completed != nil {
+		t := fromMicros(*completed)
+		j.CompletedAt = &t
+	}
+	return j, err
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertJobs(ctx context.Context, tx execer, jobs []hub.Job) error {
+	for _, j := range jobs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence,
+			event_id, status, attempts, next_attempt_at, recoveries, dead_letter_reason, last_error, enqueued_at,
+			created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			j.ID, j.TenantID, j.SubscriptionID, j.EventSequence, j.EventID, string(j.Status), j.Attempts,
+			micros(j.NextAttemptAt), j.Recoveries, j.DeadLetterReason, j.LastError, micros(j.EnqueuedAt),
+			micros(j.CreatedAt), micros(j.UpdatedAt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func deadLetterPending(ctx context.Context, tx execer, subscriptionID, reason string, now int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = ?,
+		completed_at = ?, updated_at = ? WHERE subscription_id = ? AND status = 'pending'`, reason, now, now, subscriptionID)
+	return err
+}
+
+func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) ([]hub.Job, error) {
+	before := p.Before
+	if before == "" {
+		before = "\U0010FFFF"
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs
+		WHERE subscription_id = ? AND tenant_id = ? AND (? = '' OR status = ?) AND id < ?
+		ORDER BY id DESC LIMIT ?`,
+		p.SubscriptionID, p.TenantID, string(p.Status), string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanJob)
+}
+
+func (db *DB) GetJob(ctx context.Context, tenantID, id string) (hub.Job, []hub.Attempt, error) {
+	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = ? AND tenant_id = ?`, id, tenantID))
+	if err != nil {
+		return hub.Job{}, nil, notFound(err, "delivery %q not found", id)
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
+		FROM delivery_attempts WHERE job_id = ? ORDER BY started_at, id`, id)
+	if err != nil {
+		return hub.Job{}, nil, err
+	}
+	attempts, err := collect(rows, func(r scanner) (hub.Attempt, error) {
+		var a hub.Attempt
+		var started, ms int64
+		err := r.Scan(&a.ID, &a.JobID, &started, &ms, &a.StatusCode, &a.Error, &a.ResponseBody)
+		a.StartedAt, a.Duration = fromMicros(started), time.Duration(ms)*time.Millisecond
+		return a, err
+	})
+	return j, attempts, err
+}
+
+func replayable(ctx context.Context, tx *sql.Tx, tenantID, subscriptionID string) error {
+	var enabled bool
+	var deleted *int64
+	err := tx.QueryRowContext(ctx, `SELECT enabled, deleted_at FROM subscriptions WHERE id = ? AND tenant_id = ?`,
+		subscriptionID, tenantID).Scan(&enabled, &deleted)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
+}
+
+func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error) {
+	now := db.opts.Stamp()
+	var out hub.Job
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = ? AND tenant_id = ?`, id, tenantID))
+		if err != nil {
+			return notFound(err, "delivery %q not found", id)
+		}
+		if err := replayable(ctx, tx, tenantID, j.SubscriptionID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE tenant_id = ? AND sequence = ?`,
+			tenantID, j.EventSequence).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.EventGone(j.EventID)
+		}
+		out = store.Replay(j, now)
+		// Marked, so a later bulk replay does not send it once more.
+		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET replayed = 1 WHERE id = ?`, j.ID); err != nil {
+			return err
+		}
+		return insertJobs(ctx, tx, []hub.Job{out})
+	})
+	return out, err
+}
+
+func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int, error) {
+	now := db.opts.Stamp()
+	n := 0
+	err := db.tx(ctx, func(tx *sql.Tx) error {
+		if err := replayable(ctx, tx, p.TenantID, p.SubscriptionID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET replayed = 1, updated_at = ?
+			WHERE id IN (SELECT j.id FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+			             WHERE j.subscription_id = ? AND j.tenant_id = ? AND j.status = ? AND j.completed_at >= ? AND j.replayed = 0
+			             ORDER BY j.event_sequence LIMIT ?)
+			RETURNING `+jobColumns,
+			micros(now), p.SubscriptionID, p.TenantID, string(p.Status), micros(p.Since), store.MaxReplay)
+		if err != nil {
+			return err
+		}
+		olds, err := collect(rows, scanJob)
+		if err != nil {
+			return err
+		}
+		jobs := make([]hub.Job, len(olds))
+		for i, j := range olds {
+			jobs[i] = store.Replay(j, now)
+		}
+		n = len(jobs)
+		return insertJobs(ctx, tx, jobs)
+	})
+	return n, err
+}

@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) ([]hub.Rejection, error) {
+	before := p.Before
+	if before <= 0 {
+		before = 1<<63 - 1
+	}
+	rows, err := db.r.QueryContext(ctx,
+		`SELECT id, topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at
+		 FROM rejected_records WHERE id < ? ORDER BY id DESC LIMIT ?`,
+		before, store.ClampLimit(p.Limit, 50, 1000))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(r scanner) (hub.Rejection, error) {
+		var rej hub.Rejection
+		var headers string
+		var at int64
+		err := r.Scan(&rej.ID, &rej.Topic, &rej.Partition, &rej.Offset, &rej.CEID, &headers, &rej.Reason, &at)
+		if err == nil {
+			err = json.Unmarshal([]byte(headers), &rej.Headers)
+		}
+		rej.RejectedAt = fromMicros(at)
+		return rej, err
+	})
+}
+
+const eventSelect = `tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
+	schema_version, schema_major, data_content_type, data_schema, extensions, data,
+	topic, kafka_partition, kafka_offset, received_at`
+
+func scanEvent(r scanner) (hub.Event, error) {
+	var ev hub.Event
+	var ext *string
+	var received int64
+	err := r.Scan(&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
+		&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
+		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &received)
+	if err == nil && ext != nil {
+		err = json.Unmarshal([]byte(*ext), &ev.Extensions)
+	}
+	ev.ReceivedAt = fromMicros(received)
+	return ev, err
+}
+
+func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) ([]hub.Event, error) {
+	args := []any{p.TenantID, p.After}
+	filter := ""
+	if len(p.Types) > 0 {
+		filter = ` AND event_type IN (` + placeholders(len(p.Types)) + `)`
+		args = append(args, anys(p.Types)...)
+	}
+	args = append(args, store.ClampLimit(p.Limit, 100, 1000))
+	rows, err := db.r.QueryContext(ctx, `SELECT `+eventSelect+` FROM events
+		WHERE tenant_id = ? AND sequence > ?`+filter+` ORDER BY sequence LIMIT ?`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanEvent)
+}

@@ -1,0 +1,70 @@
+package storetest
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func rejectionAt(offset int64) hub.Rejection {
+	return hub.Rejection{
+		Topic: "lerian.streaming.ledger_transaction.posted", Partition: 2, Offset: offset,
+		CEID:    fmt.Sprintf("id-%d", offset),
+		Headers: map[string]string{"ce-id": fmt.Sprintf("id-%d", offset), "ce-specversion": "0.3"},
+		Reason:  "ce-specversion must be 1.0",
+	}
+}
+
+func testRejections(t *testing.T, open Opener) {
+	t.Run("StoredNewestFirstWithHeaders", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "a", "")
+		res := e.ingest(t, store.IngestParams{
+			Events:   []hub.Event{NewEvent("a", "1")},
+			Rejected: []hub.Rejection{rejectionAt(10), rejectionAt(11)},
+		})
+		wantOutcomes(t, res, accept(1))
+		got, err := e.store.ListRejections(e.ctx, store.ListRejectionsParams{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("got %d rejections, want 2", len(got))
+		}
+		want := rejectionAt(11)
+		want.ID, want.RejectedAt = got[0].ID, e.clock.Now()
+		if !reflect.DeepEqual(got[0], want) {
+			t.Fatalf("newest rejection\n got %+v\nwant %+v", got[0], want)
+		}
+		if got[1].Offset != 10 || got[1].ID >= got[0].ID {
+			t.Fatalf("second rejection = %+v", got[1])
+		}
+		older, err := e.store.ListRejections(e.ctx, store.ListRejectionsParams{Before: got[0].ID, Limit: 10})
+		if err != nil || len(older) != 1 || older[0].Offset != 10 {
+			t.Fatalf("page before %d = %+v, %v", got[0].ID, older, err)
+		}
+	})
+
+	t.Run("BoundedToTheNewest", func(t *testing.T) {
+		e := setup(t, open, store.Options{MaxRejections: 3})
+		for batch := range 3 {
+			e.ingest(t, store.IngestParams{Rejected: []hub.Rejection{
+				rejectionAt(int64(batch*2 + 0)), rejectionAt(int64(batch*2 + 1)),
+			}})
+		}
+		got, err := e.store.ListRejections(e.ctx, store.ListRejectionsParams{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var offsets []int64
+		for _, r := range got {
+			offsets = append(offsets, r.Offset)
+		}
+		if !reflect.DeepEqual(offsets, []int64{5, 4, 3}) {
+			t.Fatalf("kept offsets %v, want the newest three [5 4 3]", offsets)
+		}
+	})
+}

@@ -1,0 +1,102 @@
+// Package storetest is the conformance suite of store.Store: one behaviour,
+// written once, that every driver runs unchanged. A driver passes it or is
+// wrong.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// Opener returns a fresh, migrated store for one test (a new schema or
+// file), closed when the test ends.
+type Opener func(t testing.TB, opts store.Options) store.Store
+
+// Run exercises every behaviour of the store contract against open.
+func Run(t *testing.T, open Opener) {
+	t.Run("Migrations", func(t *testing.T) { testMigrations(t, open) })
+	t.Run("Tenants", func(t *testing.T) { testTenants(t, open) })
+	t.Run("Ingest", func(t *testing.T) { testIngest(t, open) })
+	t.Run("Rejections", func(t *testing.T) { testRejections(t, open) })
+	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
+	t.Run("ControlPlane", func(t *testing.T) { testControlPlane(t, open) })
+	t.Run("Dispatch", func(t *testing.T) { testDispatch(t, open) })
+	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
+}
+
+// env is one test's store with a fake clock.
+type env struct {
+	ctx   context.Context
+	store store.Store
+	clock *testkit.Clock
+}
+
+func setup(t testing.TB, open Opener, opts store.Options) env {
+	clock := testkit.NewClock()
+	opts.Now = clock.Now
+	return env{ctx: context.Background(), store: open(t, opts), clock: clock}
+}
+
+func (e env) tenant(t testing.TB, id string, status hub.TenantStatus) {
+	t.Helper()
+	if _, err := e.store.CreateTenant(e.ctx, store.CreateTenantParams{ID: id, Name: id, Status: status}); err != nil {
+		t.Fatalf("CreateTenant(%s): %v", id, err)
+	}
+}
+
+func (e env) ingest(t testing.TB, p store.IngestParams) store.IngestResult {
+	t.Helper()
+	res, err := e.store.Ingest(e.ctx, p)
+	if err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	if len(res.Outcomes) != len(p.Events) {
+		t.Fatalf("Ingest: %d outcomes for %d events", len(res.Outcomes), len(p.Events))
+	}
+	return res
+}
+
+func (e env) events(t testing.TB, tenant string) []hub.Event {
+	t.Helper()
+	evs, err := e.store.ListEvents(e.ctx, store.ListEventsParams{TenantID: tenant, Limit: 1000})
+	if err != nil {
+		t.Fatalf("ListEvents: %v", err)
+	}
+	return evs
+}
+
+// NewEvent returns a valid event of tenant with ce-id id, as the parser
+// would produce it from a Kafka record.
+func NewEvent(tenant, id string) hub.Event {
+	return hub.Event{
+		TenantID:        tenant,
+		ID:              id,
+		SpecVersion:     "1.0",
+		Type:            "studio.lerian.transaction.posted",
+		EventType:       "transaction.posted",
+		Source:          "//midaz/ledger",
+		Subject:         "tx-" + id,
+		Time:            "2026-11-30T12:00:00.123456789Z",
+		SchemaVersion:   "1.2.3",
+		SchemaMajor:     1,
+		DataContentType: "application/json",
+		Data:            []byte(fmt.Sprintf(`{"id":%q}`, id)),
+		Topic:           "lerian.streaming.ledger_transaction.posted",
+		Partition:       0,
+		Offset:          0,
+	}
+}
+
+func codeOf(err error) string { return hub.ErrorCode(err) }
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := codeOf(err); got != code {
+		t.Fatalf("error = %v (code %q), want code %q", err, got, code)
+	}
+}

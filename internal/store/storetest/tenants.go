@@ -1,0 +1,69 @@
+package storetest
+
+import (
+	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+func testTenants(t *testing.T, open Opener) {
+	t.Run("CreateGetList", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		created, err := e.store.CreateTenant(e.ctx, store.CreateTenantParams{ID: "acme", Name: "Acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := hub.Tenant{ID: "acme", Name: "Acme", Status: hub.TenantActive, CreatedAt: e.clock.Now()}
+		if created != want {
+			t.Fatalf("created %+v, want %+v", created, want)
+		}
+		got, err := e.store.GetTenant(e.ctx, "acme")
+		if err != nil || got != want {
+			t.Fatalf("GetTenant = %+v, %v; want %+v", got, err, want)
+		}
+		for _, id := range []string{"b", "c", "d"} {
+			e.tenant(t, id, "")
+		}
+		page, err := e.store.ListTenants(e.ctx, store.ListTenantsParams{Limit: 2})
+		if err != nil || len(page) != 2 || page[0].ID != "acme" || page[1].ID != "b" {
+			t.Fatalf("first page = %+v, %v", page, err)
+		}
+		page, err = e.store.ListTenants(e.ctx, store.ListTenantsParams{After: "b", Limit: 10})
+		if err != nil || len(page) != 2 || page[0].ID != "c" || page[1].ID != "d" {
+			t.Fatalf("second page = %+v, %v", page, err)
+		}
+	})
+
+	t.Run("Conflicts and missing", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		_, err := e.store.CreateTenant(e.ctx, store.CreateTenantParams{ID: "acme", Name: "again"})
+		wantCode(t, err, hub.ECONFLICT)
+		_, err = e.store.GetTenant(e.ctx, "nobody")
+		wantCode(t, err, hub.ENOTFOUND)
+		inactive := hub.TenantInactive
+		_, err = e.store.UpdateTenant(e.ctx, store.UpdateTenantParams{ID: "nobody", Status: &inactive})
+		wantCode(t, err, hub.ENOTFOUND)
+		_, err = e.store.CreateTenant(e.ctx, store.CreateTenantParams{ID: "bad id!"})
+		wantCode(t, err, hub.EINVALID)
+		bogus := hub.TenantStatus("paused")
+		_, err = e.store.UpdateTenant(e.ctx, store.UpdateTenantParams{ID: "acme", Status: &bogus})
+		wantCode(t, err, hub.EINVALID)
+	})
+
+	t.Run("Update", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		inactive := hub.TenantInactive
+		got, err := e.store.UpdateTenant(e.ctx, store.UpdateTenantParams{ID: "acme", Status: &inactive})
+		if err != nil || got.Status != hub.TenantInactive || got.Name != "acme" {
+			t.Fatalf("UpdateTenant status = %+v, %v", got, err)
+		}
+		name := "Acme Corp"
+		got, err = e.store.UpdateTenant(e.ctx, store.UpdateTenantParams{ID: "acme", Name: &name})
+		if err != nil || got.Status != hub.TenantInactive || got.Name != name {
+			t.Fatalf("UpdateTenant name = %+v, %v", got, err)
+		}
+	})
+}

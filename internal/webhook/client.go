@@ -1,0 +1,121 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Resolver looks up a host's addresses; *net.Resolver is one, tests inject
+// their own.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// ClientOptions configure NewClient.
+type ClientOptions struct {
+	Timeout      time.Duration // whole attempt; 0 means 15s
+	AllowPrivate bool          // STREAMING_HUB_ALLOW_PRIVATE_SINKS
+	Resolver     Resolver      // nil means net.DefaultResolver
+}
+
+// RefusedError is a destination refused at dial time: every address its
+// name resolved to is private or special-purpose.
+type RefusedError struct {
+	Host  string
+	Addrs []netip.Addr
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("destination %s resolves to %v: private, loopback, link-local and metadata addresses are refused (STREAMING_HUB_ALLOW_PRIVATE_SINKS)", e.Host, e.Addrs)
+}
+
+// NewClient returns the HTTP client for destinations. It resolves names
+// itself and dials only public addresses (unless AllowPrivate), so a name
+// that resolves to a private address - at create time or any time after -
+// is refused. It never follows redirects and ignores proxy variables.
+func NewClient(o ClientOptions) *http.Client {
+	if o.Timeout <= 0 {
+		o.Timeout = 15 * time.Second
+	}
+	d := &dialer{allowPrivate: o.AllowPrivate, resolver: o.Resolver}
+	if d.resolver == nil {
+		d.resolver = net.DefaultResolver
+	}
+	d.net = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: d.control}
+	return &http.Client{
+		Timeout: o.Timeout,
+		Transport: &http.Transport{
+			DialContext:       d.DialContext,
+			ForceAttemptHTTP2: true,
+			// Workers reuse connections: a busy destination keeps one
+			// per concurrent attempt instead of dialing for each.
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   256,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type dialer struct {
+	allowPrivate bool
+	resolver     Resolver
+	net          net.Dialer
+}
+
+func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("bad port %q", portStr)
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else if addrs, err = d.resolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return nil, err
+	}
+	var allowed []netip.Addr
+	for _, a := range addrs {
+		if d.allowPrivate || PublicAddr(a) {
+			allowed = append(allowed, a.Unmap())
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, &RefusedError{Host: host, Addrs: addrs}
+	}
+	var errs []error
+	for _, a := range allowed {
+		conn, err := d.net.DialContext(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// control re-checks the address the socket actually connects to: a second
+// line behind DialContext's check.
+func (d *dialer) control(_, address string, _ syscall.RawConn) error {
+	if d.allowPrivate {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !PublicAddr(ap.Addr()) {
+		return &RefusedError{Host: address}
+	}
+	return nil
+}
