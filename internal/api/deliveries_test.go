@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 func TestDeliveries_IsolationAndValidation(t *testing.T) {

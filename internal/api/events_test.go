@@ -11,9 +11,9 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 type pulledEvent struct {

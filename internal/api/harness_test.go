@@ -12,8 +12,8 @@ import (
 
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 

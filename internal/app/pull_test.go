@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 type pullPage struct {

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // A worker that claims and never reports (it died mid-attempt), five

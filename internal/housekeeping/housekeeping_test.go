@@ -11,10 +11,10 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // A pass works a backlog off in batches, within the bounds, and samples

@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
 	"github.com/lerianstudio/streaming-hub/internal/store/sqlite"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // The child process: a consumer that dies (exit 3, no deferred cleanup, no

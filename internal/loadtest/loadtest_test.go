@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/loadtest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // A small run of the load command on each driver: every event is

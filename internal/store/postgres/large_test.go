@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // EnvBenchRows sets how many historic rows BenchmarkLargeTables puts in

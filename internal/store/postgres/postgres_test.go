@@ -7,9 +7,9 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 func TestConformance(t *testing.T) {

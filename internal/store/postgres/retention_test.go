@@ -6,10 +6,10 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // Two handles on one schema are two processes as far as PostgreSQL is

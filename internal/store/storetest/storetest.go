@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // Opener returns a fresh, migrated store for one test (a new schema or
