@@ -62,6 +62,7 @@ const (
 	ReasonDuplicate      = "duplicate"
 	ReasonUnknownTenant  = "unknown_tenant"
 	ReasonInactiveTenant = "inactive_tenant"
+	ReasonSystemEvent    = "system_event" // ce-systemevent: addressed to no tenant
 )
 
 // ReasonAccepted is the reason label of accepted records in metrics.

@@ -1,41 +1,40 @@
 package ingest
 
 import (
-	"strings"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// split applies the wire contract to a partition's records: those that pass
-// become events for the store to admit, the rest rejections.
-func split(recs []*kgo.Record, maxValueBytes int) store.IngestParams {
-	var p store.IngestParams
+// parsed is a partition's records after the wire contract: events for the
+// store to admit, rejections to keep, and what is counted but not stored.
+type parsed struct {
+	store.IngestParams
+	rules        []string // the metric label of each rejection, in order
+	systemEvents int      // discarded: addressed to no tenant
+}
+
+// split applies the wire contract to a partition's records.
+func split(recs []*kgo.Record, maxValueBytes int) parsed {
+	var p parsed
 	for _, r := range recs {
-		ev, reason := Parse(r, maxValueBytes)
-		if reason != "" {
-			p.Rejected = append(p.Rejected, rejection(r, reason))
-			continue
+		ev, out := Parse(r, maxValueBytes)
+		switch {
+		case out.Reason != "":
+			p.Rejected = append(p.Rejected, rejection(r, out.Reason))
+			p.rules = append(p.rules, out.Rule)
+		case out.System:
+			p.systemEvents++
+		default:
+			p.Events = append(p.Events, ev)
 		}
-		p.Events = append(p.Events, ev)
 	}
 	return p
 }
 
-// reasonLabel bounds the reject reasons used as metric labels: reasons that
-// quote a producer's header name are folded into one.
-func reasonLabel(reason string) string {
-	switch {
-	case strings.HasPrefix(reason, "header name "), strings.HasPrefix(reason, "ce- extension "):
-		return "invalid ce- extension"
-	}
-	return reason
-}
-
 // count records the verdicts of a committed batch.
-func (c *Consumer) count(p store.IngestParams, res store.IngestResult) {
+func (c *Consumer) count(p parsed, res store.IngestResult) {
 	m := c.cfg.Metrics
 	if m == nil {
 		return
@@ -52,7 +51,10 @@ func (c *Consumer) count(p store.IngestParams, res store.IngestResult) {
 		m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted).Add(float64(accepted))
 		m.InboxEvents.Add(float64(accepted))
 	}
-	for _, r := range p.Rejected {
-		m.IngestRecords.WithLabelValues(string(hub.Reject), reasonLabel(r.Reason)).Inc()
+	for _, rule := range p.rules {
+		m.IngestRecords.WithLabelValues(string(hub.Reject), rule).Inc()
+	}
+	if p.systemEvents > 0 {
+		m.IngestRecords.WithLabelValues(string(hub.Discard), hub.ReasonSystemEvent).Add(float64(p.systemEvents))
 	}
 }

@@ -12,7 +12,7 @@ import (
 // FuzzParse feeds arbitrary header values through the parser: it must never
 // panic, and whatever it accepts must be safe to store and send on.
 //
-//	go test ./ingest -run '^$' -fuzz FuzzParse -fuzztime 30s
+//	go test ./internal/ingest -run '^$' -fuzz FuzzParse -fuzztime 30s
 func FuzzParse(f *testing.F) {
 	f.Add("1.0", "evt-1", "//src", "studio.lerian.transaction.posted", "2026-11-30T12:00:00Z", "acme", "1.0.0", "subj", "ce-x", "v", []byte("{}"))
 	f.Add("1.0", "\x00", "", "studio.lerian.a.b.c", "2026-13-40T99:00:00Z", "a b", "01.0.0", "", "CE-ID", "other", []byte(nil))
@@ -25,8 +25,12 @@ func FuzzParse(f *testing.F) {
 			{Key: "ce-schemaversion", Value: []byte(schema)}, {Key: "ce-subject", Value: []byte(subject)},
 			{Key: extKey, Value: []byte(extVal)},
 		}}
-		ev, reason := Parse(r, 0)
-		if reason != "" {
+		ev, out := Parse(r, 0)
+		checkOutcome(t, out)
+		if out.System {
+			return
+		}
+		if reason := out.Reason; reason != "" {
 			rej := rejection(r, reason)
 			for k, v := range rej.Headers {
 				if !utf8.ValidString(k) || !utf8.ValidString(v) {

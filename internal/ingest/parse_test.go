@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -27,6 +28,12 @@ func record(h map[string]string, extra ...kgo.RecordHeader) *kgo.Record {
 	}
 	r.Headers = append(r.Headers, extra...)
 	return r
+}
+
+// parseReason is Parse with the rejection reason alone.
+func parseReason(r *kgo.Record, maxValueBytes int) (hub.Event, string) {
+	ev, out := Parse(r, maxValueBytes)
+	return ev, out.Reason
 }
 
 func TestParse_Rules(t *testing.T) {
@@ -117,11 +124,12 @@ func TestParse_Rules(t *testing.T) {
 			for _, k := range c.del {
 				delete(h, k)
 			}
-			ev, reason := Parse(record(h, c.extra...), 0)
-			if reason != c.reason {
+			ev, out := Parse(record(h, c.extra...), 0)
+			checkOutcome(t, out)
+			if reason := out.Reason; reason != c.reason {
 				t.Fatalf("reason = %q, want %q", reason, c.reason)
 			}
-			if reason == "" && ev.ID == "" {
+			if out.Reason == "" && ev.ID == "" {
 				t.Fatal("accepted record produced an empty event")
 			}
 		})
@@ -131,15 +139,15 @@ func TestParse_Rules(t *testing.T) {
 func TestParse_ValueSizeLimit(t *testing.T) {
 	r := record(validHeaders())
 	r.Value = make([]byte, 1<<20)
-	if _, reason := Parse(r, 0); reason != "" {
+	if _, reason := parseReason(r, 0); reason != "" {
 		t.Fatalf("1 MiB value rejected by default: %s", reason)
 	}
 	r.Value = make([]byte, 1<<20+1)
-	if _, reason := Parse(r, 0); reason != "record value exceeds 1048576 bytes" {
+	if _, reason := parseReason(r, 0); reason != "record value exceeds 1048576 bytes" {
 		t.Fatalf("1 MiB + 1 value: reason %q", reason)
 	}
 	r.Value = make([]byte, 11)
-	if _, reason := Parse(r, 10); reason != "record value exceeds 10 bytes" {
+	if _, reason := parseReason(r, 10); reason != "record value exceeds 10 bytes" {
 		t.Fatalf("configured limit: reason %q", reason)
 	}
 }
@@ -156,7 +164,7 @@ func TestParse_BuildsTheEventFromHeadersOnly(t *testing.T) {
 	r.Key = []byte("some-other-tenant") // the key never decides tenancy
 	r.Value = []byte("not even json")   // the payload is never parsed
 
-	ev, reason := Parse(r, 0)
+	ev, reason := parseReason(r, 0)
 	if reason != "" {
 		t.Fatal(reason)
 	}
@@ -185,11 +193,11 @@ func TestParse_BuildsTheEventFromHeadersOnly(t *testing.T) {
 	}
 
 	delete(h, "content-type")
-	if ev, _ := Parse(record(h), 0); ev.DataContentType != "application/json" {
+	if ev, _ := parseReason(record(h), 0); ev.DataContentType != "application/json" {
 		t.Errorf("default content type = %q", ev.DataContentType)
 	}
 	h["ce-datacontenttype"] = "text/plain"
-	if ev, _ := Parse(record(h), 0); ev.DataContentType != "text/plain" {
+	if ev, _ := parseReason(record(h), 0); ev.DataContentType != "text/plain" {
 		t.Errorf("ce-datacontenttype alone = %q", ev.DataContentType)
 	}
 }

@@ -145,7 +145,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		// The transaction is not canceled by quit: stopping lets the one
 		// in flight finish (bounded), and only aborts the retries.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.WriteTimeout)
-		res, err := cfg.Store.Ingest(ctx, params)
+		res, err := cfg.Store.Ingest(ctx, params.IngestParams)
 		cancel()
 		if m := cfg.Metrics; m != nil {
 			m.InboxWriteDuration.Observe(time.Since(start).Seconds())
