@@ -25,6 +25,9 @@ type ClientOptions struct {
 	Resolver     Resolver      // nil means net.DefaultResolver
 }
 
+// MaxResponseHeaderBytes bounds the headers of a destination's answer.
+const MaxResponseHeaderBytes = 64 << 10
+
 // RefusedError is a destination refused at dial time: every address its
 // name resolved to is private or special-purpose.
 type RefusedError struct {
@@ -33,7 +36,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("destination %s resolves to %v: private, loopback, link-local and metadata addresses are refused (STREAMING_HUB_ALLOW_PRIVATE_SINKS)", e.Host, e.Addrs)
+	return Describe(e)
 }
 
 // NewClient returns the HTTP client for destinations. It resolves names
@@ -61,6 +64,9 @@ func NewClient(o ClientOptions) *http.Client {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
+			// A receiver flooding headers cannot make the hub hold
+			// megabytes per attempt (Go's default is 10 MiB).
+			MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -115,7 +121,7 @@ func (d *dialer) control(_, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil || !PublicAddr(ap.Addr()) {
-		return &RefusedError{Host: address}
+		return &RefusedError{} // the address is not for tenants to see
 	}
 	return nil
 }

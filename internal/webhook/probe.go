@@ -45,7 +45,7 @@ func Probe(ctx context.Context, c *http.Client, t Target, subscriptionID string,
 	resp, err := c.Do(req)
 	res := ProbeResult{Duration: time.Since(start)}
 	if err != nil {
-		res.Error = err.Error()
+		res.Error = Describe(err)
 		return res
 	}
 	defer resp.Body.Close()

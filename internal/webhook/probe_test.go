@@ -44,7 +44,7 @@ func TestProbe_PassesOnlyWhenTheChallengeComesBack(t *testing.T) {
 		{"echo", func(w http.ResponseWriter, c string) { w.Write([]byte(`{"challenge":"` + c + `"}`)) }, true, 200, ""},
 		{"no echo", func(w http.ResponseWriter, c string) { w.Write([]byte(`ok`)) }, false, 200, "does not contain the challenge"},
 		{"404", func(w http.ResponseWriter, c string) { w.WriteHeader(404); w.Write([]byte(c)) }, false, 404, "answered 404"},
-		{"timeout", func(w http.ResponseWriter, c string) { time.Sleep(300 * time.Millisecond); w.Write([]byte(c)) }, false, 0, "Timeout"},
+		{"timeout", func(w http.ResponseWriter, c string) { time.Sleep(300 * time.Millisecond); w.Write([]byte(c)) }, false, 0, "timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
