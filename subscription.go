@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // VerificationState is whether a destination proved it is the subscriber's:
@@ -135,7 +137,8 @@ const (
 	MaxURLBytes         = 2048
 )
 
-// ValidateName checks a subscription name.
+// ValidateName checks a subscription's or a tenant's name: present,
+// bounded, valid UTF-8 without control characters.
 func ValidateName(name string) error {
 	if strings.TrimSpace(name) == "" {
 		return Errorf(EINVALID, "name: required")
@@ -143,7 +146,24 @@ func ValidateName(name string) error {
 	if len(name) > MaxNameBytes {
 		return Errorf(EINVALID, "name: at most %d bytes", MaxNameBytes)
 	}
+	if !PlainText(name) {
+		return Errorf(EINVALID, "name: must be valid UTF-8 without control characters")
+	}
 	return nil
+}
+
+// PlainText reports whether s is valid UTF-8 without control characters
+// (NUL included): what may be stored as text and shown anywhere.
+func PlainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateEventTypes checks event_types: non-empty, each <resource>.<event>

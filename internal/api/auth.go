@@ -31,23 +31,43 @@ func bearer(r *http.Request) (string, bool) {
 func (s *Server) authenticate(r *http.Request) (principal, error) {
 	token, ok := bearer(r)
 	if !ok {
+		s.countAuthFailure("missing")
 		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "missing bearer token")
+	}
+	keys := []string{clientAddr(r)}
+	id, secret, isKey := apikey.Parse(token)
+	if isKey {
+		keys = append(keys, "key:"+id)
+	}
+	if wait, blocked := s.throttle.blocked(keys...); blocked {
+		s.countAuthFailure("throttled")
+		return principal{}, throttled(wait)
 	}
 	if s.deps.AdminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.deps.AdminToken)) == 1 {
 		return principal{Admin: true}, nil
 	}
-	id, secret, ok := apikey.Parse(token)
-	if !ok {
+	invalid := func() (principal, error) {
+		s.throttle.fail(keys...)
+		s.countAuthFailure("invalid")
 		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "invalid bearer token")
+	}
+	if !isKey {
+		return invalid()
 	}
 	key, err := s.deps.Store.GetAPIKey(r.Context(), id)
 	if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && !key.Matches(secret) {
-		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "invalid bearer token")
+		return invalid()
 	}
 	if err != nil {
 		return principal{}, err
 	}
 	return principal{TenantID: key.TenantID}, nil
+}
+
+func (s *Server) countAuthFailure(reason string) {
+	if m := s.deps.Metrics; m != nil {
+		m.AuthFailures.WithLabelValues(reason).Inc()
+	}
 }
 
 // requireAdmin answers 401 for no or bad credentials, 403 for a tenant key.
@@ -74,6 +94,9 @@ func (s *Server) tenantScope(r *http.Request) (string, error) {
 	if p.Admin {
 		if id = r.Header.Get("X-Tenant-Id"); id == "" {
 			return "", hub.Errorf(hub.EINVALID, "X-Tenant-Id: required with the admin token on tenant endpoints")
+		}
+		if hub.ValidateTenantID(id) != nil {
+			return "", hub.Errorf(hub.EINVALID, "X-Tenant-Id: must be 1..256 bytes of [A-Za-z0-9._:-]")
 		}
 	}
 	t, err := s.deps.Store.GetTenant(r.Context(), id)

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -34,6 +35,7 @@ type apiOptions struct {
 	resolver     webhook.Resolver
 	pullRate     float64
 	pullBurst    int
+	authLimit    int // failed authentications per minute; 0: too many to matter
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -58,6 +60,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Now:               clock.Now,
 		PullRate:          o.pullRate,
 		PullBurst:         o.pullBurst,
+		AuthFailureLimit:  cmp.Or(o.authLimit, 1<<30),
 	}).Handler())
 	t.Cleanup(srv.Close)
 	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}

@@ -47,7 +47,7 @@ func decodeCursor(r *http.Request, name string) (string, error) {
 		return "", nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
+	if err != nil || !hub.PlainText(string(b)) {
 		return "", hub.Errorf(hub.EINVALID, "%s: not a cursor this API issued", name)
 	}
 	return string(b), nil

@@ -41,6 +41,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		status, code = http.StatusInternalServerError, hub.EINTERNAL
 		log.Error("internal error", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()), "err", err)
 	}
+	setRetryAfter(w, err)
 	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: hub.ErrorMessage(err)}})
 }
 

@@ -36,6 +36,10 @@ type Deps struct {
 	// GET /v1/events; 0 means 100/s and 200.
 	PullRate  float64
 	PullBurst int
+	// AuthFailureLimit is how many failed authentications a client address
+	// or a key id may make in a minute before it is answered 429; 0 means
+	// DefaultAuthFailureLimit.
+	AuthFailureLimit int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Ready are the readiness checks by name (store, kafka, ...): /readyz
@@ -45,11 +49,12 @@ type Deps struct {
 
 // Server routes requests to handlers.
 type Server struct {
-	deps    Deps
-	mux     *http.ServeMux
-	routes  []route
-	waiters *Waiters
-	limiter *limiter
+	deps     Deps
+	mux      *http.ServeMux
+	routes   []route
+	waiters  *Waiters
+	limiter  *limiter
+	throttle *throttle // failed authentications
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -74,6 +79,10 @@ func New(deps Deps) *Server {
 	}
 	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
 	s.limiter = newLimiter(deps.PullRate, deps.PullBurst, s.now)
+	if deps.AuthFailureLimit <= 0 {
+		deps.AuthFailureLimit = DefaultAuthFailureLimit
+	}
+	s.throttle = newThrottle(deps.AuthFailureLimit, s.now)
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
 	if deps.Metrics != nil {
@@ -113,7 +122,7 @@ func (s *Server) now() time.Time {
 
 // Handler returns the server with its middleware.
 func (s *Server) Handler() http.Handler {
-	return withRequestLog(s.deps.Logger, s.mux)
+	return withRequestLog(s.deps.Logger, http.HandlerFunc(s.route))
 }
 
 // plain registers a handler that writes its own answer.

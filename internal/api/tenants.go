@@ -32,6 +32,8 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Name == "" {
 		req.Name = req.ID
+	} else if err := hub.ValidateName(req.Name); err != nil {
+		return err
 	}
 	t, err := s.deps.Store.CreateTenant(r.Context(), store.CreateTenantParams{ID: req.ID, Name: req.Name, Status: req.Status})
 	if err != nil {
@@ -90,6 +92,11 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Name != nil && *req.Name == "" {
 		return hub.Errorf(hub.EINVALID, "name: must not be empty")
+	}
+	if req.Name != nil {
+		if err := hub.ValidateName(*req.Name); err != nil {
+			return err
+		}
 	}
 	t, err := s.deps.Store.UpdateTenant(r.Context(), store.UpdateTenantParams{ID: r.PathValue("id"), Name: req.Name, Status: req.Status})
 	if err != nil {

@@ -37,5 +37,18 @@ func Parse(key string) (id, secret string, ok bool) {
 		return "", "", false
 	}
 	id, secret, ok = strings.Cut(rest, ".")
-	return id, secret, ok && strings.HasPrefix(id, "key_") && secret != ""
+	hexID, isKey := strings.CutPrefix(id, "key_")
+	return id, secret, ok && isKey && only(hexID, "0123456789abcdef") && hexID != "" && len(hexID) <= 64 &&
+		secret != "" && len(secret) <= 256 && only(secret, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+}
+
+// only reports whether every byte of s is one of chars: a key that is not
+// of the form New makes is refused before it reaches a database.
+func only(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(chars, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -42,6 +42,9 @@ type Metrics struct {
 	// Pull.
 	PullRequests *prometheus.CounterVec // result: events | empty | rate_limited
 
+	// API.
+	AuthFailures *prometheus.CounterVec // reason: missing | invalid | throttled
+
 	// Housekeeping.
 	HousekeepingPasses *prometheus.CounterVec // result: ran | skipped | error
 	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events
@@ -131,6 +134,10 @@ func New() *Metrics {
 			Name: "streaming_hub_pull_requests_total",
 			Help: "GET /v1/events requests, by result (events, empty, rate_limited).",
 		}, []string{"result"}),
+		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_auth_failures_total",
+			Help: "API requests refused for their credentials, by reason (missing, invalid, throttled).",
+		}, []string{"reason"}),
 		HousekeepingPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_housekeeping_passes_total",
 			Help: "Housekeeping passes (retention, job counts): ran here, skipped (another replica held the lock), or failed.",
@@ -147,7 +154,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
-		m.HousekeepingPasses, m.RetentionDeleted,
+		m.AuthFailures, m.HousekeepingPasses, m.RetentionDeleted,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)
@@ -156,6 +163,9 @@ func New() *Metrics {
 	}
 	for _, o := range []string{"success", "failure"} {
 		m.Attempts.WithLabelValues(o)
+	}
+	for _, r := range []string{"missing", "invalid", "throttled"} {
+		m.AuthFailures.WithLabelValues(r)
 	}
 	for _, st := range []string{"pending", "in_flight", "dead_lettered"} {
 		m.Jobs.WithLabelValues(st)
