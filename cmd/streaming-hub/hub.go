@@ -22,9 +22,12 @@ func runDev(args []string, e env) int {
 Runs the whole hub on this machine with no infrastructure: an embedded Kafka
 broker on STREAMING_HUB_DEV_KAFKA_ADDR (default 127.0.0.1:9092) that any Kafka
 client can produce to, an SQLite database (default ./streaming-hub.db, or
-PostgreSQL via STREAMING_HUB_DATABASE_URL), private webhook sinks allowed, a
-generated KEK and admin token (kept beside the database, or taken from the
-environment), and a seeded tenant "default". It prints what to do next.
+PostgreSQL via STREAMING_HUB_DATABASE_URL), the API on 127.0.0.1:8080 (or
+STREAMING_HUB_HTTP_ADDR), private webhook sinks allowed, a seeded tenant
+"default", and a KEK and admin token taken from the environment or else
+generated and kept: beside the SQLite file, or on PostgreSQL in
+$XDG_CONFIG_HOME/streaming-hub/ (~/.config/streaming-hub/), never in the
+working directory. It prints what to do next.
 `)
 		fmt.Fprintln(fs.Output(), envHelp)
 		fmt.Fprintln(fs.Output(), "  STREAMING_HUB_DEV_KAFKA_ADDR    embedded broker address (default 127.0.0.1:9092)")

@@ -92,7 +92,7 @@ func usage(w io.Writer) {
 var envHelp = strings.TrimSpace(`
 Configuration comes from the environment (see the README for all of it):
   STREAMING_HUB_ROLE              all | ingest | delivery (default all)
-  STREAMING_HUB_HTTP_ADDR         API, /healthz, /readyz, /metrics (default :8080)
+  STREAMING_HUB_HTTP_ADDR         API, /healthz, /readyz, /metrics (default :8080; dev 127.0.0.1:8080)
   STREAMING_HUB_DATABASE_URL      postgres://... or sqlite:///path/to/file.db
   STREAMING_HUB_KAFKA_BROKERS     host:port,host:port
   STREAMING_HUB_KAFKA_TOPICS_REGEX  default ^lerian\.streaming\..+ (never .commands / .dlq)

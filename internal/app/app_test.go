@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -91,24 +92,49 @@ func TestDev_KcatEventIsAcceptedAndMalformedOneIsListedAsRejected(t *testing.T) 
 	}
 }
 
-func TestDev_SecretsAreKeptAcrossRestartsUnlessGiven(t *testing.T) {
+func TestDev_SecretsAreKeptBesideTheSQLiteFileAcrossRestartsUnlessGiven(t *testing.T) {
+	cwd, config := t.TempDir(), t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv("XDG_CONFIG_HOME", config)
 	dir := t.TempDir()
 	db := "sqlite://" + filepath.Join(dir, "hub.db")
-	h1, _ := startDev(t, map[string]string{"STREAMING_HUB_DATABASE_URL": db})
+	file := filepath.Join(dir, "hub.db.secrets.json")
+
+	h1, out1 := startDev(t, map[string]string{"STREAMING_HUB_DATABASE_URL": db})
 	token, kek := h1.Config.AdminToken, h1.Config.KEK
 	if !strings.HasPrefix(token, "dev_") || len(kek) != 32 {
 		t.Fatalf("generated token %q, kek %d bytes", token, len(kek))
 	}
+	if want := "Secrets        generated and kept in " + file; !strings.Contains(out1.String(), want) {
+		t.Fatalf("first start: banner lacks %q:\n%s", want, out1)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secrets file beside the database: %v, %v", fi, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h1.Shutdown(ctx)
-	h2, _ := startDev(t, map[string]string{"STREAMING_HUB_DATABASE_URL": db})
+
+	h2, out2 := startDev(t, map[string]string{"STREAMING_HUB_DATABASE_URL": db})
 	if h2.Config.AdminToken != token || !bytes.Equal(h2.Config.KEK, kek) {
 		t.Fatal("restart generated new secrets: secrets stored under the old KEK would be lost")
 	}
+	if want := "Secrets        reused from " + file; !strings.Contains(out2.String(), want) || strings.Contains(out2.String(), "generated") {
+		t.Fatalf("restart: banner lacks %q or says generated:\n%s", want, out2)
+	}
+	h2.Shutdown(ctx)
+
 	h3, _ := startDev(t, map[string]string{"STREAMING_HUB_DATABASE_URL": db, "STREAMING_HUB_ADMIN_TOKEN": "mine-mine-mine-mine"})
-	if h3.Config.AdminToken != "mine-mine-mine-mine" {
-		t.Fatal("the environment's admin token was not used")
+	if h3.Config.AdminToken != "mine-mine-mine-mine" || !bytes.Equal(h3.Config.KEK, kek) {
+		t.Fatal("the environment's admin token was not used, or the kept KEK was not")
+	}
+	if b, _ := os.ReadFile(file); strings.Contains(string(b), "mine-mine") || !strings.Contains(string(b), token) {
+		t.Fatalf("the environment's token was written, or the kept one lost:\n%s", b)
+	}
+	for _, d := range []string{cwd, config} {
+		if entries, _ := os.ReadDir(d); len(entries) != 0 {
+			t.Fatalf("dev on SQLite wrote %s in %s", entries[0].Name(), d)
+		}
 	}
 }
 

@@ -3,13 +3,14 @@ package app
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // printDevBanner tells a newcomer what is running and what to do next.
-func printDevBanner(w io.Writer, h *Hub, secretsFile string) {
+func printDevBanner(w io.Writer, h *Hub, secrets devSecretsFile) {
 	api := "http://" + strings.Replace(h.HTTPAddr(), "[::]", "localhost", 1)
 	broker := strings.Join(h.KafkaAddrs(), ",")
 	fmt.Fprintf(w, `
@@ -20,9 +21,14 @@ streaming-hub (%s) is running in dev mode
   Database       %s
   Tenant         default (seeded)
   Admin token    %s
-`, hub.Version, api, api, broker, h.Config.DatabaseURL, h.Config.AdminToken)
-	if secretsFile != "" {
-		fmt.Fprintf(w, "  Secrets        generated and kept in %s (set STREAMING_HUB_ADMIN_TOKEN / STREAMING_HUB_KEK to choose your own)\n", secretsFile)
+`, hub.Version, api, api, broker, redactURL(h.Config.DatabaseURL), h.Config.AdminToken)
+	switch {
+	case secrets.Path == "":
+		fmt.Fprintln(w, "  Secrets        from the environment (STREAMING_HUB_KEK, STREAMING_HUB_ADMIN_TOKEN)")
+	case secrets.Generated:
+		fmt.Fprintf(w, "  Secrets        generated and kept in %s (set STREAMING_HUB_ADMIN_TOKEN / STREAMING_HUB_KEK to choose your own)\n", secrets.Path)
+	default:
+		fmt.Fprintf(w, "  Secrets        reused from %s (delete it, with the database, to start over)\n", secrets.Path)
 	}
 	fmt.Fprintf(w, `
 Produce an event (kcat, or any Kafka client):
@@ -49,4 +55,23 @@ signing_secret), run a receiver with it, and verify the subscription:
   curl -s -X POST %s/v1/subscriptions/<id>/verify -H "Authorization: Bearer %s" -H "X-Tenant-Id: default"
 
 `, broker, broker, api, h.Config.AdminToken, api, api, h.Config.AdminToken, api, h.Config.AdminToken)
+}
+
+// redactURL is a database URL fit to print: a password in the user info
+// shows as xxxxx, and one in the query (pgx reads ?password=) as well. A
+// URL that does not parse is not shown at all.
+func redactURL(raw string) string {
+	if strings.HasPrefix(raw, "sqlite://") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL that does not parse; not shown)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }

@@ -70,9 +70,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 	}()
 
-	secretsFile := ""
+	var secrets devSecretsFile
 	if cfg.Mode == config.Dev {
-		if secretsFile, err = ensureDevSecrets(cfg); err != nil {
+		if secrets, err = ensureDevSecrets(cfg); err != nil {
 			return err
 		}
 		if cfg.Role.Ingests() && len(cfg.KafkaBrokers) == 0 {
@@ -204,7 +204,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if cfg.Mode == config.Dev && h.Out != nil {
-		printDevBanner(h.Out, h, secretsFile)
+		printDevBanner(h.Out, h, secrets)
 	}
 	return nil
 }

@@ -27,6 +27,16 @@ const (
 	Serve Mode = "serve"
 )
 
+// DefaultHTTPAddr is where the API listens unless STREAMING_HUB_HTTP_ADDR
+// says otherwise: every interface in serve, loopback only in dev, which
+// allows private sinks and prints its admin token (SPEC section 14).
+func DefaultHTTPAddr(mode Mode) string {
+	if mode == Dev {
+		return "127.0.0.1:8080"
+	}
+	return ":8080"
+}
+
 // Role selects what a process does; every role serves the HTTP API.
 type Role string
 
@@ -105,7 +115,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	c := Config{Mode: mode}
 	c.Role = Role(r.oneOf("ROLE", "all", "all", "ingest", "delivery"))
 	c.Env = r.str("ENV", "local")
-	c.HTTPAddr = r.str("HTTP_ADDR", ":8080")
+	c.HTTPAddr = r.str("HTTP_ADDR", DefaultHTTPAddr(mode))
 
 	devDB := ""
 	if mode == Dev {

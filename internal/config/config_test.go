@@ -28,7 +28,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DatabaseURL != "sqlite://./streaming-hub.db" || !c.AllowPrivateSinks || c.LogFormat != "text" ||
-		c.Role != RoleAll || c.HTTPAddr != ":8080" || c.DevKafkaAddr != "127.0.0.1:9092" || c.KafkaGroup != "streaming-hub.local" {
+		c.Role != RoleAll || c.HTTPAddr != "127.0.0.1:8080" || c.DevKafkaAddr != "127.0.0.1:9092" || c.KafkaGroup != "streaming-hub.local" {
 		t.Fatalf("dev defaults: %+v", c)
 	}
 	if c.DispatchWorkers != 8 || c.DispatchClaimBatch != 16 || c.DispatchIdleInterval != 250*time.Millisecond ||
@@ -42,12 +42,18 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 	}
 }
 
+func TestLoad_DevListensOnLoopbackUnlessTold(t *testing.T) {
+	if c, _ := Load(Dev, env(map[string]string{"STREAMING_HUB_HTTP_ADDR": ":9999"})); c.HTTPAddr != ":9999" {
+		t.Fatalf("dev with STREAMING_HUB_HTTP_ADDR=:9999 listens on %q", c.HTTPAddr)
+	}
+}
+
 func TestLoad_Serve(t *testing.T) {
 	c, err := Load(Serve, env(serveEnv()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(c.KafkaBrokers, "|") != "k1:9092|k2:9092" || len(c.KEK) != 32 || c.AllowPrivateSinks || c.LogFormat != "json" {
+	if strings.Join(c.KafkaBrokers, "|") != "k1:9092|k2:9092" || len(c.KEK) != 32 || c.AllowPrivateSinks || c.LogFormat != "json" || c.HTTPAddr != ":8080" {
 		t.Fatalf("serve: %+v", c)
 	}
 	e := serveEnv()

@@ -50,7 +50,7 @@ func Start(t testing.TB, o Options) *Hub {
 	}
 	if !strings.HasPrefix(vars["STREAMING_HUB_DATABASE_URL"], "sqlite://") {
 		// Dev mode keeps generated secrets beside an SQLite file, or else in
-		// the working directory: the source tree, in a test. Give them.
+		// the user's config folder: outside the test. Give them.
 		if vars["STREAMING_HUB_KEK"] == "" {
 			key := make([]byte, 32)
 			rand.Read(key)

@@ -6,6 +6,9 @@ package loadtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -89,6 +92,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		"STREAMING_HUB_DISPATCH_CLAIM_BATCH":      strconv.Itoa(o.ClaimBatch),
 		"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "50",
 		"STREAMING_HUB_LOG_LEVEL":                 "error",
+		// The hub gets its own secrets, as internal/devhub gives them: dev
+		// mode would otherwise keep generated ones on disk.
+		"STREAMING_HUB_KEK":         base64.StdEncoding.EncodeToString(randomBytes(32)),
+		"STREAMING_HUB_ADMIN_TOKEN": "bench_" + hex.EncodeToString(randomBytes(24)),
 	}
 	cfg, err := config.Load(config.Dev, func(k string) string { return vars[k] })
 	if err != nil {
@@ -412,4 +419,10 @@ func counterValue(c prometheus.Counter) float64 {
 
 func storeTenant(id string) store.CreateTenantParams {
 	return store.CreateTenantParams{ID: id, Name: id}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand)
+	return b
 }

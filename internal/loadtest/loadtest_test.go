@@ -3,6 +3,7 @@ package loadtest_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,15 @@ import (
 )
 
 // A small run of the load command on each driver: every event is
-// delivered, and the report has its figures.
+// delivered, the report has its figures, and nothing is left behind in the
+// working directory or the user's config folder (the hub gets its own
+// secrets).
 func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		cwd, config := t.TempDir(), t.TempDir()
+		t.Chdir(cwd)
+		t.Setenv("XDG_CONFIG_HOME", config)
+		t.Setenv("HOME", config)
 		o := loadtest.Options{Events: 300, Tenants: 10, Partitions: 2, Rate: 1000, Workers: 8, ClaimBatch: 16,
 			Timeout: time.Minute, Progress: 200 * time.Millisecond}
 		if d.Name == "postgres" {
@@ -30,6 +37,11 @@ func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "delivered") || !strings.Contains(out.String(), "300 events over 10 tenants") {
 			t.Fatalf("output:\n%s", out.String())
+		}
+		for _, dir := range []string{cwd, config} {
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Fatalf("the run wrote %s in %s", entries[0].Name(), dir)
+			}
 		}
 	})
 }

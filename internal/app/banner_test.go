@@ -1,0 +1,21 @@
+package app
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRedactURL_NeverShowsAPassword(t *testing.T) {
+	for raw, want := range map[string]string{
+		"postgres://hub:s3cret@db:5432/hub?sslmode=disable":       "postgres://hub:xxxxx@db:5432/hub?sslmode=disable",
+		"postgresql://hub@db/hub?password=s3cret&sslmode=require": "postgresql://hub@db/hub?password=xxxxx&sslmode=require",
+		"postgres://hub@db/hub":                                   "postgres://hub@db/hub",
+		"sqlite://./streaming-hub.db":                             "sqlite://./streaming-hub.db",
+		"postgres://hub:s3cret@db:bad-port/hub":                   "",
+	} {
+		got := redactURL(raw)
+		if strings.Contains(got, "s3cret") || (want != "" && got != want) {
+			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
