@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/api"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
@@ -32,8 +34,7 @@ type apiOptions struct {
 	allowPrivate bool
 	probeTimeout time.Duration
 	resolver     webhook.Resolver
-	pullRate     float64
-	pullBurst    int
+	pull         *config.Pull // nil: the default bucket
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -48,17 +49,29 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		o.probeTimeout = 2 * time.Second
 	}
 	logs := &testkit.Buffer{}
-	srv := httptest.NewServer(api.New(api.Deps{
+	defaults := config.Defaults(config.Serve)
+	if o.pull == nil {
+		o.pull = &defaults.Pull
+	}
+	probes, err := webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := api.New(api.Deps{
 		Store:             s,
+		Metrics:           metrics.New(),
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AdminToken:        adminToken,
 		Keyring:           keyring,
-		Client:            webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver}),
+		Client:            probes,
 		AllowPrivateSinks: o.allowPrivate,
 		Now:               clock.Now,
-		PullRate:          o.pullRate,
-		PullBurst:         o.pullBurst,
-	}).Handler())
+		Pull:              *o.pull,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
 	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}
 }

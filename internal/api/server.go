@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -32,10 +33,8 @@ type Deps struct {
 	// nil makes the server its own (woken by no one: pulls re-check every
 	// second).
 	Waiters *Waiters
-	// PullRate and PullBurst are the per-tenant token bucket of
-	// GET /v1/events; 0 means 100/s and 200.
-	PullRate  float64
-	PullBurst int
+	// Pull is the per-tenant token bucket of GET /v1/events.
+	Pull config.Pull
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Ready are the readiness checks by name (store, kafka, ...): /readyz
@@ -59,26 +58,25 @@ type route struct {
 }
 
 // New builds the server and registers every route.
-func New(deps Deps) *Server {
+func New(deps Deps) (*Server, error) {
+	ch := config.Check{Of: "api.Deps"}
+	ch.Require("Metrics", deps.Metrics != nil)
+	config.Positive(&ch, "Pull.Rate", deps.Pull.Rate)
+	config.Positive(&ch, "Pull.Burst", deps.Pull.Burst)
+	if err := ch.Err(); err != nil {
+		return nil, err
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Waiters == nil {
 		deps.Waiters = NewWaiters()
 	}
-	if deps.PullRate <= 0 {
-		deps.PullRate = 100
-	}
-	if deps.PullBurst <= 0 {
-		deps.PullBurst = 200
-	}
 	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
-	s.limiter = newLimiter(deps.PullRate, deps.PullBurst, s.now)
+	s.limiter = newLimiter(deps.Pull.Rate, deps.Pull.Burst, s.now)
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
-	if deps.Metrics != nil {
-		s.plain("GET", "/metrics", deps.Metrics.Handler())
-	}
+	s.plain("GET", "/metrics", deps.Metrics.Handler())
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
 
@@ -101,7 +99,7 @@ func New(deps Deps) *Server {
 	s.handle("GET", "/v1/deliveries/{id}", s.getDelivery)
 	s.handle("GET", "/v1/events", s.listEvents)
 	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
-	return s
+	return s, nil
 }
 
 func (s *Server) now() time.Time {

@@ -37,9 +37,6 @@ func reasonLabel(reason string) string {
 // count records the verdicts of a committed batch.
 func (c *Consumer) count(p store.IngestParams, res store.IngestResult) {
 	m := c.cfg.Metrics
-	if m == nil {
-		return
-	}
 	accepted := 0
 	for _, o := range res.Outcomes {
 		if o.Verdict == hub.Accept {

@@ -14,9 +14,6 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// DefaultMaxValueBytes bounds a record value unless configured otherwise.
-const DefaultMaxValueBytes = 1 << 20
-
 // Bounds of the wire contract (SPEC section 2).
 const (
 	maxIDLen      = 256
@@ -38,10 +35,8 @@ var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9
 // Parse applies the wire contract to one record. It returns the event to
 // admit, or the reason the record is rejected (which names the header and
 // the rule). It reads headers only; the value is carried, never parsed.
+// maxValueBytes is STREAMING_HUB_MAX_RECORD_BYTES.
 func Parse(r *kgo.Record, maxValueBytes int) (hub.Event, string) {
-	if maxValueBytes <= 0 {
-		maxValueBytes = DefaultMaxValueBytes
-	}
 	if len(r.Value) > maxValueBytes {
 		return hub.Event{}, fmt.Sprintf("record value exceeds %d bytes", maxValueBytes)
 	}

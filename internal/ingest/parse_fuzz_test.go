@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 			{Key: "ce-schemaversion", Value: []byte(schema)}, {Key: "ce-subject", Value: []byte(subject)},
 			{Key: extKey, Value: []byte(extVal)},
 		}}
-		ev, reason := Parse(r, 0)
+		ev, reason := Parse(r, maxRecordBytes)
 		if reason != "" {
 			rej := rejection(r, reason)
 			for k, v := range rej.Headers {
