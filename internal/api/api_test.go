@@ -14,6 +14,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -63,10 +64,20 @@ func (c client) json(method, path, body string, wantStatus int, out any) {
 }
 
 func serve(t testing.TB, deps api.Deps) (admin, anon client) {
+	t.Helper()
 	if deps.AdminToken == "" {
 		deps.AdminToken = adminToken
 	}
-	srv := httptest.NewServer(api.New(deps).Handler())
+	if deps.Metrics == nil {
+		deps.Metrics = metrics.New()
+	}
+	deps.Pull = config.Defaults(config.Serve).Pull
+	deps.AuthFailureLimit = config.Defaults(config.Serve).AuthFailureLimit
+	s, err := api.New(deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return client{t, srv.URL, deps.AdminToken}, client{t: t, base: srv.URL}
 }
@@ -203,5 +214,19 @@ func TestUnknownPathIs404(t *testing.T) {
 	admin, _ := serve(t, api.Deps{})
 	if status, _, _ := admin.do("GET", "/v1/nothing-here", ""); status != 404 {
 		t.Fatalf("status %d", status)
+	}
+}
+
+func TestNew_IncompleteDepsNameTheField(t *testing.T) {
+	pull, limit := config.Defaults(config.Serve).Pull, config.Defaults(config.Serve).AuthFailureLimit
+	for field, deps := range map[string]api.Deps{
+		"Metrics":          {Pull: pull, AuthFailureLimit: limit},
+		"Pull.Rate":        {Metrics: metrics.New(), Pull: config.Pull{Burst: pull.Burst}, AuthFailureLimit: limit},
+		"Pull.Burst":       {Metrics: metrics.New(), Pull: config.Pull{Rate: pull.Rate}, AuthFailureLimit: limit},
+		"AuthFailureLimit": {Metrics: metrics.New(), Pull: pull},
+	} {
+		if _, err := api.New(deps); err == nil || !strings.Contains(err.Error(), "api.Deps: "+field+" ") {
+			t.Errorf("%s unset: err = %v, want one naming it", field, err)
+		}
 	}
 }

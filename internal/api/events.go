@@ -154,7 +154,5 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) countPull(result string) {
-	if m := s.deps.Metrics; m != nil {
-		m.PullRequests.WithLabelValues(result).Inc()
-	}
+	s.deps.Metrics.PullRequests.WithLabelValues(result).Inc()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -180,7 +181,7 @@ func TestPull_FieldsPayloadsFiltersAndBadParameters(t *testing.T) {
 // back after 1/rate, and other tenants untouched.
 func TestPull_RateLimitPerTenant(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
-		h := newHubAPI(t, d, apiOptions{pullRate: 0.5, pullBurst: 2})
+		h := newHubAPI(t, d, apiOptions{pull: &config.Pull{Rate: 0.5, Burst: 2}})
 		acme, globex := h.tenant("acme"), h.tenant("globex")
 		acme.json("GET", "/v1/events", "", 200, nil)
 		acme.json("GET", "/v1/events", "", 200, nil)

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/api"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
@@ -33,9 +35,8 @@ type apiOptions struct {
 	allowPrivate bool
 	probeTimeout time.Duration
 	resolver     webhook.Resolver
-	pullRate     float64
-	pullBurst    int
-	authLimit    int // failed authentications per minute; 0: too many to matter
+	pull         *config.Pull // nil: the default bucket
+	authLimit    int          // failed authentications per minute; 0: too many to matter
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -50,18 +51,30 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		o.probeTimeout = 2 * time.Second
 	}
 	logs := &testkit.Buffer{}
-	srv := httptest.NewServer(api.New(api.Deps{
+	defaults := config.Defaults(config.Serve)
+	if o.pull == nil {
+		o.pull = &defaults.Pull
+	}
+	probes, err := webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := api.New(api.Deps{
 		Store:             s,
+		Metrics:           metrics.New(),
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AdminToken:        adminToken,
 		Keyring:           keyring,
-		Client:            webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver}),
+		Client:            probes,
 		AllowPrivateSinks: o.allowPrivate,
 		Now:               clock.Now,
-		PullRate:          o.pullRate,
-		PullBurst:         o.pullBurst,
+		Pull:              *o.pull,
 		AuthFailureLimit:  cmp.Or(o.authLimit, 1<<30),
-	}).Handler())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
 	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}
 }

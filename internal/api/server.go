@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -32,13 +33,10 @@ type Deps struct {
 	// nil makes the server its own (woken by no one: pulls re-check every
 	// second).
 	Waiters *Waiters
-	// PullRate and PullBurst are the per-tenant token bucket of
-	// GET /v1/events; 0 means 100/s and 200.
-	PullRate  float64
-	PullBurst int
+	// Pull is the per-tenant token bucket of GET /v1/events.
+	Pull config.Pull
 	// AuthFailureLimit is how many failed authentications a client address
-	// or a key id may make in a minute before it is answered 429; 0 means
-	// DefaultAuthFailureLimit.
+	// or a key id may make in a minute before it is answered 429.
 	AuthFailureLimit int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -64,30 +62,27 @@ type route struct {
 }
 
 // New builds the server and registers every route.
-func New(deps Deps) *Server {
+func New(deps Deps) (*Server, error) {
+	ch := config.Check{Of: "api.Deps"}
+	ch.Require("Metrics", deps.Metrics != nil)
+	config.Positive(&ch, "Pull.Rate", deps.Pull.Rate)
+	config.Positive(&ch, "Pull.Burst", deps.Pull.Burst)
+	config.Positive(&ch, "AuthFailureLimit", deps.AuthFailureLimit)
+	if err := ch.Err(); err != nil {
+		return nil, err
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Waiters == nil {
 		deps.Waiters = NewWaiters()
 	}
-	if deps.PullRate <= 0 {
-		deps.PullRate = 100
-	}
-	if deps.PullBurst <= 0 {
-		deps.PullBurst = 200
-	}
 	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
-	s.limiter = newLimiter(deps.PullRate, deps.PullBurst, s.now)
-	if deps.AuthFailureLimit <= 0 {
-		deps.AuthFailureLimit = DefaultAuthFailureLimit
-	}
+	s.limiter = newLimiter(deps.Pull.Rate, deps.Pull.Burst, s.now)
 	s.throttle = newThrottle(deps.AuthFailureLimit, s.now)
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
-	if deps.Metrics != nil {
-		s.plain("GET", "/metrics", deps.Metrics.Handler())
-	}
+	s.plain("GET", "/metrics", deps.Metrics.Handler())
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
 
@@ -110,7 +105,7 @@ func New(deps Deps) *Server {
 	s.handle("GET", "/v1/deliveries/{id}", s.getDelivery)
 	s.handle("GET", "/v1/events", s.listEvents)
 	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
-	return s
+	return s, nil
 }
 
 func (s *Server) now() time.Time {

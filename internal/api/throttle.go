@@ -12,13 +12,11 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Failed authentication is throttled (SPEC 11): more than the limit
-// (DefaultAuthFailureLimit) of failures within authFailureWindow from one
-// client address, or against one key id, and that address or key answers
-// 429 until the window ends.
+// Failed authentication is throttled (SPEC 11): more than the limit of
+// failures within authFailureWindow from one client address, or against
+// one key id, and that address or key answers 429 until the window ends.
 const (
-	DefaultAuthFailureLimit = 20
-	authFailureWindow       = time.Minute
+	authFailureWindow = time.Minute
 	// maxThrottleEntries bounds the memory an attacker with many addresses
 	// can make the throttle hold; past it, finished windows are dropped.
 	maxThrottleEntries = 100_000

@@ -32,6 +32,6 @@ func (h *Hub) startBroker() error {
 		return fmt.Errorf("STREAMING_HUB_DEV_KAFKA_ADDR: embedded Kafka on %s: %w", addr, err)
 	}
 	h.Broker = b
-	h.Config.KafkaBrokers = b.ListenAddrs()
+	h.Config.Ingest.Brokers = b.ListenAddrs()
 	return nil
 }

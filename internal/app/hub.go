@@ -75,7 +75,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		if secrets, err = ensureDevSecrets(cfg); err != nil {
 			return err
 		}
-		if cfg.Role.Ingests() && len(cfg.KafkaBrokers) == 0 {
+		if cfg.Role.Ingests() && len(cfg.Ingest.Brokers) == 0 {
 			if err := h.startBroker(); err != nil {
 				return err
 			}
@@ -111,29 +111,27 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
 		return &config.Error{Var: "KEK", Problem: err.Error()}
 	}
-	h.Client = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks})
+	if h.Client, err = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks}); err != nil {
+		return err
+	}
 	if cfg.Role.Delivers() {
 		var autoDisable *store.AutoDisable
-		if cfg.AutodisableEnabled {
-			autoDisable = &store.AutoDisable{Window: cfg.AutodisableFailureWindow, Spread: cfg.AutodisableFailureSpread}
+		if g := cfg.Autodisable; g.Enabled {
+			autoDisable = &store.AutoDisable{Window: g.FailureWindow, Spread: g.FailureSpread}
 		}
-		h.Breakers = dispatch.NewBreakers(dispatch.BreakerOptions{
-			Failures: cfg.BreakerFailures, OpenFor: cfg.BreakerOpen, MaxOpen: cfg.BreakerMaxOpen,
-		}, h.Now, h.Metrics)
+		if h.Breakers, err = dispatch.NewBreakers(cfg.Breaker, h.Now, h.Metrics); err != nil {
+			return err
+		}
 		h.Dispatcher, err = dispatch.New(dispatch.Config{
-			Store:           h.Store,
-			Keyring:         h.Keyring,
-			Client:          h.Client,
-			Metrics:         h.Metrics,
-			Logger:          h.Logger.With("component", "dispatch"),
-			Now:             h.Now,
-			Workers:         cfg.DispatchWorkers,
-			ClaimBatch:      cfg.DispatchClaimBatch,
-			IdleInterval:    cfg.DispatchIdleInterval,
-			Lease:           cfg.DispatchLease,
-			PoisonThreshold: cfg.PoisonThreshold,
-			AutoDisable:     autoDisable,
-			Breakers:        h.Breakers,
+			Dispatch:    cfg.Dispatch,
+			Store:       h.Store,
+			Keyring:     h.Keyring,
+			Client:      h.Client,
+			Metrics:     h.Metrics,
+			Logger:      h.Logger.With("component", "dispatch"),
+			Now:         h.Now,
+			AutoDisable: autoDisable,
+			Breakers:    h.Breakers,
 		})
 		if err != nil {
 			return err
@@ -141,17 +139,12 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	if cfg.Role.Ingests() {
 		h.Consumer, err = ingest.New(ingest.Config{
-			Brokers:        cfg.KafkaBrokers,
-			Group:          cfg.KafkaGroup,
-			TopicsRegex:    cfg.KafkaTopicsRegex,
-			Store:          h.Store,
-			Metrics:        h.Metrics,
-			Logger:         h.Logger.With("component", "ingest"),
-			MaxValueBytes:  cfg.MaxRecordBytes,
-			MetadataMaxAge: h.metadataMaxAge(),
-			SessionTimeout: cfg.KafkaSession,
-			OnJobs:         h.wakeDispatcher,
-			OnEvents:       h.Waiters.Notify,
+			Ingest:   cfg.Ingest,
+			Store:    h.Store,
+			Metrics:  h.Metrics,
+			Logger:   h.Logger.With("component", "ingest"),
+			OnJobs:   h.wakeDispatcher,
+			OnEvents: h.Waiters.Notify,
 		})
 		if err != nil {
 			return err
@@ -159,13 +152,15 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		ready["kafka"] = h.Consumer.Ready
 	}
 
-	h.Housekeeper = housekeeping.New(housekeeping.Config{
-		Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "housekeeping"), Now: h.Now,
-		Interval:     cfg.HousekeepingInterval,
-		JobRetention: cfg.JobRetention, DLQRetention: cfg.DLQRetention, InboxRetention: cfg.InboxRetention,
+	h.Housekeeper, err = housekeeping.New(housekeeping.Config{
+		Housekeeping: cfg.Housekeeping,
+		Store:        h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "housekeeping"), Now: h.Now,
 	})
+	if err != nil {
+		return err
+	}
 
-	srv := api.New(api.Deps{
+	srv, err := api.New(api.Deps{
 		Store:             h.Store,
 		Metrics:           h.Metrics,
 		Logger:            h.Logger.With("component", "api"),
@@ -179,9 +174,12 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		BreakerState:      h.breakerState,
 		Now:               h.Now,
 		Waiters:           h.Waiters,
-		PullRate:          cfg.PullRate,
-		PullBurst:         cfg.PullBurst,
+		Pull:              cfg.Pull,
+		AuthFailureLimit:  cfg.AuthFailureLimit,
 	})
+	if err != nil {
+		return err
+	}
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)
 	}
@@ -238,7 +236,7 @@ func (h *Hub) HTTPAddr() string {
 }
 
 // KafkaAddrs are the brokers the hub consumes from.
-func (h *Hub) KafkaAddrs() []string { return h.Config.KafkaBrokers }
+func (h *Hub) KafkaAddrs() []string { return h.Config.Ingest.Brokers }
 
 // Shutdown stops gracefully within ctx: the API stops taking requests,
 // the consumer finishes its transactions and commits what they persisted,
@@ -293,13 +291,6 @@ func (h *Hub) wakeDispatcher() {
 	if h.Dispatcher != nil {
 		h.Dispatcher.Wake()
 	}
-}
-
-func (h *Hub) metadataMaxAge() time.Duration {
-	if h.Config.Mode == config.Dev {
-		return 2 * time.Second // a new topic is noticed within seconds
-	}
-	return 0
 }
 
 func seedDefaultTenant(ctx context.Context, s store.Store) error {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // Prefix starts every variable name.
@@ -26,16 +24,6 @@ const (
 	Dev   Mode = "dev"
 	Serve Mode = "serve"
 )
-
-// DefaultHTTPAddr is where the API listens unless STREAMING_HUB_HTTP_ADDR
-// says otherwise: every interface in serve, loopback only in dev, which
-// allows private sinks and prints its admin token (SPEC section 14).
-func DefaultHTTPAddr(mode Mode) string {
-	if mode == Dev {
-		return "127.0.0.1:8080"
-	}
-	return ":8080"
-}
 
 // Role selects what a process does; every role serves the HTTP API.
 type Role string
@@ -52,7 +40,8 @@ func (r Role) Ingests() bool { return r == RoleAll || r == RoleIngest }
 // Delivers reports whether the role runs the dispatcher.
 func (r Role) Delivers() bool { return r == RoleAll || r == RoleDelivery }
 
-// Config is the whole configuration. Names follow the variables.
+// Config is the whole configuration. Names follow the variables; Defaults
+// holds every default value.
 type Config struct {
 	Mode Mode
 	Role Role
@@ -61,35 +50,19 @@ type Config struct {
 	HTTPAddr    string
 	DatabaseURL string
 
-	KafkaBrokers     []string
-	KafkaTopicsRegex string
-	KafkaGroup       string
-	KafkaSession     time.Duration
-	MaxRecordBytes   int
-	DevKafkaAddr     string
+	DevKafkaAddr string
+	Ingest       Ingest
 
-	DispatchWorkers      int
-	DispatchClaimBatch   int
-	DispatchIdleInterval time.Duration
-	DispatchLease        time.Duration
-	DeliveryTimeout      time.Duration
-	PoisonThreshold      int
+	Dispatch        Dispatch
+	DeliveryTimeout time.Duration // one attempt, and one verification probe
+	Breaker         Breaker
+	Autodisable     Autodisable
 
-	BreakerFailures int
-	BreakerOpen     time.Duration
-	BreakerMaxOpen  time.Duration
-
-	AutodisableEnabled       bool
-	AutodisableFailureWindow time.Duration
-	AutodisableFailureSpread time.Duration
-
-	PullRate  float64
-	PullBurst int
-
-	DLQRetention         time.Duration
-	InboxRetention       time.Duration
-	JobRetention         time.Duration
-	HousekeepingInterval time.Duration
+	Pull         Pull
+	Housekeeping Housekeeping
+	// AuthFailureLimit is how many failed authentications a client address
+	// or a key id may make in a minute before the API answers 429.
+	AuthFailureLimit int
 
 	AdminToken        string
 	KEK               []byte   // nil in dev until generated
@@ -109,67 +82,64 @@ type Error struct {
 func (e *Error) Error() string { return Prefix + e.Var + ": " + e.Problem }
 
 // Load reads the configuration for mode from getenv (os.Getenv in
-// production, a map in tests).
+// production, a map in tests): Defaults(mode), with what the variables set.
 func Load(mode Mode, getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
-	c := Config{Mode: mode}
-	c.Role = Role(r.oneOf("ROLE", "all", "all", "ingest", "delivery"))
-	c.Env = r.str("ENV", "local")
-	c.HTTPAddr = r.str("HTTP_ADDR", DefaultHTTPAddr(mode))
+	c := Defaults(mode)
+	c.Role = Role(r.oneOf("ROLE", string(c.Role), "all", "ingest", "delivery"))
+	r.str("ENV", &c.Env)
+	r.str("HTTP_ADDR", &c.HTTPAddr)
+	r.str("DATABASE_URL", &c.DatabaseURL)
 
-	devDB := ""
-	if mode == Dev {
-		devDB = "sqlite://./streaming-hub.db"
-	}
-	c.DatabaseURL = r.str("DATABASE_URL", devDB)
-
-	c.KafkaBrokers = r.list("KAFKA_BROKERS")
-	c.KafkaTopicsRegex = r.str("KAFKA_TOPICS_REGEX", hub.DefaultTopicsRegex)
-	if _, err := regexp.Compile(c.KafkaTopicsRegex); err != nil && r.err == nil {
+	k := &c.Ingest
+	r.list("KAFKA_BROKERS", &k.Brokers)
+	r.str("KAFKA_TOPICS_REGEX", &k.TopicsRegex)
+	if _, err := regexp.Compile(k.TopicsRegex); err != nil && r.err == nil {
 		r.err = &Error{"KAFKA_TOPICS_REGEX", "not a valid regular expression: " + err.Error()}
 	}
-	c.KafkaGroup = r.str("KAFKA_GROUP", "streaming-hub."+c.Env)
-	c.KafkaSession = r.duration("KAFKA_SESSION_TIMEOUT", 45*time.Second)
-	c.MaxRecordBytes = r.positiveInt("MAX_RECORD_BYTES", 1<<20)
-	c.DevKafkaAddr = r.str("DEV_KAFKA_ADDR", "127.0.0.1:9092")
+	k.Group = groupFor(c.Env)
+	r.str("KAFKA_GROUP", &k.Group)
+	r.duration("KAFKA_SESSION_TIMEOUT", &k.SessionTimeout)
+	r.positiveInt("MAX_RECORD_BYTES", &k.MaxRecordBytes)
+	r.str("DEV_KAFKA_ADDR", &c.DevKafkaAddr)
 
-	c.DispatchWorkers = r.positiveInt("DISPATCH_WORKERS", 8)
-	c.DispatchClaimBatch = r.positiveInt("DISPATCH_CLAIM_BATCH", 16)
-	c.DispatchIdleInterval = time.Duration(r.positiveInt("DISPATCH_IDLE_INTERVAL_MS", 250)) * time.Millisecond
-	c.DispatchLease = r.duration("DISPATCH_LEASE", 60*time.Second)
-	c.DeliveryTimeout = r.duration("DELIVERY_TIMEOUT", 15*time.Second)
-	c.PoisonThreshold = r.positiveInt("POISON_THRESHOLD", 5)
+	d := &c.Dispatch
+	r.positiveInt("DISPATCH_WORKERS", &d.Workers)
+	r.positiveInt("DISPATCH_CLAIM_BATCH", &d.ClaimBatch)
+	r.milliseconds("DISPATCH_IDLE_INTERVAL_MS", &d.IdleInterval)
+	r.duration("DISPATCH_LEASE", &d.Lease)
+	r.positiveInt("POISON_THRESHOLD", &d.PoisonThreshold)
+	r.duration("DELIVERY_TIMEOUT", &c.DeliveryTimeout)
 
-	c.BreakerFailures = r.positiveInt("BREAKER_FAILURES", 5)
-	c.BreakerOpen = r.duration("BREAKER_OPEN", 30*time.Second)
-	c.BreakerMaxOpen = r.duration("BREAKER_MAX_OPEN", 10*time.Minute)
+	r.positiveInt("BREAKER_FAILURES", &c.Breaker.Failures)
+	r.duration("BREAKER_OPEN", &c.Breaker.OpenFor)
+	r.duration("BREAKER_MAX_OPEN", &c.Breaker.MaxOpen)
 
-	c.AutodisableEnabled = r.boolean("AUTODISABLE_ENABLED", true)
-	c.AutodisableFailureWindow = r.duration("AUTODISABLE_FAILURE_WINDOW", 120*time.Hour)
-	c.AutodisableFailureSpread = r.duration("AUTODISABLE_FAILURE_SPREAD", 12*time.Hour)
+	r.boolean("AUTODISABLE_ENABLED", &c.Autodisable.Enabled)
+	r.duration("AUTODISABLE_FAILURE_WINDOW", &c.Autodisable.FailureWindow)
+	r.duration("AUTODISABLE_FAILURE_SPREAD", &c.Autodisable.FailureSpread)
 
-	c.PullRate = r.positiveFloat("PULL_RATE", 100)
-	c.PullBurst = r.positiveInt("PULL_BURST", 200)
+	r.positiveFloat("PULL_RATE", &c.Pull.Rate)
+	r.positiveInt("PULL_BURST", &c.Pull.Burst)
 
-	c.DLQRetention = r.duration("DLQ_RETENTION", 168*time.Hour)
-	c.InboxRetention = r.duration("INBOX_RETENTION", 7*24*time.Hour)
-	c.JobRetention = r.duration("JOB_RETENTION", 7*24*time.Hour)
-	c.HousekeepingInterval = r.duration("HOUSEKEEPING_INTERVAL", time.Minute)
+	hk := &c.Housekeeping
+	r.duration("DLQ_RETENTION", &hk.DLQRetention)
+	r.duration("INBOX_RETENTION", &hk.InboxRetention)
+	r.duration("JOB_RETENTION", &hk.JobRetention)
+	r.duration("HOUSEKEEPING_INTERVAL", &hk.Interval)
 
-	c.AdminToken = r.str("ADMIN_TOKEN", "")
+	r.str("ADMIN_TOKEN", &c.AdminToken)
 	c.KEK = r.key("KEK")
-	for _, k := range r.list("KEK_PREVIOUS") {
+	var previous []string
+	r.list("KEK_PREVIOUS", &previous)
+	for _, k := range previous {
 		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k))
 	}
-	c.AllowPrivateSinks = r.boolean("ALLOW_PRIVATE_SINKS", mode == Dev)
+	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
 
-	c.ShutdownTimeout = r.duration("SHUTDOWN_TIMEOUT", 30*time.Second)
-	c.LogLevel = r.level("LOG_LEVEL", slog.LevelInfo)
-	defFormat := "json"
-	if mode == Dev {
-		defFormat = "text"
-	}
-	c.LogFormat = r.oneOf("LOG_FORMAT", defFormat, "json", "text")
+	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	r.level("LOG_LEVEL", &c.LogLevel)
+	c.LogFormat = r.oneOf("LOG_FORMAT", c.LogFormat, "json", "text")
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -191,7 +161,7 @@ func (c Config) check() error {
 	if strings.HasPrefix(c.DatabaseURL, "sqlite://") {
 		return &Error{"DATABASE_URL", "serve needs PostgreSQL; SQLite is for `streaming-hub dev` (one process)"}
 	}
-	if c.Role.Ingests() && len(c.KafkaBrokers) == 0 {
+	if c.Role.Ingests() && len(c.Ingest.Brokers) == 0 {
 		return &Error{"KAFKA_BROKERS", "required in serve mode for role " + string(c.Role) + " (host:port,host:port)"}
 	}
 	if c.KEK == nil {
@@ -231,25 +201,27 @@ func (r *reader) fail(name, format string, args ...any) {
 	}
 }
 
-func (r *reader) str(name, def string) string {
-	if v, ok := r.raw(name); ok {
-		return v
+// The readers below leave *v (its default) alone when the variable is
+// unset or bad.
+
+func (r *reader) str(name string, v *string) {
+	if s, ok := r.raw(name); ok {
+		*v = s
 	}
-	return def
 }
 
-func (r *reader) list(name string) []string {
-	v, ok := r.raw(name)
+func (r *reader) list(name string, v *[]string) {
+	s, ok := r.raw(name)
 	if !ok {
-		return nil
+		return
 	}
 	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
 		}
 	}
-	return out
+	*v = out
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {
@@ -266,69 +238,75 @@ func (r *reader) oneOf(name, def string, allowed ...string) string {
 	return def
 }
 
-func (r *reader) positiveInt(name string, def int) int {
-	v, ok := r.raw(name)
+func (r *reader) positiveInt(name string, v *int) {
+	s, ok := r.raw(name)
 	if !ok {
-		return def
+		return
 	}
-	n, err := strconv.Atoi(v)
+	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 {
-		r.fail(name, "must be a positive integer, got %q", v)
-		return def
+		r.fail(name, "must be a positive integer, got %q", s)
+		return
 	}
-	return n
+	*v = n
 }
 
-func (r *reader) positiveFloat(name string, def float64) float64 {
-	v, ok := r.raw(name)
+func (r *reader) milliseconds(name string, v *time.Duration) {
+	n := int(*v / time.Millisecond)
+	r.positiveInt(name, &n)
+	*v = time.Duration(n) * time.Millisecond
+}
+
+func (r *reader) positiveFloat(name string, v *float64) {
+	s, ok := r.raw(name)
 	if !ok {
-		return def
+		return
 	}
-	f, err := strconv.ParseFloat(v, 64)
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f <= 0 {
-		r.fail(name, "must be a positive number, got %q", v)
-		return def
+		r.fail(name, "must be a positive number, got %q", s)
+		return
 	}
-	return f
+	*v = f
 }
 
-func (r *reader) duration(name string, def time.Duration) time.Duration {
-	v, ok := r.raw(name)
+func (r *reader) duration(name string, v *time.Duration) {
+	s, ok := r.raw(name)
 	if !ok {
-		return def
+		return
 	}
-	d, err := time.ParseDuration(v)
+	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		r.fail(name, "must be a positive Go duration such as 30s, 5m or 120h, got %q", v)
-		return def
+		r.fail(name, "must be a positive Go duration such as 30s, 5m or 120h, got %q", s)
+		return
 	}
-	return d
+	*v = d
 }
 
-func (r *reader) boolean(name string, def bool) bool {
-	v, ok := r.raw(name)
+func (r *reader) boolean(name string, v *bool) {
+	s, ok := r.raw(name)
 	if !ok {
-		return def
+		return
 	}
-	b, err := strconv.ParseBool(v)
+	b, err := strconv.ParseBool(s)
 	if err != nil {
-		r.fail(name, "must be true or false, got %q", v)
-		return def
+		r.fail(name, "must be true or false, got %q", s)
+		return
 	}
-	return b
+	*v = b
 }
 
-func (r *reader) level(name string, def slog.Level) slog.Level {
-	v, ok := r.raw(name)
+func (r *reader) level(name string, v *slog.Level) {
+	s, ok := r.raw(name)
 	if !ok {
-		return def
+		return
 	}
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(v)); err != nil {
-		r.fail(name, "must be debug, info, warn or error, got %q", v)
-		return def
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		r.fail(name, "must be debug, info, warn or error, got %q", s)
+		return
 	}
-	return l
+	*v = l
 }
 
 func (r *reader) key(name string) []byte {

@@ -2,9 +2,12 @@ package config
 
 import (
 	"encoding/base64"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -28,16 +31,20 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.DatabaseURL != "sqlite://./streaming-hub.db" || !c.AllowPrivateSinks || c.LogFormat != "text" ||
-		c.Role != RoleAll || c.HTTPAddr != "127.0.0.1:8080" || c.DevKafkaAddr != "127.0.0.1:9092" || c.KafkaGroup != "streaming-hub.local" {
+		c.Role != RoleAll || c.HTTPAddr != "127.0.0.1:8080" || c.DevKafkaAddr != "127.0.0.1:9092" || c.Ingest.Group != "streaming-hub.local" {
 		t.Fatalf("dev defaults: %+v", c)
 	}
-	if c.DispatchWorkers != 8 || c.DispatchClaimBatch != 16 || c.DispatchIdleInterval != 250*time.Millisecond ||
-		c.DispatchLease != 60*time.Second || c.DeliveryTimeout != 15*time.Second || c.PoisonThreshold != 5 ||
-		!c.AutodisableEnabled || c.AutodisableFailureWindow != 120*time.Hour || c.AutodisableFailureSpread != 12*time.Hour ||
-		c.PullRate != 100 || c.PullBurst != 200 || c.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
+	if c.Dispatch.Workers != 8 || c.Dispatch.ClaimBatch != 16 || c.Dispatch.IdleInterval != 250*time.Millisecond ||
+		c.Dispatch.Lease != 60*time.Second || c.DeliveryTimeout != 15*time.Second || c.Dispatch.PoisonThreshold != 5 ||
+		!c.Autodisable.Enabled || c.Autodisable.FailureWindow != 120*time.Hour || c.Autodisable.FailureSpread != 12*time.Hour ||
+		c.Pull.Rate != 100 || c.Pull.Burst != 200 || c.Housekeeping.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
 		t.Fatalf("SPEC defaults: %+v", c)
 	}
-	if c.InboxRetention != 168*time.Hour || c.JobRetention != 168*time.Hour || c.HousekeepingInterval != time.Minute {
+	if c.Breaker.Failures != 5 || c.Breaker.OpenFor != 30*time.Second || c.Breaker.MaxOpen != 10*time.Minute ||
+		c.Ingest.SessionTimeout != 45*time.Second || c.Ingest.MaxRecordBytes != 1<<20 || c.Ingest.TopicsRegex != hub.DefaultTopicsRegex {
+		t.Fatalf("breaker and Kafka defaults: %+v", c)
+	}
+	if c.Housekeeping.InboxRetention != 168*time.Hour || c.Housekeeping.JobRetention != 168*time.Hour || c.Housekeeping.Interval != time.Minute {
 		t.Fatalf("retention defaults: %+v", c)
 	}
 }
@@ -53,13 +60,13 @@ func TestLoad_Serve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(c.KafkaBrokers, "|") != "k1:9092|k2:9092" || len(c.KEK) != 32 || c.AllowPrivateSinks || c.LogFormat != "json" || c.HTTPAddr != ":8080" {
+	if strings.Join(c.Ingest.Brokers, "|") != "k1:9092|k2:9092" || len(c.KEK) != 32 || c.AllowPrivateSinks || c.LogFormat != "json" || c.HTTPAddr != ":8080" {
 		t.Fatalf("serve: %+v", c)
 	}
 	e := serveEnv()
 	e["STREAMING_HUB_ENV"] = "prod"
-	if c, _ := Load(Serve, env(e)); c.KafkaGroup != "streaming-hub.prod" {
-		t.Fatalf("group = %q", c.KafkaGroup)
+	if c, _ := Load(Serve, env(e)); c.Ingest.Group != "streaming-hub.prod" {
+		t.Fatalf("group = %q", c.Ingest.Group)
 	}
 }
 
@@ -124,5 +131,44 @@ func TestLoad_SecretValuesAreNeverEchoed(t *testing.T) {
 	_, err := Load(Dev, env(map[string]string{"STREAMING_HUB_KEK": secret}))
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+func TestLoad_UnsetVariablesKeepTheDefaults(t *testing.T) {
+	for _, mode := range []Mode{Dev, Serve} {
+		e := map[string]string{}
+		if mode == Serve {
+			e = serveEnv()
+		}
+		c, err := Load(mode, env(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Defaults(mode)
+		want.Ingest.Brokers, want.DatabaseURL, want.KEK, want.AdminToken = c.Ingest.Brokers, c.DatabaseURL, c.KEK, c.AdminToken
+		if !reflect.DeepEqual(c, want) {
+			t.Errorf("%s: Load = %+v\nwant Defaults = %+v", mode, c, want)
+		}
+	}
+}
+
+func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
+	c, err := Load(Dev, env(map[string]string{
+		"STREAMING_HUB_ENV":                       "staging",
+		"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "40",
+		"STREAMING_HUB_BREAKER_OPEN":              "1m",
+		"STREAMING_HUB_AUTODISABLE_ENABLED":       "false",
+		"STREAMING_HUB_PULL_BURST":                "7",
+		"STREAMING_HUB_KAFKA_SESSION_TIMEOUT":     "10s",
+		"STREAMING_HUB_MAX_RECORD_BYTES":          "2048",
+		"STREAMING_HUB_HOUSEKEEPING_INTERVAL":     "5m",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ingest.Group != "streaming-hub.staging" || c.Dispatch.IdleInterval != 40*time.Millisecond ||
+		c.Breaker.OpenFor != time.Minute || c.Autodisable.Enabled || c.Pull.Burst != 7 ||
+		c.Ingest.SessionTimeout != 10*time.Second || c.Ingest.MaxRecordBytes != 2048 || c.Housekeeping.Interval != 5*time.Minute {
+		t.Fatalf("overrides not applied: %+v", c)
 	}
 }

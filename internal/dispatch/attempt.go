@@ -37,9 +37,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Complet
 			// Shed: no request, no attempt consumed from the curve.
 			out.Status, out.NextAttemptAt, out.Shed = hub.JobPending, retryAt, true
 			out.LastError = c.Job.LastError
-			if m := d.cfg.Metrics; m != nil {
-				m.Shed.Inc()
-			}
+			d.cfg.Metrics.Shed.Inc()
 			return out
 		}
 	}

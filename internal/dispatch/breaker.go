@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 )
 
@@ -15,13 +16,6 @@ const (
 	BreakerHalfOpen = "half_open"
 )
 
-// BreakerOptions tune the breakers; zero values take the SPEC defaults.
-type BreakerOptions struct {
-	Failures int           // consecutive failed attempts that open it; 5
-	OpenFor  time.Duration // first open period; 30s
-	MaxOpen  time.Duration // the open period doubles up to this; 10m
-}
-
 // Breakers are the circuit breakers of one process, one per (tenant,
 // destination URL), shared by all its workers. After Failures consecutive
 // failed attempts a breaker opens: attempts to that destination are shed
@@ -29,7 +23,7 @@ type BreakerOptions struct {
 // then one probe attempt goes through (half-open). A success closes the
 // breaker; a failure reopens it for twice as long, up to MaxOpen.
 type Breakers struct {
-	opts    BreakerOptions
+	opts    config.Breaker
 	now     func() time.Time
 	metrics *metrics.Metrics
 
@@ -48,22 +42,21 @@ type breaker struct {
 	probing   bool // the half-open probe is in flight
 }
 
-// NewBreakers returns the breakers of a process. now is the clock (nil:
-// time.Now); m may be nil.
-func NewBreakers(opts BreakerOptions, now func() time.Time, m *metrics.Metrics) *Breakers {
-	if opts.Failures <= 0 {
-		opts.Failures = 5
-	}
-	if opts.OpenFor <= 0 {
-		opts.OpenFor = 30 * time.Second
-	}
-	if opts.MaxOpen <= 0 {
-		opts.MaxOpen = 10 * time.Minute
+// NewBreakers returns the breakers of a process, tuned by opts
+// (config.Defaults fills them). now is the clock (nil: time.Now).
+func NewBreakers(opts config.Breaker, now func() time.Time, m *metrics.Metrics) (*Breakers, error) {
+	ch := config.Check{Of: "dispatch.NewBreakers"}
+	config.Positive(&ch, "opts.Failures", opts.Failures)
+	config.Positive(&ch, "opts.OpenFor", opts.OpenFor)
+	config.Positive(&ch, "opts.MaxOpen", opts.MaxOpen)
+	ch.Require("m (the metrics)", m != nil)
+	if err := ch.Err(); err != nil {
+		return nil, err
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Breakers{opts: opts, now: now, metrics: m, m: make(map[breakerKey]*breaker), r: rand.New(rand.NewPCG(7, 11))}
+	return &Breakers{opts: opts, now: now, metrics: m, m: make(map[breakerKey]*breaker), r: rand.New(rand.NewPCG(7, 11))}, nil
 }
 
 // Allow reports whether an attempt to (tenant, url) may be made now. When
@@ -157,17 +150,14 @@ func (b *Breakers) set(br *breaker, state string) {
 	if state != BreakerHalfOpen {
 		br.probing = false
 	}
-	if m := b.metrics; m != nil && was != state {
-		m.BreakerChanges.WithLabelValues(state).Inc()
+	if was != state {
+		b.metrics.BreakerChanges.WithLabelValues(state).Inc()
 		b.gauge()
 	}
 }
 
 // gauge refreshes the count of breakers not closed.
 func (b *Breakers) gauge() {
-	if b.metrics == nil {
-		return
-	}
 	n := 0
 	for _, br := range b.m {
 		if br.state != BreakerClosed {

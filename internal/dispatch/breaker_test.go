@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -13,7 +14,10 @@ import (
 func TestBreaker_OpensShedsProbesClosesAndDoubles(t *testing.T) {
 	clock := testkit.NewClock()
 	m := metrics.New()
-	b := NewBreakers(BreakerOptions{}, clock.Now, m)
+	b, err := NewBreakers(config.Defaults(config.Serve).Breaker, clock.Now, m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const tenant, url = "acme", "https://hooks.acme.example/in"
 	allow := func() bool {
 		ok, retryAt := b.Allow(tenant, url)

@@ -87,21 +87,15 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 		}
 		switch c.Status {
 		case hub.JobSucceeded:
-			if m != nil {
-				m.JobsCompleted.WithLabelValues(string(c.Status), "").Inc()
-			}
+			m.JobsCompleted.WithLabelValues(string(c.Status), "").Inc()
 		case hub.JobDeadLettered:
-			if m != nil {
-				m.JobsCompleted.WithLabelValues(string(c.Status), c.DeadLetterReason).Inc()
-			}
+			m.JobsCompleted.WithLabelValues(string(c.Status), c.DeadLetterReason).Inc()
 			d.cfg.Logger.Warn("delivery dead-lettered", "job", c.JobID, "subscription", c.SubscriptionID,
 				"reason", c.DeadLetterReason, "last_error", c.LastError)
 		}
 	}
 	if len(res.Fenced) > 0 {
-		if m != nil {
-			m.CompletionsFenced.Add(float64(len(res.Fenced)))
-		}
+		m.CompletionsFenced.Add(float64(len(res.Fenced)))
 		d.cfg.Logger.Info("results not recorded: the lease had been lost to another worker", "jobs", res.Fenced)
 	}
 	d.disabled(res.Disabled)
@@ -110,18 +104,16 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 
 // observeSuccess and observeFailure record an attempt's metrics.
 func (d *Dispatcher) observeSuccess(c store.Claimed, a *hub.Attempt) {
-	if m := d.cfg.Metrics; m != nil {
-		m.Attempts.WithLabelValues("success").Inc()
-		m.AttemptDuration.WithLabelValues("success").Observe(a.Duration.Seconds())
-		m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
-	}
+	m := d.cfg.Metrics
+	m.Attempts.WithLabelValues("success").Inc()
+	m.AttemptDuration.WithLabelValues("success").Observe(a.Duration.Seconds())
+	m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
 }
 
 func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt) {
-	if m := d.cfg.Metrics; m != nil {
-		m.Attempts.WithLabelValues("failure").Inc()
-		m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
-	}
+	m := d.cfg.Metrics
+	m.Attempts.WithLabelValues("failure").Inc()
+	m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
 	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
 		"attempt", c.Job.Attempts+1, "error", a.Error)
 }
@@ -147,9 +139,7 @@ func handOff(batch []store.Completion) []string {
 // disabled accounts for subscriptions auto-disabled.
 func (d *Dispatcher) disabled(subs []store.Disabled) {
 	for _, s := range subs {
-		if m := d.cfg.Metrics; m != nil {
-			m.AutoDisables.Inc()
-		}
+		d.cfg.Metrics.AutoDisables.Inc()
 		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
 			"its waiting deliveries are dead-lettered as subscription_disabled; POST /v1/subscriptions/{id}/verify re-enables it",
 			"subscription", s.SubscriptionID, "reason", s.Reason)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -27,64 +27,38 @@ type Store interface {
 	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
 }
 
-// Config configures a Dispatcher. Zero values take the SPEC defaults.
+// Config configures a Dispatcher; config.Defaults fills the settings.
 type Config struct {
+	config.Dispatch
+
 	Store   Store
 	Keyring *envelope.Keyring // opens subscription secrets, in memory only
 	Client  *http.Client      // the SSRF-safe webhook client
-	Metrics *metrics.Metrics  // nil disables metrics
-	Logger  *slog.Logger      // nil discards
-	Now     func() time.Time  // the clock; nil means time.Now
-	Rand    *mrand.Rand       // jitter source; nil means randomly seeded
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger     // nil discards
+	Now     func() time.Time // the clock; nil means time.Now
+	Rand    *mrand.Rand      // jitter source; nil means randomly seeded
 
-	Workers         int           // concurrent attempts; 8
-	ClaimBatch      int           // jobs per claim; 16
-	IdleInterval    time.Duration // poll interval when idle; 250ms
-	Lease           time.Duration // lease of a claimed job; 60s
-	PoisonThreshold int           // recoveries before poison; 5
 	// AutoDisable gates; nil turns auto-disable off (the kill switch).
 	AutoDisable *store.AutoDisable
 	// Breakers are the process's circuit breakers; nil means none.
 	Breakers *Breakers
-
-	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep; 5s
-	FlushSize           int           // most results per completion transaction; 128
 }
 
-func (c Config) withDefaults() Config {
-	if c.Workers <= 0 {
-		c.Workers = 8
-	}
-	if c.ClaimBatch <= 0 {
-		c.ClaimBatch = 16
-	}
-	if c.IdleInterval <= 0 {
-		c.IdleInterval = 250 * time.Millisecond
-	}
-	if c.Lease <= 0 {
-		c.Lease = 60 * time.Second
-	}
-	if c.PoisonThreshold <= 0 {
-		c.PoisonThreshold = 5
-	}
-	if c.MaintenanceInterval <= 0 {
-		c.MaintenanceInterval = 5 * time.Second
-	}
-	if c.FlushSize <= 0 {
-		c.FlushSize = 128
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Rand == nil {
-		var seed [16]byte
-		rand.Read(seed[:])
-		c.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
-	}
-	return c
+func (c Config) check() error {
+	ch := config.Check{Of: "dispatch.Config"}
+	ch.Require("Store", c.Store != nil)
+	ch.Require("Keyring", c.Keyring != nil)
+	ch.Require("Client", c.Client != nil)
+	ch.Require("Metrics", c.Metrics != nil)
+	config.Positive(&ch, "Workers", c.Workers)
+	config.Positive(&ch, "ClaimBatch", c.ClaimBatch)
+	config.Positive(&ch, "IdleInterval", c.IdleInterval)
+	config.Positive(&ch, "Lease", c.Lease)
+	config.Positive(&ch, "PoisonThreshold", c.PoisonThreshold)
+	config.Positive(&ch, "MaintenanceInterval", c.MaintenanceInterval)
+	config.Positive(&ch, "FlushSize", c.FlushSize)
+	return ch.Err()
 }
 
 // Dispatcher claims, attempts and completes delivery jobs.
@@ -104,10 +78,20 @@ type Dispatcher struct {
 
 // New returns a dispatcher; Run starts it.
 func New(cfg Config) (*Dispatcher, error) {
-	if cfg.Store == nil || cfg.Keyring == nil || cfg.Client == nil {
-		return nil, errors.New("dispatch: a store, a keyring and a client are required")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		var seed [16]byte
+		rand.Read(seed[:])
+		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
 		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1)}, nil
 }

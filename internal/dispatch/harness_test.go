@@ -13,6 +13,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
@@ -105,8 +106,9 @@ func newRig(t testing.TB, d testkit.Driver, o rigOptions) *rig {
 	}
 	r.sub = r.subscribe("acme", "sub_1", r.sink.URL, o)
 	cfg := dispatch.Config{
-		Store: r.store, Keyring: r.keyring, Metrics: r.metrics, Now: r.clock.Now,
-		Client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: 2 * time.Second}),
+		Dispatch: config.Defaults(config.Serve).Dispatch,
+		Store:    r.store, Keyring: r.keyring, Metrics: r.metrics, Now: r.clock.Now,
+		Client: privateClient(t, 2*time.Second),
 		Rand:   mrand.New(mrand.NewPCG(1, 2)),
 	}
 	if o.cfg != nil {
@@ -183,6 +185,15 @@ func listParams(r *rig) store.ListJobsParams {
 
 // d2client is another SSRF-safe client (private sinks allowed) for extra
 // dispatchers.
-func (r *rig) d2client() *http.Client {
-	return webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: 5 * time.Second})
+func (r *rig) d2client() *http.Client { return privateClient(r.t, 5*time.Second) }
+
+// privateClient is the SSRF-safe client with private sinks allowed (the
+// sinks are on loopback).
+func privateClient(t testing.TB, timeout time.Duration) *http.Client {
+	t.Helper()
+	c, err := webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -11,7 +11,9 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -140,8 +142,10 @@ func TestRun_FourDispatchersOnePostgresEveryJobOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 4 {
-		d, err := dispatch.New(dispatch.Config{Store: r.store, Keyring: r.keyring, Client: r.d2client(), Now: r.clock.Now,
-			Workers: 8, ClaimBatch: 16, IdleInterval: 10 * time.Millisecond})
+		settings := config.Defaults(config.Serve).Dispatch
+		settings.IdleInterval = 10 * time.Millisecond
+		d, err := dispatch.New(dispatch.Config{Dispatch: settings, Store: r.store, Keyring: r.keyring, Client: r.d2client(),
+			Metrics: metrics.New(), Now: r.clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

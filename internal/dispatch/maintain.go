@@ -33,10 +33,8 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m := d.cfg.Metrics; m != nil {
-		m.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
-		m.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
-	}
+	d.cfg.Metrics.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
+	d.cfg.Metrics.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
 	if rec.Recovered+rec.Poisoned > 0 {
 		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
 		d.Wake()

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -22,7 +23,10 @@ func TestBreaker_ShedsWithoutAttemptsThenProbesAndRecovers(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		var breakers *dispatch.Breakers
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
-			breakers = dispatch.NewBreakers(dispatch.BreakerOptions{}, c.Now, c.Metrics)
+			var err error
+			if breakers, err = dispatch.NewBreakers(config.Defaults(config.Serve).Breaker, c.Now, c.Metrics); err != nil {
+				t.Fatal(err)
+			}
 			c.Breakers = breakers
 			c.Workers = 1 // attempts one after another, so "consecutive" is exact
 		}})
@@ -109,7 +113,8 @@ type autoDisableRig struct {
 func newAutoDisableRig(t *testing.T, d testkit.Driver, killSwitchOff bool) *autoDisableRig {
 	r := newRig(t, d, rigOptions{retrySchedule: []string{"1s"}, cfg: func(c *dispatch.Config) {
 		if !killSwitchOff {
-			c.AutoDisable = &store.AutoDisable{Window: 120 * time.Hour, Spread: 12 * time.Hour}
+			g := config.Defaults(config.Serve).Autodisable // 120h, spread over 12h
+			c.AutoDisable = &store.AutoDisable{Window: g.FailureWindow, Spread: g.FailureSpread}
 		}
 	}})
 	return &autoDisableRig{rig: r, t0: r.clock.Now()}

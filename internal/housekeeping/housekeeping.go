@@ -10,6 +10,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
@@ -23,24 +24,27 @@ type Store interface {
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
 }
 
-// Config configures a Housekeeper. Zero durations keep that kind of row
-// forever.
+// Config configures a Housekeeper; config.Defaults fills the settings.
 type Config struct {
+	config.Housekeeping
+
 	Store   Store
-	Metrics *metrics.Metrics // nil disables metrics
+	Metrics *metrics.Metrics
 	Logger  *slog.Logger     // nil discards
 	Now     func() time.Time // nil means time.Now
+}
 
-	Interval time.Duration // between passes; 0 means 1 minute
-	// Retention bounds: succeeded jobs (and attempts) after completion,
-	// dead letters after dead-lettering, events after arrival (unless a
-	// job may still send them).
-	JobRetention, DLQRetention, InboxRetention time.Duration
-	// Batch bounds each delete (0 means 1000); Budget bounds the deleting
-	// in one pass (0 means 30s), so a backlog is worked off over several
-	// passes instead of holding the lock for long.
-	Batch  int
-	Budget time.Duration
+func (c Config) check() error {
+	ch := config.Check{Of: "housekeeping.Config"}
+	ch.Require("Store", c.Store != nil)
+	ch.Require("Metrics", c.Metrics != nil)
+	config.Positive(&ch, "Interval", c.Interval)
+	config.Positive(&ch, "DLQRetention", c.DLQRetention)
+	config.Positive(&ch, "InboxRetention", c.InboxRetention)
+	config.Positive(&ch, "JobRetention", c.JobRetention)
+	config.Positive(&ch, "Batch", c.Batch)
+	config.Positive(&ch, "Budget", c.Budget)
+	return ch.Err()
 }
 
 // Housekeeper runs passes.
@@ -48,24 +52,18 @@ type Housekeeper struct {
 	cfg Config
 }
 
-// New returns a Housekeeper with cfg's defaults filled in.
-func New(cfg Config) *Housekeeper {
+// New returns a Housekeeper.
+func New(cfg Config) (*Housekeeper, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = time.Minute
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 1000
-	}
-	if cfg.Budget <= 0 {
-		cfg.Budget = 30 * time.Second
-	}
-	return &Housekeeper{cfg: cfg}
+	return &Housekeeper{cfg: cfg}, nil
 }
 
 // Run makes a pass every Interval until ctx ends.
@@ -101,24 +99,18 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 	if !ran && err == nil {
 		// Another replica samples the counts; stale ones here would
 		// disagree with its.
-		if m := h.cfg.Metrics; m != nil {
-			m.Jobs.Reset()
-		}
+		h.cfg.Metrics.Jobs.Reset()
 	}
 	return ran, deleted, err
 }
 
 func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 	now := h.cfg.Now()
-	p := store.PruneParams{Batch: h.cfg.Batch}
-	if h.cfg.JobRetention > 0 {
-		p.SucceededBefore = now.Add(-h.cfg.JobRetention)
-	}
-	if h.cfg.DLQRetention > 0 {
-		p.DeadLettersBefore = now.Add(-h.cfg.DLQRetention)
-	}
-	if h.cfg.InboxRetention > 0 {
-		p.EventsBefore = now.Add(-h.cfg.InboxRetention)
+	p := store.PruneParams{
+		Batch:             h.cfg.Batch,
+		SucceededBefore:   now.Add(-h.cfg.JobRetention),
+		DeadLettersBefore: now.Add(-h.cfg.DLQRetention),
+		EventsBefore:      now.Add(-h.cfg.InboxRetention),
 	}
 	var total store.PruneResult
 	start := time.Now()
@@ -139,9 +131,6 @@ func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 
 func (h *Housekeeper) countJobs(ctx context.Context) error {
 	m := h.cfg.Metrics
-	if m == nil {
-		return nil
-	}
 	counts, err := h.cfg.Store.CountJobs(ctx)
 	if err != nil {
 		return err
@@ -154,9 +143,6 @@ func (h *Housekeeper) countJobs(ctx context.Context) error {
 
 func (h *Housekeeper) count(ran bool, err error, deleted store.PruneResult) {
 	m := h.cfg.Metrics
-	if m == nil {
-		return
-	}
 	switch {
 	case err != nil:
 		m.HousekeepingPasses.WithLabelValues("error").Inc()

@@ -2,6 +2,7 @@ package housekeeping_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,12 +11,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
+
+// newConfig is the default configuration over s, with its own metrics.
+func newConfig(s housekeeping.Store) housekeeping.Config {
+	return housekeeping.Config{Housekeeping: config.Defaults(config.Serve).Housekeeping, Store: s, Metrics: metrics.New()}
+}
+
+func newHousekeeper(t *testing.T, cfg housekeeping.Config) *housekeeping.Housekeeper {
+	t.Helper()
+	h, err := housekeeping.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 // A pass works a backlog off in batches, within the bounds, and samples
 // the job counts.
@@ -45,9 +61,10 @@ func TestPass_DeletesPastRetentionInBatchesAndCountsJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		m := metrics.New()
-		h := housekeeping.New(housekeeping.Config{Store: s, Metrics: m, Now: clock.Now, Batch: 2,
-			JobRetention: 168 * time.Hour, DLQRetention: 168 * time.Hour, InboxRetention: 168 * time.Hour})
+		cfg := newConfig(s)
+		cfg.Now, cfg.Batch = clock.Now, 2
+		m := cfg.Metrics
+		h := newHousekeeper(t, cfg)
 		ran, deleted, err := h.Pass(ctx)
 		if !ran || err != nil || deleted != (store.PruneResult{Events: 5}) {
 			t.Fatalf("Pass = %v, %+v, %v; want the 5 old jobless events, in batches of 2", ran, deleted, err)
@@ -92,11 +109,12 @@ func TestPass_OneReplicaAtATime(t *testing.T) {
 		a, b := testkit.OpenTwice(t, d.Name, store.Options{})
 		var now, max atomic.Int32
 		var ran, skipped atomic.Int32
-		ms := []*metrics.Metrics{metrics.New(), metrics.New()}
+		var ms []*metrics.Metrics
 		var wg sync.WaitGroup
-		for i, s := range []store.Store{a, b} {
-			h := housekeeping.New(housekeeping.Config{Store: countingStore{s, &now, &max}, Metrics: ms[i],
-				JobRetention: time.Hour, DLQRetention: time.Hour, InboxRetention: time.Hour})
+		for _, s := range []store.Store{a, b} {
+			cfg := newConfig(countingStore{s, &now, &max})
+			ms = append(ms, cfg.Metrics)
+			h := newHousekeeper(t, cfg)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -129,4 +147,24 @@ func TestPass_OneReplicaAtATime(t *testing.T) {
 		}
 		t.Logf("ran %d, skipped %d", ran.Load(), skipped.Load())
 	})
+}
+
+// A package receives a complete configuration: a zero setting is a
+// programming error that names the field, never a silent default.
+func TestNew_AnIncompleteConfigNamesTheField(t *testing.T) {
+	for field, zero := range map[string]func(*housekeeping.Config){
+		"Metrics":        func(c *housekeeping.Config) { c.Metrics = nil },
+		"Interval":       func(c *housekeeping.Config) { c.Interval = 0 },
+		"DLQRetention":   func(c *housekeeping.Config) { c.DLQRetention = 0 },
+		"InboxRetention": func(c *housekeeping.Config) { c.InboxRetention = 0 },
+		"JobRetention":   func(c *housekeeping.Config) { c.JobRetention = 0 },
+		"Batch":          func(c *housekeeping.Config) { c.Batch = 0 },
+		"Budget":         func(c *housekeeping.Config) { c.Budget = 0 },
+	} {
+		c := newConfig(struct{ housekeeping.Store }{})
+		zero(&c)
+		if _, err := housekeeping.New(c); err == nil || !strings.Contains(err.Error(), "housekeeping.Config: "+field+" ") {
+			t.Errorf("%s unset: err = %v, want one naming it", field, err)
+		}
+	}
 }

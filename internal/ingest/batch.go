@@ -36,9 +36,6 @@ func split(recs []*kgo.Record, maxValueBytes int) parsed {
 // count records the verdicts of a committed batch.
 func (c *Consumer) count(p parsed, res store.IngestResult) {
 	m := c.cfg.Metrics
-	if m == nil {
-		return
-	}
 	accepted := 0
 	for _, o := range res.Outcomes {
 		if o.Verdict == hub.Accept {

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
@@ -22,29 +22,13 @@ type Persister interface {
 	Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error)
 }
 
-// Config configures a Consumer.
+// Config configures a Consumer; config.Defaults fills the settings.
 type Config struct {
-	Brokers     []string
-	Group       string
-	TopicsRegex string // "" means hub.DefaultTopicsRegex
+	config.Ingest
 
 	Store   Persister
-	Metrics *metrics.Metrics // nil disables metrics
-	Logger  *slog.Logger     // nil discards
-
-	MaxValueBytes int           // record value bound; 0 means DefaultMaxValueBytes
-	MaxBatch      int           // records per transaction; 0 means 1000
-	MaxBacklog    int           // queued records per partition before fetching pauses; 0 means 4*MaxBatch
-	RetryMin      time.Duration // first wait after a failed transaction; 0 means 100ms
-	RetryMax      time.Duration // longest wait; 0 means 5s
-	WriteTimeout  time.Duration // bound on one transaction; 0 means 15s
-	// SessionTimeout is how long the group waits for a silent member (a
-	// crashed process) before giving its partitions to others; 0 keeps
-	// franz-go's default (45s).
-	SessionTimeout time.Duration
-	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
-	// 0 keeps franz-go's default (5m). Dev mode lowers it.
-	MetadataMaxAge time.Duration
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger // nil discards
 
 	// OnJobs, when set, runs after a transaction that created delivery jobs
 	// commits: the in-process wake-up of the dispatcher.
@@ -59,32 +43,21 @@ type Config struct {
 	ClientOpts []kgo.Opt
 }
 
-func (c Config) withDefaults() Config {
-	if c.TopicsRegex == "" {
-		c.TopicsRegex = hub.DefaultTopicsRegex
-	}
-	if c.MaxValueBytes <= 0 {
-		c.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if c.MaxBatch <= 0 {
-		c.MaxBatch = 1000
-	}
-	if c.MaxBacklog <= 0 {
-		c.MaxBacklog = 4 * c.MaxBatch
-	}
-	if c.RetryMin <= 0 {
-		c.RetryMin = 100 * time.Millisecond
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = 5 * time.Second
-	}
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = 15 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
+func (c Config) check() error {
+	ch := config.Check{Of: "ingest.Config"}
+	ch.Require("Brokers", len(c.Brokers) > 0)
+	ch.Require("Group", c.Group != "")
+	ch.Require("TopicsRegex", c.TopicsRegex != "")
+	ch.Require("Store", c.Store != nil)
+	ch.Require("Metrics", c.Metrics != nil)
+	config.Positive(&ch, "SessionTimeout", c.SessionTimeout)
+	config.Positive(&ch, "MaxRecordBytes", c.MaxRecordBytes)
+	config.Positive(&ch, "MaxBatch", c.MaxBatch)
+	config.Positive(&ch, "MaxBacklog", c.MaxBacklog)
+	config.Positive(&ch, "RetryMin", c.RetryMin)
+	config.Positive(&ch, "RetryMax", c.RetryMax)
+	config.Positive(&ch, "WriteTimeout", c.WriteTimeout)
+	return ch.Err()
 }
 
 type topicPartition struct {
@@ -106,15 +79,11 @@ type Consumer struct {
 
 // New creates a consumer; it connects lazily, when Run starts polling.
 func New(cfg Config) (*Consumer, error) {
-	cfg = cfg.withDefaults()
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("ingest: no Kafka brokers")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	if cfg.Group == "" {
-		return nil, errors.New("ingest: no consumer group")
-	}
-	if cfg.Store == nil {
-		return nil, errors.New("ingest: no store")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Consumer{cfg: cfg, parts: make(map[topicPartition]*partition)}
 	opts := []kgo.Opt{
@@ -130,10 +99,8 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.lost),
 		kgo.WithLogger(kgoLogger{cfg.Logger}),
-	}
-	if cfg.SessionTimeout > 0 {
-		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout),
-			kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)))
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 	}
 	if cfg.MetadataMaxAge > 0 {
 		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))
@@ -260,9 +227,7 @@ func (c *Consumer) stop(ws []*partition, commit bool) {
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	for _, w := range ws {
 		<-w.done
-		if c.cfg.Metrics != nil {
-			c.cfg.Metrics.ConsumerLag.DeleteLabelValues(w.topic, fmt.Sprint(w.partition))
-		}
+		c.cfg.Metrics.ConsumerLag.DeleteLabelValues(w.topic, fmt.Sprint(w.partition))
 		if r := w.uncommitted(); r != nil && commit {
 			if offsets[r.Topic] == nil {
 				offsets[r.Topic] = make(map[int32]kgo.EpochOffset)
@@ -286,15 +251,10 @@ func (c *Consumer) stop(ws []*partition, commit bool) {
 }
 
 func (c *Consumer) gaugePartitions() {
-	if c.cfg.Metrics != nil {
-		c.cfg.Metrics.PartitionsAssigned.Set(float64(len(c.parts)))
-	}
+	c.cfg.Metrics.PartitionsAssigned.Set(float64(len(c.parts)))
 }
 
 func (c *Consumer) countCommit(err error) {
-	if c.cfg.Metrics == nil {
-		return
-	}
 	if err != nil {
 		c.cfg.Metrics.OffsetCommits.WithLabelValues("error").Inc()
 	} else {

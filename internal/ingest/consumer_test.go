@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -23,11 +24,17 @@ const topic = "lerian.streaming.ledger_transaction.posted"
 
 // startConsumer runs a consumer until the test ends (or stop is called) and
 // waits until it has joined its group.
+// consumerConfig is the default configuration of a consumer of brokers
+// into s, with its own metrics, in the group "streaming-hub.test".
+func consumerConfig(brokers []string, s ingest.Persister) ingest.Config {
+	cfg := ingest.Config{Ingest: config.Defaults(config.Serve).Ingest, Store: s, Metrics: metrics.New()}
+	cfg.Brokers, cfg.Group = brokers, "streaming-hub.test"
+	return cfg
+}
+
+// startConsumer runs a consumer with short retry waits until the test ends.
 func startConsumer(t *testing.T, cfg ingest.Config) (c *ingest.Consumer, stop func()) {
 	t.Helper()
-	if cfg.Group == "" {
-		cfg.Group = "streaming-hub.test"
-	}
 	cfg.RetryMin, cfg.RetryMax = 10*time.Millisecond, 50*time.Millisecond
 	c, err := ingest.New(cfg)
 	if err != nil {
@@ -83,8 +90,9 @@ func TestConsumer_VerdictsInboxAndCounters(t *testing.T) {
 		tenants(t, s, "acme", "globex", "sleepy")
 		kafka := testkit.Kafka(t, 1, topic)
 		prod := testkit.Producer(t, kafka)
-		m := metrics.New()
-		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s, Metrics: m})
+		cfg := consumerConfig(kafka.ListenAddrs(), s)
+		m := cfg.Metrics
+		startConsumer(t, cfg)
 
 		salted := testkit.CERecord(topic, 0, "acme", "a-3")
 		salted.Key = []byte("globex") // the key never decides tenancy
@@ -164,7 +172,9 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		tenants(t, s, "acme", "globex")
 		kafka := testkit.Kafka(t, 2, topic)
 		prod := testkit.Producer(t, kafka)
-		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s, MaxBatch: 7})
+		cfg := consumerConfig(kafka.ListenAddrs(), s)
+		cfg.MaxBatch = 7
+		startConsumer(t, cfg)
 
 		var recs []*kgo.Record
 		for i := range 20 {
@@ -209,7 +219,7 @@ func TestConsumer_GracefulStopCommitsWhatWasPersisted(t *testing.T) {
 		tenants(t, s, "acme")
 		kafka := testkit.Kafka(t, 1, topic)
 		prod := testkit.Producer(t, kafka)
-		_, stop := startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s})
+		_, stop := startConsumer(t, consumerConfig(kafka.ListenAddrs(), s))
 		testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "1"), testkit.CERecord(topic, 0, "acme", "2"))
 		testkit.Eventually(t, 10*time.Second, "two events in the inbox", func() bool { return len(inbox(t, s, "acme")) == 2 })
 		stop()
@@ -219,7 +229,7 @@ func TestConsumer_GracefulStopCommitsWhatWasPersisted(t *testing.T) {
 
 		// A second member of the group starts where the first stopped.
 		testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "3"))
-		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s})
+		startConsumer(t, consumerConfig(kafka.ListenAddrs(), s))
 		testkit.Eventually(t, 10*time.Second, "third event", func() bool { return len(inbox(t, s, "acme")) == 3 })
 		if got := ids(inbox(t, s, "acme")); got != "[1#1 2#2 3#3]" {
 			t.Fatalf("inbox = %s", got)
@@ -238,7 +248,7 @@ func TestConsumer_NeverReadsCommandOrDeadLetterTopics(t *testing.T) {
 		testkit.CERecord("other.namespace.events", 0, "acme", "other"),
 		testkit.CERecord(topic, 0, "acme", "event"),
 	)
-	c, _ := startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s})
+	c, _ := startConsumer(t, consumerConfig(kafka.ListenAddrs(), s))
 	testkit.Eventually(t, 10*time.Second, "the event", func() bool { return len(inbox(t, s, "acme")) >= 1 })
 	// Every topic exists and was seen by the metadata that found ours: the
 	// subscription is exactly the one topic, nothing else will be read.

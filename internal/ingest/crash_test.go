@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
-	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
 	"github.com/lerianstudio/streaming-hub/internal/store/sqlite"
@@ -39,15 +38,12 @@ func init() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	c, err := ingest.New(ingest.Config{
-		Brokers: strings.Split(os.Getenv("INGEST_CRASH_BROKERS"), ","),
-		Group:   "streaming-hub.test",
-		Store:   s,
-		AfterPersist: func(string, int32) {
-			os.Exit(3) // the crash window: persisted, offset not committed
-		},
-		ClientOpts: []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(100 * time.Millisecond)},
-	})
+	cfg := consumerConfig(strings.Split(os.Getenv("INGEST_CRASH_BROKERS"), ","), s)
+	cfg.AfterPersist = func(string, int32) {
+		os.Exit(3) // the crash window: persisted, offset not committed
+	}
+	cfg.ClientOpts = []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(100 * time.Millisecond)}
+	c, err := ingest.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -111,8 +107,9 @@ func TestConsumer_CrashBetweenPersistAndCommitLosesNothingAndDuplicatesNothing(t
 		for i := 10; i < 15; i++ {
 			testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", fmt.Sprintf("e-%02d", i)))
 		}
-		m := metrics.New()
-		startConsumer(t, ingest.Config{Brokers: kafka.ListenAddrs(), Store: s, Metrics: m})
+		cfg := consumerConfig(kafka.ListenAddrs(), s)
+		m := cfg.Metrics
+		startConsumer(t, cfg)
 		testkit.Eventually(t, 20*time.Second, "offset 15 committed after restart", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == 15
 		})

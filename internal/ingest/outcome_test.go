@@ -105,7 +105,7 @@ func TestParse_HostileHeadersGetBoundedReasonsAndFixedLabels(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, out := Parse(record(validHeaders(), c.extra...), 0)
+			_, out := Parse(record(validHeaders(), c.extra...), maxRecordBytes)
 			checkOutcome(t, out)
 			if out.Rule != c.rule {
 				t.Fatalf("rule = %q (reason %q), want %q", out.Rule, out.Reason, c.rule)
@@ -130,7 +130,7 @@ func TestParse_ReservedAndConsistentTypes(t *testing.T) {
 		for k, v := range c.set {
 			h[k] = v
 		}
-		_, out := Parse(record(h), 0)
+		_, out := Parse(record(h), maxRecordBytes)
 		checkOutcome(t, out)
 		if out.Rule != c.rule {
 			t.Errorf("%v: rule %q, want %q", c.set, out.Rule, c.rule)
@@ -142,19 +142,19 @@ func TestParse_SystemEventIsDiscardedNotRejected(t *testing.T) {
 	h := validHeaders()
 	delete(h, "ce-tenantid")
 	h["ce-systemevent"] = "true"
-	ev, out := Parse(record(h), 0)
+	ev, out := Parse(record(h), maxRecordBytes)
 	if out.Reason != "" || !out.System || ev.ID != "" {
 		t.Fatalf("system event: outcome %+v, event %+v", out, ev)
 	}
 	// A malformed system event is still a rejection.
 	h["ce-specversion"] = "0.3"
-	if _, out := Parse(record(h), 0); out.Reason != "ce-specversion must be 1.0" || out.System {
+	if _, out := Parse(record(h), maxRecordBytes); out.Reason != "ce-specversion must be 1.0" || out.System {
 		t.Fatalf("malformed system event: %+v", out)
 	}
 	// ce-systemevent false is an ordinary event, which needs its tenant.
 	h = validHeaders()
 	h["ce-systemevent"] = "false"
-	if ev, out := Parse(record(h), 0); out.Reason != "" || out.System || ev.TenantID != "acme" {
+	if ev, out := Parse(record(h), maxRecordBytes); out.Reason != "" || out.System || ev.TenantID != "acme" {
 		t.Fatalf("ce-systemevent false: %+v %+v", out, ev)
 	}
 }
@@ -165,7 +165,7 @@ func TestSplit_CountsSystemEventsApart(t *testing.T) {
 	sys["ce-systemevent"] = "true"
 	bad := validHeaders()
 	bad["ce-specversion"] = "2"
-	p := split([]*kgo.Record{record(validHeaders()), record(sys), record(bad)}, 0)
+	p := split([]*kgo.Record{record(validHeaders()), record(sys), record(bad)}, maxRecordBytes)
 	if len(p.Events) != 1 || len(p.Rejected) != 1 || p.systemEvents != 1 || p.rules[0] != "ce-specversion must be 1.0" {
 		t.Fatalf("split: %d events, %d rejected (%v), %d system", len(p.Events), len(p.Rejected), p.rules, p.systemEvents)
 	}

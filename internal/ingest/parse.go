@@ -14,9 +14,6 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// DefaultMaxValueBytes bounds a record value unless configured otherwise.
-const DefaultMaxValueBytes = 1 << 20
-
 // Bounds of the wire contract (SPEC section 2).
 const (
 	maxIDLen      = 256
@@ -75,11 +72,8 @@ func rejectDetail(rule, detail string) Outcome {
 // Parse applies the wire contract to one record. It returns the event to
 // admit, or the outcome that keeps it out (a rejection naming the header and
 // the rule, or a system event to discard). It reads headers only; the value
-// is carried, never parsed.
+// is carried, never parsed. maxValueBytes is STREAMING_HUB_MAX_RECORD_BYTES.
 func Parse(r *kgo.Record, maxValueBytes int) (hub.Event, Outcome) {
-	if maxValueBytes <= 0 {
-		maxValueBytes = DefaultMaxValueBytes
-	}
 	if len(r.Value) > maxValueBytes {
 		return hub.Event{}, reject(fmt.Sprintf("record value exceeds %d bytes", maxValueBytes))
 	}

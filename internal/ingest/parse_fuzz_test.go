@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 			{Key: "ce-schemaversion", Value: []byte(schema)}, {Key: "ce-subject", Value: []byte(subject)},
 			{Key: extKey, Value: []byte(extVal)},
 		}}
-		ev, out := Parse(r, 0)
+		ev, out := Parse(r, maxRecordBytes)
 		checkOutcome(t, out)
 		if out.System {
 			return

@@ -6,6 +6,8 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // validHeaders is a record every rule accepts; each case changes one thing.
@@ -124,7 +126,7 @@ func TestParse_Rules(t *testing.T) {
 			for _, k := range c.del {
 				delete(h, k)
 			}
-			ev, out := Parse(record(h, c.extra...), 0)
+			ev, out := Parse(record(h, c.extra...), maxRecordBytes)
 			checkOutcome(t, out)
 			if reason := out.Reason; reason != c.reason {
 				t.Fatalf("reason = %q, want %q", reason, c.reason)
@@ -136,14 +138,17 @@ func TestParse_Rules(t *testing.T) {
 	}
 }
 
+// maxRecordBytes is the default STREAMING_HUB_MAX_RECORD_BYTES.
+var maxRecordBytes = config.Defaults(config.Serve).Ingest.MaxRecordBytes
+
 func TestParse_ValueSizeLimit(t *testing.T) {
 	r := record(validHeaders())
 	r.Value = make([]byte, 1<<20)
-	if _, reason := parseReason(r, 0); reason != "" {
+	if _, reason := parseReason(r, maxRecordBytes); reason != "" {
 		t.Fatalf("1 MiB value rejected by default: %s", reason)
 	}
 	r.Value = make([]byte, 1<<20+1)
-	if _, reason := parseReason(r, 0); reason != "record value exceeds 1048576 bytes" {
+	if _, reason := parseReason(r, maxRecordBytes); reason != "record value exceeds 1048576 bytes" {
 		t.Fatalf("1 MiB + 1 value: reason %q", reason)
 	}
 	r.Value = make([]byte, 11)
@@ -164,7 +169,7 @@ func TestParse_BuildsTheEventFromHeadersOnly(t *testing.T) {
 	r.Key = []byte("some-other-tenant") // the key never decides tenancy
 	r.Value = []byte("not even json")   // the payload is never parsed
 
-	ev, reason := parseReason(r, 0)
+	ev, reason := parseReason(r, maxRecordBytes)
 	if reason != "" {
 		t.Fatal(reason)
 	}
@@ -193,11 +198,11 @@ func TestParse_BuildsTheEventFromHeadersOnly(t *testing.T) {
 	}
 
 	delete(h, "content-type")
-	if ev, _ := parseReason(record(h), 0); ev.DataContentType != "application/json" {
+	if ev, _ := parseReason(record(h), maxRecordBytes); ev.DataContentType != "application/json" {
 		t.Errorf("default content type = %q", ev.DataContentType)
 	}
 	h["ce-datacontenttype"] = "text/plain"
-	if ev, _ := parseReason(record(h), 0); ev.DataContentType != "text/plain" {
+	if ev, _ := parseReason(record(h), maxRecordBytes); ev.DataContentType != "text/plain" {
 		t.Errorf("ce-datacontenttype alone = %q", ev.DataContentType)
 	}
 }

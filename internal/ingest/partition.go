@@ -128,9 +128,7 @@ func (w *partition) advance(n int) {
 	}
 	lag := w.highWatermark - w.persisted.Offset - 1
 	w.mu.Unlock()
-	if m := w.c.cfg.Metrics; m != nil {
-		m.ConsumerLag.WithLabelValues(w.topic, fmt.Sprint(w.partition)).Set(float64(max(lag, 0)))
-	}
+	w.c.cfg.Metrics.ConsumerLag.WithLabelValues(w.topic, fmt.Sprint(w.partition)).Set(float64(max(lag, 0)))
 }
 
 // persist writes the batch in one transaction, retrying with capped
@@ -138,7 +136,7 @@ func (w *partition) advance(n int) {
 // never skips a batch: a partition that cannot be persisted stops, alone.
 func (w *partition) persist(batch []*kgo.Record) bool {
 	cfg := w.c.cfg
-	params := split(batch, cfg.MaxValueBytes)
+	params := split(batch, cfg.MaxRecordBytes)
 	wait := cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
@@ -147,13 +145,9 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.WriteTimeout)
 		res, err := cfg.Store.Ingest(ctx, params.IngestParams)
 		cancel()
-		if m := cfg.Metrics; m != nil {
-			m.InboxWriteDuration.Observe(time.Since(start).Seconds())
-		}
+		cfg.Metrics.InboxWriteDuration.Observe(time.Since(start).Seconds())
 		if err == nil {
-			if m := cfg.Metrics; m != nil {
-				m.InboxWrites.WithLabelValues("ok").Inc()
-			}
+			cfg.Metrics.InboxWrites.WithLabelValues("ok").Inc()
 			w.c.count(params, res)
 			if res.Jobs > 0 && cfg.OnJobs != nil {
 				cfg.OnJobs()
@@ -168,9 +162,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		if w.ctx.Err() != nil {
 			return false
 		}
-		if m := cfg.Metrics; m != nil {
-			m.InboxWrites.WithLabelValues("error").Inc()
-		}
+		cfg.Metrics.InboxWrites.WithLabelValues("error").Inc()
 		cfg.Logger.Error("inbox write failed; retrying this partition, others go on",
 			"topic", w.topic, "partition", w.partition, "first_offset", batch[0].Offset,
 			"records", len(batch), "attempt", attempt, "retry_in", wait, "err", err)

@@ -13,7 +13,8 @@ import (
 )
 
 // Metrics is the hub's set of collectors. The zero value is not usable; call
-// New.
+// New. Every part of the hub requires one (none checks for nil); a test
+// takes its own New, whose registry is private to it.
 type Metrics struct {
 	Registry *prometheus.Registry
 

@@ -93,9 +93,13 @@ func TestClient_BoundsResponseHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	c := NewClient(ClientOptions{Timeout: 10 * time.Second, AllowPrivate: true})
+	c, err := NewClient(ClientOptions{Timeout: 10 * time.Second, AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, nil)
-	resp, err := c.Do(req)
+	var resp *http.Response
+	resp, err = c.Do(req)
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("200 KB of response headers accepted")

@@ -20,7 +20,7 @@ type Resolver interface {
 
 // ClientOptions configure NewClient.
 type ClientOptions struct {
-	Timeout      time.Duration // whole attempt; 0 means 15s
+	Timeout      time.Duration // whole attempt: STREAMING_HUB_DELIVERY_TIMEOUT
 	AllowPrivate bool          // STREAMING_HUB_ALLOW_PRIVATE_SINKS
 	Resolver     Resolver      // nil means net.DefaultResolver
 }
@@ -43,9 +43,9 @@ func (e *RefusedError) Error() string {
 // itself and dials only public addresses (unless AllowPrivate), so a name
 // that resolves to a private address - at create time or any time after -
 // is refused. It never follows redirects and ignores proxy variables.
-func NewClient(o ClientOptions) *http.Client {
+func NewClient(o ClientOptions) (*http.Client, error) {
 	if o.Timeout <= 0 {
-		o.Timeout = 15 * time.Second
+		return nil, fmt.Errorf("webhook.ClientOptions: Timeout must be positive, got %v", o.Timeout)
 	}
 	d := &dialer{allowPrivate: o.AllowPrivate, resolver: o.Resolver}
 	if d.resolver == nil {
@@ -69,7 +69,7 @@ func NewClient(o ClientOptions) *http.Client {
 			MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	}, nil
 }
 
 type dialer struct {

@@ -7,9 +7,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // fakeDNS answers fixed addresses, like a resolver an attacker controls.
@@ -39,6 +42,21 @@ func sink(t *testing.T) (port string, hits *atomic.Int64) {
 	return u.Port(), hits
 }
 
+func newClient(t *testing.T, o ClientOptions) *http.Client {
+	t.Helper()
+	c, err := NewClient(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClient_WithoutATimeoutIsAnError(t *testing.T) {
+	if _, err := NewClient(ClientOptions{}); err == nil || !strings.Contains(err.Error(), "Timeout") {
+		t.Fatalf("err = %v, want one naming Timeout", err)
+	}
+}
+
 func TestClient_RefusesAPublicLookingNameThatResolvesPrivate(t *testing.T) {
 	port, hits := sink(t)
 	dns := fakeDNS{
@@ -46,7 +64,7 @@ func TestClient_RefusesAPublicLookingNameThatResolvesPrivate(t *testing.T) {
 		"internal.example.com": addrs("10.1.2.3", "169.254.169.254"),
 		"mapped.example.com":   addrs("::ffff:127.0.0.1"),
 	}
-	c := NewClient(ClientOptions{Resolver: dns, Timeout: 2 * time.Second})
+	c := newClient(t, ClientOptions{Resolver: dns, Timeout: 2 * time.Second})
 	for _, host := range []string{"hooks.example.com", "internal.example.com", "mapped.example.com", "127.0.0.1", "[::1]"} {
 		_, err := c.Post("http://"+host+":"+port+"/hook", "application/json", nil)
 		var refused *RefusedError
@@ -59,7 +77,7 @@ func TestClient_RefusesAPublicLookingNameThatResolvesPrivate(t *testing.T) {
 	}
 
 	// With private sinks allowed (dev mode) the same name is dialed.
-	allowed := NewClient(ClientOptions{Resolver: dns, AllowPrivate: true, Timeout: 2 * time.Second})
+	allowed := newClient(t, ClientOptions{Resolver: dns, AllowPrivate: true, Timeout: 2 * time.Second})
 	resp, err := allowed.Post("http://hooks.example.com:"+port+"/hook", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +92,7 @@ func TestClient_DialsOnlyThePublicAddressesOfAMixedAnswer(t *testing.T) {
 	// The public address does not answer (this machine has no route out);
 	// the only way to succeed would be falling back to the private one.
 	port, hits := sink(t)
-	c := NewClient(ClientOptions{Resolver: fakeDNS{"mixed.example.com": addrs("1.2.3.4", "127.0.0.1")}, Timeout: time.Second})
+	c := newClient(t, ClientOptions{Resolver: fakeDNS{"mixed.example.com": addrs("1.2.3.4", "127.0.0.1")}, Timeout: time.Second})
 	if _, err := c.Post("http://mixed.example.com:"+port+"/", "text/plain", nil); err == nil {
 		t.Fatal("a mixed answer reached the private address")
 	}
@@ -91,7 +109,7 @@ func TestClient_NeverFollowsRedirects(t *testing.T) {
 		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	resp, err := NewClient(ClientOptions{AllowPrivate: true}).Post(redirector.URL, "text/plain", nil)
+	resp, err := newClient(t, ClientOptions{AllowPrivate: true, Timeout: config.Defaults(config.Serve).DeliveryTimeout}).Post(redirector.URL, "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestProbe_PassesOnlyWhenTheChallengeComesBack(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			url, got := probeServer(t, tc.answer)
-			c := NewClient(ClientOptions{AllowPrivate: true, Timeout: 100 * time.Millisecond})
+			c := newClient(t, ClientOptions{AllowPrivate: true, Timeout: 100 * time.Millisecond})
 			target := Target{URL: url, Secrets: []string{secret}, AuthType: hub.AuthBearer,
 				Credentials: hub.Credentials{Token: "t0k"}, Headers: map[string]string{"X-Custom": "v"}}
 			now := time.Unix(1_800_000_000, 0)

@@ -1,0 +1,152 @@
+package config
+
+import (
+	"log/slog"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// Defaults is the complete configuration of mode before any variable is
+// read: the one place where a default value is written. Load starts from
+// it; tests build the configurations of single packages from it
+// (config.Defaults(config.Serve).Dispatch), so they never repeat a number.
+func Defaults(mode Mode) Config {
+	c := Config{
+		Mode:     mode,
+		Role:     RoleAll,
+		Env:      "local",
+		HTTPAddr: ":8080",
+
+		DevKafkaAddr: "127.0.0.1:9092",
+		Ingest: Ingest{
+			TopicsRegex:    hub.DefaultTopicsRegex,
+			SessionTimeout: 45 * time.Second,
+			MaxRecordBytes: 1 << 20,
+			MaxBatch:       1000,
+			RetryMin:       100 * time.Millisecond,
+			RetryMax:       5 * time.Second,
+			WriteTimeout:   15 * time.Second,
+		},
+		Dispatch: Dispatch{
+			Workers:             8,
+			ClaimBatch:          16,
+			IdleInterval:        250 * time.Millisecond,
+			Lease:               60 * time.Second,
+			PoisonThreshold:     5,
+			MaintenanceInterval: 5 * time.Second,
+			FlushSize:           128,
+		},
+		DeliveryTimeout: 15 * time.Second,
+		Breaker: Breaker{
+			Failures: 5,
+			OpenFor:  30 * time.Second,
+			MaxOpen:  10 * time.Minute,
+		},
+		Autodisable: Autodisable{
+			Enabled:       true,
+			FailureWindow: 120 * time.Hour,
+			FailureSpread: 12 * time.Hour,
+		},
+		Pull:             Pull{Rate: 100, Burst: 200},
+		AuthFailureLimit: 20,
+		Housekeeping: Housekeeping{
+			Interval:       time.Minute,
+			DLQRetention:   7 * 24 * time.Hour,
+			InboxRetention: 7 * 24 * time.Hour,
+			JobRetention:   7 * 24 * time.Hour,
+			Batch:          1000,
+			Budget:         30 * time.Second,
+		},
+
+		ShutdownTimeout: 30 * time.Second,
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "json",
+	}
+	c.Ingest.Group = groupFor(c.Env)
+	// A partition queues a few batches before its fetching pauses.
+	c.Ingest.MaxBacklog = 4 * c.Ingest.MaxBatch
+	if mode == Dev {
+		// Dev allows private sinks and prints its admin token: it does not
+		// face a network unless told to (SPEC section 14).
+		c.HTTPAddr = "127.0.0.1:8080"
+		c.DatabaseURL = "sqlite://./streaming-hub.db"
+		c.AllowPrivateSinks = true
+		c.LogFormat = "text"
+		// SPEC section 14: a new topic is noticed within seconds.
+		c.Ingest.MetadataMaxAge = 2 * time.Second
+	}
+	return c
+}
+
+// groupFor is the consumer group of an environment (STREAMING_HUB_ENV).
+func groupFor(env string) string { return "streaming-hub." + env }
+
+// Ingest configures the Kafka consumer. Fields without a variable are
+// fixed tunings.
+type Ingest struct {
+	Brokers     []string // KAFKA_BROKERS; dev fills in its embedded broker
+	TopicsRegex string   // KAFKA_TOPICS_REGEX
+	Group       string   // KAFKA_GROUP (default streaming-hub.<ENV>)
+	// SessionTimeout (KAFKA_SESSION_TIMEOUT) is how long the group waits
+	// for a silent member (a crashed process) before giving its partitions
+	// to others.
+	SessionTimeout time.Duration
+	MaxRecordBytes int // MAX_RECORD_BYTES: bound on a record value
+
+	MaxBatch     int           // records per transaction
+	MaxBacklog   int           // queued records per partition before fetching pauses
+	RetryMin     time.Duration // first wait after a failed transaction
+	RetryMax     time.Duration // longest wait
+	WriteTimeout time.Duration // bound on one transaction
+	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
+	// 0 keeps franz-go's own (5m). Dev mode lowers it.
+	MetadataMaxAge time.Duration
+}
+
+// Dispatch configures the dispatcher.
+type Dispatch struct {
+	Workers         int           // DISPATCH_WORKERS: concurrent attempts
+	ClaimBatch      int           // DISPATCH_CLAIM_BATCH: jobs per claim
+	IdleInterval    time.Duration // DISPATCH_IDLE_INTERVAL_MS: poll interval when idle
+	Lease           time.Duration // DISPATCH_LEASE: lease of a claimed job
+	PoisonThreshold int           // POISON_THRESHOLD: recoveries before poison
+
+	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep
+	FlushSize           int           // most results per completion transaction
+}
+
+// Breaker configures the circuit breakers (BREAKER_*).
+type Breaker struct {
+	Failures int           // BREAKER_FAILURES: consecutive failed attempts that open it
+	OpenFor  time.Duration // BREAKER_OPEN: first open period
+	MaxOpen  time.Duration // BREAKER_MAX_OPEN: the open period doubles up to this
+}
+
+// Autodisable configures automatic disabling (AUTODISABLE_*).
+type Autodisable struct {
+	Enabled       bool          // AUTODISABLE_ENABLED: the kill switch
+	FailureWindow time.Duration // AUTODISABLE_FAILURE_WINDOW
+	FailureSpread time.Duration // AUTODISABLE_FAILURE_SPREAD
+}
+
+// Pull is the per-tenant token bucket of GET /v1/events.
+type Pull struct {
+	Rate  float64 // PULL_RATE, per second
+	Burst int     // PULL_BURST
+}
+
+// Housekeeping configures retention and the job counts.
+type Housekeeping struct {
+	Interval time.Duration // HOUSEKEEPING_INTERVAL: between passes
+	// Retention bounds: dead letters after dead-lettering (DLQ_RETENTION),
+	// events after arrival unless a job may still send them
+	// (INBOX_RETENTION), succeeded jobs and their attempts after completion
+	// (JOB_RETENTION).
+	DLQRetention, InboxRetention, JobRetention time.Duration
+	// Batch bounds each delete; Budget bounds the deleting in one pass, so
+	// a backlog is worked off over several passes instead of holding the
+	// lock for long.
+	Batch  int
+	Budget time.Duration
+}
