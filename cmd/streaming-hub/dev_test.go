@@ -20,7 +20,7 @@ func runDevUntilInterrupted(t *testing.T, vars map[string]string) (stdout, stder
 	var out, errOut testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run([]string{"dev"}, env{&out, &errOut, func(k string) string { return vars[k] }, nil})
+		done <- run([]string{"dev"}, env{&out, &errOut, func(k string) string { return vars[k] }, nil, environOf(vars)})
 	}()
 	// The banner is printed after dev has started listening for SIGINT.
 	testkit.Eventually(t, 60*time.Second, "the dev banner", func() bool {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lerianstudio/streaming-hub/internal/app"
@@ -62,9 +64,14 @@ It applies pending migrations first unless --no-migrate.
 // runHub runs until SIGINT or SIGTERM, then shuts down gracefully within
 // STREAMING_HUB_SHUTDOWN_TIMEOUT.
 func runHub(mode config.Mode, noMigrate bool, e env) int {
+	if e.environ != nil {
+		for _, w := range config.Unknown(e.environ()) {
+			fmt.Fprintln(e.stderr, "streaming-hub: warning:", w)
+		}
+	}
 	cfg, err := config.Load(mode, e.getenv)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "streaming-hub:", err)
+		printLines(e.stderr, err)
 		return exitUsage
 	}
 	log := app.NewLogger(cfg, e.stderr)
@@ -73,7 +80,7 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 
 	h := &app.Hub{Config: cfg, Logger: log, Out: e.stdout, NoMigrate: noMigrate}
 	if err := h.Start(ctx); err != nil {
-		fmt.Fprintln(e.stderr, "streaming-hub:", err)
+		printLines(e.stderr, err)
 		var cerr *config.Error
 		if errors.As(err, &cerr) {
 			return exitUsage
@@ -97,6 +104,14 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// printLines prints an error one line at a time, each after the program's
+// name: a configuration with four bad variables reads as four lines.
+func printLines(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintln(w, "streaming-hub:", line)
+	}
 }
 
 func flagExit(err error) int {

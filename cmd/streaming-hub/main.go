@@ -31,6 +31,7 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	stdin          io.Reader
+	environ        func() []string // KEY=VALUE entries; nil means none
 }
 
 var commands = map[string]command{
@@ -50,7 +51,7 @@ var commands = map[string]command{
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], env{os.Stdout, os.Stderr, os.Getenv, os.Stdin}))
+	os.Exit(run(os.Args[1:], env{os.Stdout, os.Stderr, os.Getenv, os.Stdin, os.Environ}))
 }
 
 func run(args []string, e env) int {

@@ -14,7 +14,7 @@ func runCmd(vars map[string]string, args ...string) (int, string, string) {
 // runCmdStdin runs a command in-process with stdin as its standard input.
 func runCmdStdin(vars map[string]string, stdin string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(args, env{&out, &errOut, func(k string) string { return vars[k] }, strings.NewReader(stdin)})
+	code := run(args, env{&out, &errOut, func(k string) string { return vars[k] }, strings.NewReader(stdin), environOf(vars)})
 	return code, out.String(), errOut.String()
 }
 
@@ -73,5 +73,16 @@ func TestMigrate_AppliesThenReportsCurrent(t *testing.T) {
 func TestVersion(t *testing.T) {
 	if code, out, _ := runCmd(nil, "version"); code != exitOK || !strings.HasPrefix(out, "streaming-hub ") {
 		t.Fatalf("exit %d: %q", code, out)
+	}
+}
+
+// environOf is vars as os.Environ gives them.
+func environOf(vars map[string]string) func() []string {
+	return func() []string {
+		var out []string
+		for k, v := range vars {
+			out = append(out, k+"="+v)
+		}
+		return out
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,21 +82,54 @@ type Error struct {
 
 func (e *Error) Error() string { return Prefix + e.Var + ": " + e.Problem }
 
+// Errors are every problem of one configuration, one line each, so an
+// operator fixes them in one go instead of one start per variable.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.As find each *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
 // Load reads the configuration for mode from getenv (os.Getenv in
 // production, a map in tests): Defaults(mode), with what the variables set.
 func Load(mode Mode, getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
+	c := loadInto(&r, mode)
+	if len(r.errs) > 0 {
+		return Config{}, r.errs
+	}
+	return c, nil
+}
+
+// loadInto reads every variable through r, which keeps the problems.
+func loadInto(r *reader, mode Mode) Config {
 	c := Defaults(mode)
 	c.Role = Role(r.oneOf("ROLE", string(c.Role), "all", "ingest", "delivery"))
 	r.str("ENV", &c.Env)
 	r.str("HTTP_ADDR", &c.HTTPAddr)
+	if err := checkListenAddr(c.HTTPAddr); err != nil {
+		r.fail("HTTP_ADDR", "%s", err)
+	}
 	r.str("DATABASE_URL", &c.DatabaseURL)
 
 	k := &c.Ingest
 	r.list("KAFKA_BROKERS", &k.Brokers)
 	r.str("KAFKA_TOPICS_REGEX", &k.TopicsRegex)
-	if _, err := regexp.Compile(k.TopicsRegex); err != nil && r.err == nil {
-		r.err = &Error{"KAFKA_TOPICS_REGEX", "not a valid regular expression: " + err.Error()}
+	if _, err := regexp.Compile(k.TopicsRegex); err != nil {
+		r.fail("KAFKA_TOPICS_REGEX", "not a valid regular expression: %s", err)
 	}
 	k.Group = groupFor(c.Env)
 	r.str("KAFKA_GROUP", &k.Group)
@@ -140,38 +174,50 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	r.level("LOG_LEVEL", &c.LogLevel)
 	c.LogFormat = r.oneOf("LOG_FORMAT", c.LogFormat, "json", "text")
-	if r.err != nil {
-		return Config{}, r.err
-	}
-	return c, c.check()
+	c.check(r)
+	return c
 }
 
 // check enforces what a mode requires. serve fails closed: no generated
-// secrets, no embedded infrastructure.
-func (c Config) check() error {
-	if c.DatabaseURL == "" {
-		return &Error{"DATABASE_URL", "required (postgres://... or, in dev, sqlite:///path/to/file.db)"}
-	}
-	if !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite://") {
-		return &Error{"DATABASE_URL", "must start with postgres:// or sqlite://"}
+// secrets, no embedded infrastructure. A variable already reported bad is
+// not reported again.
+func (c Config) check(r *reader) {
+	switch {
+	case r.bad["DATABASE_URL"]:
+	case c.DatabaseURL == "":
+		r.fail("DATABASE_URL", "required (postgres://... or, in dev, sqlite:///path/to/file.db)")
+	case !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite://"):
+		r.fail("DATABASE_URL", "must start with postgres:// or sqlite://")
+	case c.Mode == Serve && strings.HasPrefix(c.DatabaseURL, "sqlite://"):
+		r.fail("DATABASE_URL", "serve needs PostgreSQL; SQLite is for `streaming-hub dev` (one process)")
 	}
 	if c.Mode != Serve {
-		return nil
+		return
 	}
-	if strings.HasPrefix(c.DatabaseURL, "sqlite://") {
-		return &Error{"DATABASE_URL", "serve needs PostgreSQL; SQLite is for `streaming-hub dev` (one process)"}
+	if c.Role.Ingests() && len(c.Ingest.Brokers) == 0 && !r.bad["KAFKA_BROKERS"] {
+		r.fail("KAFKA_BROKERS", "required in serve mode for role %s (host:port,host:port)", c.Role)
 	}
-	if c.Role.Ingests() && len(c.Ingest.Brokers) == 0 {
-		return &Error{"KAFKA_BROKERS", "required in serve mode for role " + string(c.Role) + " (host:port,host:port)"}
+	if c.KEK == nil && !r.bad["KEK"] {
+		r.fail("KEK", "required in serve mode: base64 of at least 32 random bytes (the hub never sends unsigned webhooks)")
 	}
-	if c.KEK == nil {
-		return &Error{"KEK", "required in serve mode: base64 of at least 32 random bytes (the hub never sends unsigned webhooks)"}
+	switch {
+	case r.bad["ADMIN_TOKEN"]:
+	case c.AdminToken == "":
+		r.fail("ADMIN_TOKEN", "required in serve mode")
+	case len(c.AdminToken) < 16:
+		r.fail("ADMIN_TOKEN", "must be at least 16 characters")
 	}
-	if c.AdminToken == "" {
-		return &Error{"ADMIN_TOKEN", "required in serve mode"}
+}
+
+// checkListenAddr checks a listen address before anything starts: host:port
+// with a numeric port (the host may be empty: every interface).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("must be host:port or :port, got %q", addr)
 	}
-	if len(c.AdminToken) < 16 {
-		return &Error{"ADMIN_TOKEN", "must be at least 16 characters"}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port must be a number from 0 to 65535, got %q", port)
 	}
 	return nil
 }
@@ -184,20 +230,27 @@ func SQLitePath(url string) (string, bool) {
 
 type reader struct {
 	getenv func(string) string
-	err    error // the first problem; later reads are ignored
+	errs   Errors          // every problem, one per variable
+	bad    map[string]bool // variables already reported
+	read   map[string]bool // every name read: the known variables
 }
 
 func (r *reader) raw(name string) (string, bool) {
-	if r.err != nil {
-		return "", false
+	if r.read == nil {
+		r.read = make(map[string]bool)
 	}
+	r.read[name] = true
 	v := strings.TrimSpace(r.getenv(Prefix + name))
 	return v, v != ""
 }
 
 func (r *reader) fail(name, format string, args ...any) {
-	if r.err == nil {
-		r.err = &Error{name, fmt.Sprintf(format, args...)}
+	if r.bad == nil {
+		r.bad = make(map[string]bool)
+	}
+	if !r.bad[name] {
+		r.bad[name] = true
+		r.errs = append(r.errs, &Error{name, fmt.Sprintf(format, args...)})
 	}
 }
 

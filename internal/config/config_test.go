@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/base64"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -170,5 +171,64 @@ func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
 		c.Breaker.OpenFor != time.Minute || c.Autodisable.Enabled || c.Pull.Burst != 7 ||
 		c.Ingest.SessionTimeout != 10*time.Second || c.Ingest.MaxRecordBytes != 2048 || c.Housekeeping.Interval != 5*time.Minute {
 		t.Fatalf("overrides not applied: %+v", c)
+	}
+}
+
+func TestLoad_EveryBadVariableAtOnceOneLineEach(t *testing.T) {
+	_, err := Load(Serve, env(map[string]string{
+		"STREAMING_HUB_DISPATCH_WORKERS": "eight",
+		"STREAMING_HUB_DELIVERY_TIMEOUT": "soon",
+		"STREAMING_HUB_HTTP_ADDR":        "8080",
+		"STREAMING_HUB_LOG_LEVEL":        "loud",
+	}))
+	if err == nil {
+		t.Fatal("bad configuration accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"DISPATCH_WORKERS", "DELIVERY_TIMEOUT", "HTTP_ADDR", "LOG_LEVEL", "DATABASE_URL", "KAFKA_BROKERS", "KEK", "ADMIN_TOKEN"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d (one per bad or missing variable):\n%s", len(lines), len(want), err)
+	}
+	for _, name := range want {
+		n := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, "STREAMING_HUB_"+name+": ") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s named on %d lines:\n%s", name, n, err)
+		}
+	}
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatal("errors.As finds no *Error")
+	}
+}
+
+func TestLoad_HTTPAddrIsCheckedBeforeAnythingStarts(t *testing.T) {
+	for _, bad := range []string{"8080", "localhost", ":http", ":99999", "a:b:c"} {
+		if _, err := Load(Dev, env(map[string]string{"STREAMING_HUB_HTTP_ADDR": bad})); err == nil || !strings.Contains(err.Error(), "STREAMING_HUB_HTTP_ADDR: ") {
+			t.Errorf("HTTP_ADDR %q: %v", bad, err)
+		}
+	}
+	for _, good := range []string{":8080", "127.0.0.1:0", "[::1]:8080"} {
+		if _, err := Load(Dev, env(map[string]string{"STREAMING_HUB_HTTP_ADDR": good})); err != nil {
+			t.Errorf("HTTP_ADDR %q: %v", good, err)
+		}
+	}
+}
+
+func TestUnknown_WarnsWithTheClosestName(t *testing.T) {
+	got := Unknown([]string{
+		"STREAMING_HUB_DISPATCH_WORKER=8", "STREAMING_HUB_DISPATCH_WORKERS=8", "PATH=/bin",
+		"STREAMING_HUB_KEK=x", "STREAMING_HUB_TEST_POSTGRES_URL=x", "STREAMING_HUB_ZZZZZZZZZZZZZZZZZZZZZZZ=1",
+	})
+	want := []string{
+		"STREAMING_HUB_DISPATCH_WORKER: unknown; did you mean STREAMING_HUB_DISPATCH_WORKERS?",
+		"STREAMING_HUB_ZZZZZZZZZZZZZZZZZZZZZZZ: unknown",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
