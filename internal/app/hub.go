@@ -150,6 +150,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			return err
 		}
 		ready["kafka"] = h.Consumer.Ready
+		ready["ingest"] = h.Consumer.Stalled
 	}
 
 	h.Housekeeper, err = housekeeping.New(housekeeping.Config{

@@ -41,6 +41,8 @@ type Config struct {
 	AfterPersist func(topic string, partition int32)
 	// ClientOpts are appended to the franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
+	// Now is the clock of the stall check; nil means time.Now.
+	Now func() time.Time
 }
 
 func (c Config) check() error {
@@ -57,6 +59,7 @@ func (c Config) check() error {
 	config.Positive(&ch, "RetryMin", c.RetryMin)
 	config.Positive(&ch, "RetryMax", c.RetryMax)
 	config.Positive(&ch, "WriteTimeout", c.WriteTimeout)
+	config.Positive(&ch, "StallAfter", c.StallAfter)
 	return ch.Err()
 }
 
@@ -75,6 +78,33 @@ type Consumer struct {
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition
+}
+
+func (c *Consumer) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
+}
+
+// Stalled is the readiness check named ingest: an error while any partition
+// has failed to persist its batch for longer than StallAfter (the database
+// refuses it: disk full, a constraint), so an operator sees that no offset
+// moves although the database answers.
+func (c *Consumer) Stalled(context.Context) error {
+	c.mu.Lock()
+	parts := make([]*partition, 0, len(c.parts))
+	for _, p := range c.parts {
+		parts = append(parts, p)
+	}
+	c.mu.Unlock()
+	now := c.now()
+	for _, p := range parts {
+		if d, err := p.stalled(now); d > c.cfg.StallAfter {
+			return fmt.Errorf("partition %s/%d has failed to persist for %s: %v", p.topic, p.partition, d.Round(time.Second), err)
+		}
+	}
+	return nil
 }
 
 // New creates a consumer; it connects lazily, when Run starts polling.

@@ -34,6 +34,33 @@ type partition struct {
 	paused        bool
 	persisted     *kgo.Record // last record whose transaction committed
 	committed     *kgo.Record // last record whose offset commit succeeded
+	// failingSince is when the batch being persisted first failed; zero
+	// while persisting works. lastErr is its latest error.
+	failingSince time.Time
+	lastErr      error
+}
+
+// stalled reports how long this partition has failed to persist, and why.
+func (w *partition) stalled(now time.Time) (time.Duration, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failingSince.IsZero() {
+		return 0, nil
+	}
+	return now.Sub(w.failingSince), w.lastErr
+}
+
+func (w *partition) setFailing(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		w.failingSince, w.lastErr = time.Time{}, nil
+		return
+	}
+	if w.failingSince.IsZero() {
+		w.failingSince = w.c.now()
+	}
+	w.lastErr = err
 }
 
 func newPartition(c *Consumer, topic string, p int32) *partition {
@@ -147,6 +174,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		cancel()
 		cfg.Metrics.InboxWriteDuration.Observe(time.Since(start).Seconds())
 		if err == nil {
+			w.setFailing(nil)
 			cfg.Metrics.InboxWrites.WithLabelValues("ok").Inc()
 			w.c.count(params, res)
 			if res.Jobs > 0 && cfg.OnJobs != nil {
@@ -162,6 +190,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		if w.ctx.Err() != nil {
 			return false
 		}
+		w.setFailing(err)
 		cfg.Metrics.InboxWrites.WithLabelValues("error").Inc()
 		cfg.Logger.Error("inbox write failed; retrying this partition, others go on",
 			"topic", w.topic, "partition", w.partition, "first_offset", batch[0].Offset,
