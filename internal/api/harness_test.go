@@ -26,6 +26,9 @@ type hubAPI struct {
 	clock *testkit.Clock
 	logs  *testkit.Buffer
 	admin client
+	// waiters are the server's long polls; Release them to act as a
+	// shutting-down server.
+	waiters *api.Waiters
 }
 
 type apiOptions struct {
@@ -48,7 +51,9 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		o.probeTimeout = 2 * time.Second
 	}
 	logs := &testkit.Buffer{}
+	waiters := api.NewWaiters()
 	srv := httptest.NewServer(api.New(api.Deps{
+		Waiters:           waiters,
 		Store:             s,
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AdminToken:        adminToken,
@@ -60,7 +65,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		PullBurst:         o.pullBurst,
 	}).Handler())
 	t.Cleanup(srv.Close)
-	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}
+	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}, waiters: waiters}
 }
 
 // tenant creates a tenant and one API key for it; the client acts as it.
