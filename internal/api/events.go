@@ -127,7 +127,8 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		left := time.Until(deadline)
-		if len(evs) > 0 || left <= 0 {
+		// A shutting-down server answers at once with what it has.
+		if len(evs) > 0 || left <= 0 || s.waiters.isReleased() {
 			page := eventsPage{Data: make([]eventJSON, len(evs)), NextCursor: *encodeCursor(strconv.FormatInt(after, 10))}
 			for i, ev := range evs {
 				page.Data[i] = toEventJSON(ev)
@@ -142,14 +143,18 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 		timer := time.NewTimer(min(left, pullRecheck))
+		s.waiters.hold(1)
 		select {
 		case <-woken:
 		case <-timer.C:
+		case <-s.waiters.Released():
 		case <-r.Context().Done():
-			timer.Stop()
-			return fmt.Errorf("pull: %w", r.Context().Err())
 		}
+		s.waiters.hold(-1)
 		timer.Stop()
+		if err := r.Context().Err(); err != nil {
+			return fmt.Errorf("pull: %w", err) // the client went away: see writeError
+		}
 	}
 }
 

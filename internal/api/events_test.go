@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,6 +204,79 @@ func TestPull_RateLimitPerTenant(t *testing.T) {
 		status, _, _ = acme.do("GET", "/v1/events", "")
 		if status != 429 {
 			t.Fatalf("the bucket refilled more than one token: %d", status)
+		}
+	})
+}
+
+// pollAsync long-polls as c in the background (wait=30s); the answer comes
+// on the channel, status 0 when the request failed.
+func pollAsync(ctx context.Context, c client, after string) <-chan pollAnswer {
+	out := make(chan pollAnswer, 1)
+	go func() {
+		var a pollAnswer
+		defer func() { out <- a }()
+		req, _ := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/events?wait=30s&after="+after, nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		a.status = resp.StatusCode
+		json.NewDecoder(resp.Body).Decode(&a.page)
+	}()
+	return out
+}
+
+type pollAnswer struct {
+	status int
+	page   struct {
+		Data       []json.RawMessage
+		NextCursor string `json:"next_cursor"`
+	}
+}
+
+// A shutting-down server answers its open long polls at once (200, no
+// events, the cursor they came with), and later ones without waiting.
+func TestPull_ReleasedLongPollsAnswerAtOnceWithTheirCursor(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		acme := h.tenant("acme")
+		var first pollAnswer
+		acme.json("GET", "/v1/events", "", 200, &first.page)
+		open := pollAsync(context.Background(), acme, first.page.NextCursor)
+		testkit.Eventually(t, 10*time.Second, "the long poll to wait", func() bool { return h.waiters.Holding() == 1 })
+		h.waiters.Release()
+		// The safety nets are well under the poll's 30 s.
+		for i, ch := range []<-chan pollAnswer{open, pollAsync(context.Background(), acme, first.page.NextCursor)} {
+			select {
+			case a := <-ch:
+				if a.status != 200 || len(a.page.Data) != 0 || a.page.NextCursor != first.page.NextCursor {
+					t.Fatalf("poll %d answered %d %+v, want 200, no events, cursor %s", i, a.status, a.page, first.page.NextCursor)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("poll %d was held after the release", i)
+			}
+		}
+	})
+}
+
+// A client that gives up on its long poll is not an internal error: the
+// request is logged as closed by the client (499), nothing at ERROR.
+func TestPull_ClientThatGivesUpIsNotAnError(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		acme := h.tenant("acme")
+		ctx, cancel := context.WithCancel(context.Background())
+		gone := pollAsync(ctx, acme, "")
+		testkit.Eventually(t, 10*time.Second, "the long poll to wait", func() bool { return h.waiters.Holding() == 1 })
+		cancel()
+		<-gone
+		testkit.Eventually(t, 10*time.Second, "the request's log line", func() bool {
+			return strings.Contains(h.logs.String(), `"path":"/v1/events","status":499`)
+		})
+		if logs := h.logs.String(); strings.Contains(logs, `"level":"ERROR"`) || strings.Contains(logs, "internal error") {
+			t.Fatalf("an abandoned poll was logged as an error:\n%s", logs)
 		}
 	})
 }

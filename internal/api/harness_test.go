@@ -29,6 +29,9 @@ type hubAPI struct {
 	clock *testkit.Clock
 	logs  *testkit.Buffer
 	admin client
+	// waiters are the server's long polls; Release them to act as a
+	// shutting-down server.
+	waiters *api.Waiters
 }
 
 type apiOptions struct {
@@ -59,7 +62,9 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waiters := api.NewWaiters()
 	server, err := api.New(api.Deps{
+		Waiters:           waiters,
 		Store:             s,
 		Metrics:           metrics.New(),
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -76,7 +81,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	}
 	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
-	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}
+	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}, waiters: waiters}
 }
 
 // tenant creates a tenant and one API key for it; the client acts as it.

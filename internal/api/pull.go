@@ -8,13 +8,51 @@ import (
 
 // Waiters wake long-polling pulls when a tenant's events are stored: each
 // tenant has a channel that is closed (and replaced) on every notification.
+// Release answers them all when the server shuts down.
 type Waiters struct {
-	mu sync.Mutex
-	m  map[string]chan struct{}
+	mu      sync.Mutex
+	m       map[string]chan struct{}
+	holding int // pulls waiting now
+
+	releaseOnce sync.Once
+	released    chan struct{}
 }
 
 // NewWaiters returns an empty set of waiters.
-func NewWaiters() *Waiters { return &Waiters{m: make(map[string]chan struct{})} }
+func NewWaiters() *Waiters {
+	return &Waiters{m: make(map[string]chan struct{}), released: make(chan struct{})}
+}
+
+// Release answers every long poll at once with what it has, and every
+// later one without waiting: the server is shutting down, and an open
+// 30 s poll must not hold the shutdown (SPEC 16). Run it from
+// http.Server.RegisterOnShutdown.
+func (w *Waiters) Release() { w.releaseOnce.Do(func() { close(w.released) }) }
+
+// Released is closed by Release.
+func (w *Waiters) Released() <-chan struct{} { return w.released }
+
+func (w *Waiters) isReleased() bool {
+	select {
+	case <-w.released:
+		return true
+	default:
+		return false
+	}
+}
+
+// Holding is how many long polls are waiting for events now.
+func (w *Waiters) Holding() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.holding
+}
+
+func (w *Waiters) hold(delta int) {
+	w.mu.Lock()
+	w.holding += delta
+	w.mu.Unlock()
+}
 
 // Wait returns a channel closed at the tenant's next notification. Take it
 // before looking for events, so one stored in between is not missed.

@@ -23,6 +23,9 @@ var statuses = map[string]int{
 	hub.ERATELIMITED:   http.StatusTooManyRequests,
 }
 
+// statusClientClosed is logged for a request its client abandoned.
+const statusClientClosed = 499
+
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }
@@ -35,6 +38,14 @@ type errorDetail struct {
 // writeError answers err. Errors without a code are internal: logged with
 // the request id, and never shown to the caller.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	if cerr := r.Context().Err(); cerr != nil && errors.Is(err, cerr) {
+		// The client went away (a long poll it gave up on, say): nothing
+		// failed here, and nobody reads the answer. 499 is what the request
+		// log shows for it, as nginx names it: client closed request.
+		log.Debug("client closed the request", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()))
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	code := hub.ErrorCode(err)
 	status, ok := statuses[code]
 	if !ok {

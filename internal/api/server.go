@@ -29,9 +29,9 @@ type Deps struct {
 	// OnJobs runs after the API created delivery jobs (replays): the
 	// dispatcher's in-process wake-up.
 	OnJobs func()
-	// Waiters wake long-polling pulls when ingest stores a tenant's events;
-	// nil makes the server its own (woken by no one: pulls re-check every
-	// second).
+	// Waiters wake long-polling pulls when ingest stores a tenant's events,
+	// and Release answers them all when the server shuts down; nil makes
+	// the server its own (woken by no one: pulls re-check every second).
 	Waiters *Waiters
 	// Pull is the per-tenant token bucket of GET /v1/events.
 	Pull config.Pull

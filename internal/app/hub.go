@@ -48,9 +48,11 @@ type Hub struct {
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
 
-	ln      net.Listener
-	http    *http.Server
-	cancel  context.CancelFunc
+	ln     net.Listener
+	http   *http.Server
+	cancel context.CancelFunc // stops ingest and housekeeping
+	// abandon ends the dispatcher's drain when the shutdown deadline passes.
+	abandon context.CancelFunc
 	wg      sync.WaitGroup
 	errOnce sync.Once
 	err     error
@@ -185,9 +187,14 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)
 	}
 	h.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Shutdown answers open long polls at once instead of waiting up to
+	// their 30 s.
+	h.http.RegisterOnShutdown(h.Waiters.Release)
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h.cancel = cancel
+	dispatchCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	h.abandon = abandon
 	h.goRun("http", func() error {
 		if err := h.http.Serve(h.ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -198,7 +205,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
 	}
 	if h.Dispatcher != nil {
-		h.goRun("dispatch", func() error { return h.Dispatcher.Run(runCtx) })
+		h.goRun("dispatch", func() error { return h.Dispatcher.Run(dispatchCtx) })
 	}
 	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
@@ -239,14 +246,28 @@ func (h *Hub) HTTPAddr() string {
 // KafkaAddrs are the brokers the hub consumes from.
 func (h *Hub) KafkaAddrs() []string { return h.Config.Ingest.Brokers }
 
-// Shutdown stops gracefully within ctx: the API stops taking requests,
-// the consumer finishes its transactions and commits what they persisted,
-// then the store and the embedded broker close.
+// Shutdown stops gracefully within ctx, in the order of SPEC 16: dispatch
+// stops claiming first; open long polls are answered at once and the API
+// stops taking requests; the attempts in flight finish and their results
+// are written, while the consumer finishes its transactions and commits
+// the offsets they persisted; then the store and the embedded broker
+// close. When ctx ends first, what is still running is abandoned: at
+// least once, those jobs are delivered again after their leases expire.
 func (h *Hub) Shutdown(ctx context.Context) error {
 	var errs []error
-	if h.http != nil {
-		errs = append(errs, h.http.Shutdown(ctx))
+	if h.Dispatcher != nil {
+		if err := h.Dispatcher.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	if h.http != nil {
+		// Its OnShutdown hook releases the long polls.
+		if err := h.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
+	// Offsets are committed while the attempts finish, not after: a slow
+	// receiver must not use up the time the commit needs.
 	if h.cancel != nil {
 		h.cancel()
 	}
@@ -263,6 +284,10 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 
 // Close releases what Start opened, without waiting for anything.
 func (h *Hub) Close() {
+	if h.cancel != nil {
+		h.cancel()
+		h.abandon()
+	}
 	if h.http != nil {
 		h.http.Close()
 	} else if h.ln != nil {

@@ -35,29 +35,14 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 // flush writes a batch and, while running, claims in the same transaction
 // the next jobs of the subscriptions it frees (as many as the local queue
 // has room for): a busy subscription goes from one job to the next without
-// a separate claim. It retries while the database is unreachable: an
-// unwritten result is only lost if its lease expires first, and then the
-// job is simply delivered again.
+// a separate claim. Once the stop began it only writes. It retries while
+// the database is unreachable, waiting on the dispatcher's clock, until
+// ctx is done: an unwritten result is only lost if its lease expires
+// first, and then the job is simply delivered again.
 func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *queue) {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		var next *store.ClaimParams
-		if space := q.space(); space > 0 && ctx.Err() == nil {
-			// No hand-off to a destination whose breaker is shedding.
-			if subs := handOff(batch); len(subs) > 0 {
-				next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease, Subscriptions: subs}
-			}
-		}
-		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		res, err := d.complete(wctx, batch, next)
-		cancel()
+		err := d.write(batch, q)
 		if err == nil {
-			if next != nil {
-				d.enqueue(q, res.Claimed)
-			} else {
-				// Their next jobs can be claimed now, not at the next
-				// idle poll.
-				d.hint(batch)
-			}
 			return
 		}
 		d.cfg.Logger.Error("recording delivery results failed; retrying", "results", len(batch), "err", err)
@@ -65,8 +50,41 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 			d.cfg.Logger.Error("giving up on these results: their leases will expire and the jobs be delivered again", "results", len(batch))
 			return
 		}
-		time.Sleep(wait)
+		if !d.sleep(ctx, wait) {
+			d.cfg.Logger.Error("stopped before these results were recorded: their leases will expire and the jobs be delivered again", "results", len(batch))
+			return
+		}
 	}
+}
+
+// write is one try of flush: the batch's results, and the hand-off claim
+// unless the stop began (Stop waits for a hand-off in progress).
+func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
+	var next *store.ClaimParams
+	claimed := func() {}
+	// No hand-off to a destination whose breaker is shedding.
+	if subs, space := handOff(batch), q.space(); len(subs) > 0 && space > 0 {
+		if done, ok := d.mayClaim(); ok {
+			claimed = done
+			next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease, Subscriptions: subs}
+		}
+	}
+	// Not canceled by the stop: the results of attempts in flight are
+	// written while stopping.
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	res, err := d.complete(wctx, batch, next)
+	cancel()
+	claimed()
+	if err != nil {
+		return err
+	}
+	if next != nil {
+		d.enqueue(q, res.Claimed)
+	} else {
+		// Their next jobs can be claimed now, not at the next idle poll.
+		d.hint(batch)
+	}
+	return nil
 }
 
 // complete writes one batch of results (claiming next as asked) and

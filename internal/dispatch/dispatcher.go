@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
@@ -74,6 +75,21 @@ type Dispatcher struct {
 
 	randMu sync.Mutex
 	rand   *mrand.Rand
+
+	// stopping is closed when the stop begins: Run's loops stop waiting.
+	// Every claim of Run (the claim loop's and the completers' hand-offs)
+	// holds claimMu for reading and starts only while stopped is false;
+	// Stop sets it under the write lock, so once fenced is closed no claim
+	// is in progress and none will start.
+	stopOnce sync.Once
+	stopping chan struct{}
+	claimMu  sync.RWMutex
+	stopped  bool
+	fenced   chan struct{}
+
+	// after is the clock's timer for retry waits (time.After unless a
+	// test replaces it).
+	after func(time.Duration) <-chan time.Time
 }
 
 // New returns a dispatcher; Run starts it.
@@ -93,7 +109,63 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1)}, nil
+		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1),
+		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After}, nil
+}
+
+// Stop stops claiming: it returns once no claim of Run is in progress, and
+// none starts afterwards (or when ctx is done first). Run then gives back
+// the claimed jobs no worker started, lets the attempts in flight finish,
+// writes their results and returns. Shutdown calls it first, so a stopping
+// process takes on no new work (SPEC 16). A dispatcher runs once: Step,
+// the synchronous form, is not fenced.
+func (d *Dispatcher) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		close(d.stopping)
+		go func() {
+			d.claimMu.Lock() // waits for the claims in progress
+			d.stopped = true
+			d.claimMu.Unlock()
+			close(d.fenced)
+		}()
+	})
+	select {
+	case <-d.fenced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("dispatch: stop claiming: %w", ctx.Err())
+	}
+}
+
+func (d *Dispatcher) isStopping() bool {
+	select {
+	case <-d.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// mayClaim reports whether a claim may start; when it may, done must be
+// called once the claim has finished (Stop waits for it).
+func (d *Dispatcher) mayClaim() (done func(), ok bool) {
+	d.claimMu.RLock()
+	if d.stopped || d.isStopping() {
+		d.claimMu.RUnlock()
+		return nil, false
+	}
+	return d.claimMu.RUnlock, true
+}
+
+// sleep waits for wait on the dispatcher's clock; it returns false if ctx
+// ends first.
+func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-d.after(wait):
+		return true
+	}
 }
 
 // Wake tells an idle dispatcher new jobs exist, so a fresh event does not
@@ -178,20 +250,40 @@ func (q *queue) close() []store.Claimed {
 	}
 }
 
-// Run claims and delivers until ctx is done, then stops claiming, gives
-// back the leases of claimed jobs not started, lets attempts in flight
-// finish, and writes their results.
+// Run claims and delivers until Stop is called or ctx is done, then stops
+// claiming, gives back the leases of claimed jobs not started, lets
+// attempts in flight finish, and writes their results. A result write that
+// keeps failing is retried until ctx is done (then its lease expires and
+// the job is delivered again): Stop is the graceful stop, and the end of
+// ctx also bounds the drain.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	q := &queue{ch: make(chan store.Claimed, d.cfg.Workers)}
 	results := make(chan store.Completion, d.cfg.Workers*4)
 	freed := make(chan struct{}, 1)
+	ran := make(chan struct{})
+	defer close(ran)
+	go func() {
+		select {
+		case <-ctx.Done():
+			d.Stop(context.Background())
+		case <-ran:
+		}
+	}()
 
 	var workers sync.WaitGroup
+	var unstartedMu sync.Mutex
+	var unstarted []store.Claimed // taken from the queue after the stop began
 	for range d.cfg.Workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			for c := range q.ch {
+				if d.isStopping() {
+					unstartedMu.Lock()
+					unstarted = append(unstarted, c)
+					unstartedMu.Unlock()
+					continue
+				}
 				// An attempt in flight finishes even while stopping: its
 				// own timeout bounds it.
 				results <- d.deliver(context.WithoutCancel(ctx), c)
@@ -214,8 +306,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.claimLoop(ctx, q, freed)
 
 	// Stopping: give back what no worker has started.
+	d.Stop(context.Background()) // no hand-off claims from here on
 	d.release(q.close())
 	workers.Wait()
+	d.release(unstarted)
 	close(results)
 	completers.Wait()
 	<-maintDone
@@ -246,11 +340,11 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{
 	idle := time.NewTimer(0)
 	defer idle.Stop()
 	full := true
-	for ctx.Err() == nil {
+	for !d.isStopping() {
 		space := q.space()
 		if space == 0 {
 			select {
-			case <-ctx.Done():
+			case <-d.stopping:
 			case <-freed:
 			}
 			continue
@@ -258,23 +352,28 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{
 		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, space), Lease: d.cfg.Lease}
 		if !full {
 			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
-				full = d.waitForWork(ctx, idle)
+				full = d.waitForWork(idle)
 				continue
 			}
+		}
+		done, ok := d.mayClaim()
+		if !ok {
+			return
 		}
 		// Not canceled by the stop: a claim cut off after the database
 		// committed it would strand its jobs until their leases expire.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		done()
+		if err != nil && !d.isStopping() {
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
 		d.enqueue(q, claimed)
 		// A full claim that filled its batch may have left more: go on.
 		full = full && err == nil && len(claimed) == p.Batch
 		if err != nil {
-			full = d.waitForWork(ctx, idle)
+			full = d.waitForWork(idle)
 		}
 	}
 }
@@ -282,10 +381,10 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{
 // waitForWork waits for new jobs (a full claim), freed subscriptions (a
 // targeted claim) or the idle poll (a full claim). It reports whether the
 // next claim should be full.
-func (d *Dispatcher) waitForWork(ctx context.Context, idle *time.Timer) bool {
+func (d *Dispatcher) waitForWork(idle *time.Timer) bool {
 	idle.Reset(d.cfg.IdleInterval)
 	select {
-	case <-ctx.Done():
+	case <-d.stopping:
 		return false
 	case <-d.wake:
 		return true

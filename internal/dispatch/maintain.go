@@ -17,6 +17,8 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-d.stopping:
+			return
 		case <-t.C:
 		}
 	}

@@ -1,0 +1,7 @@
+package dispatch
+
+import "time"
+
+// SetAfter replaces the timer the dispatcher's retry waits use, so a test
+// drives them without waiting on the real clock.
+func SetAfter(d *Dispatcher, after func(time.Duration) <-chan time.Time) { d.after = after }
