@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,7 +175,9 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		prod := testkit.Producer(t, kafka)
 		cfg := consumerConfig(kafka.ListenAddrs(), s)
 		cfg.MaxBatch = 7
-		startConsumer(t, cfg)
+		clock := testkit.NewClock()
+		cfg.Now = clock.Now
+		c, _ := startConsumer(t, cfg)
 
 		var recs []*kgo.Record
 		for i := range 20 {
@@ -196,11 +199,24 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		if off, ok := testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1]; ok {
 			t.Fatalf("failing partition committed offset %d", off)
 		}
+		// Readiness: failing for 30 s is a transient; longer is a stall
+		// /readyz reports as the check named ingest.
+		clock.Advance(cfg.StallAfter)
+		if err := c.Stalled(context.Background()); err != nil {
+			t.Fatalf("stalled after exactly StallAfter: %v", err)
+		}
+		clock.Advance(time.Second)
+		if err := c.Stalled(context.Background()); err == nil || !strings.Contains(err.Error(), topic+"/1 has failed to persist") {
+			t.Fatalf("stall check after %s of failures: %v", cfg.StallAfter+time.Second, err)
+		}
 
 		s.failing.Store(false) // the database comes back
 		testkit.Eventually(t, 10*time.Second, "partition 1 committed after recovery", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1] == 20
 		})
+		if err := c.Stalled(context.Background()); err != nil {
+			t.Fatalf("stall check after recovery: %v", err)
+		}
 		got := inbox(t, s, "globex")
 		if len(got) != 20 {
 			t.Fatalf("after recovery globex has %d events, want 20 exactly once", len(got))
