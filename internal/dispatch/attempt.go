@@ -7,9 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -58,7 +56,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Complet
 		d.observeSuccess(c, attempt)
 		return out
 	}
-	attempt.Error = clean(err.Error(), 1024)
+	attempt.Error = store.CleanText(err.Error(), 1024)
 	out.LastError = attempt.Error
 	d.randMu.Lock() // workers share the (seedable) jitter source
 	dec := afterFailure(&c.Subscription, c.Job.Attempts+1, status, retryAfter(header, now), now, d.rand)
@@ -93,7 +91,7 @@ func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, hub.MaxResponseBody))
 	io.CopyN(io.Discard, resp.Body, 64<<10) // let the connection be reused
-	a.ResponseBody = clean(string(body), hub.MaxResponseBody)
+	a.ResponseBody = store.CleanText(string(body), hub.MaxResponseBody)
 	return resp.StatusCode, resp.Header, nil
 }
 
@@ -104,17 +102,4 @@ func describe(err error) error {
 		return fmt.Errorf("timeout: %w", err)
 	}
 	return err
-}
-
-// clean makes s storable as text: valid UTF-8, no NUL, at most max bytes.
-func clean(s string, max int) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

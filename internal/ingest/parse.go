@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // DefaultMaxValueBytes bounds a record value unless configured otherwise.
@@ -157,7 +158,7 @@ func collect(hs []kgo.RecordHeader) (map[string]string, string) {
 	for _, rh := range hs {
 		k := strings.ToLower(rh.Key)
 		if strings.HasPrefix(k, "ce-") && !validName(k) {
-			return nil, "header name " + strconv.Quote(sanitize(k, 64)) + " is not a valid ce- attribute name"
+			return nil, "header name " + strconv.Quote(store.CleanText(k, 64)) + " is not a valid ce- attribute name"
 		}
 		v := string(rh.Value)
 		if prev, dup := h[k]; dup && prev != v {
