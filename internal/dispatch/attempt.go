@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -56,7 +53,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Complet
 		d.observeSuccess(c, attempt)
 		return out
 	}
-	attempt.Error = clean(err.Error(), 1024)
+	attempt.Error = store.CleanText(err.Error(), 1024)
 	out.LastError = attempt.Error
 	d.randMu.Lock() // workers share the (seedable) jitter source
 	dec := afterFailure(&c.Subscription, c.Job.Attempts+1, status, retryAfter(header, now), now, d.rand)
@@ -86,33 +83,11 @@ func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, 
 	resp, err := d.cfg.Client.Do(req)
 	a.Duration = time.Since(start)
 	if err != nil {
-		return 0, nil, describe(err)
+		return 0, nil, errors.New(webhook.Describe(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, hub.MaxResponseBody))
 	io.CopyN(io.Discard, resp.Body, 64<<10) // let the connection be reused
-	a.ResponseBody = clean(string(body), hub.MaxResponseBody)
+	a.ResponseBody = store.CleanText(string(body), hub.MaxResponseBody)
 	return resp.StatusCode, resp.Header, nil
-}
-
-// describe shortens transport errors to what an operator needs.
-func describe(err error) error {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("timeout: %w", err)
-	}
-	return err
-}
-
-// clean makes s storable as text: valid UTF-8, no NUL, at most max bytes.
-func clean(s string, max int) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

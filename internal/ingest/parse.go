@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // Bounds of the wire contract (SPEC section 2).
@@ -66,7 +67,7 @@ func reject(reason string) Outcome { return Outcome{Reason: reason, Rule: reason
 // rejectDetail is an Outcome whose reason quotes the producer: the label is
 // rule, the stored reason detail, made safe and bounded.
 func rejectDetail(rule, detail string) Outcome {
-	return Outcome{Reason: sanitize(detail, MaxReasonBytes), Rule: rule}
+	return Outcome{Reason: store.CleanText(detail, MaxReasonBytes), Rule: rule}
 }
 
 // Parse applies the wire contract to one record. It returns the event to
@@ -226,7 +227,7 @@ func collect(hs []kgo.RecordHeader) (map[string]string, Outcome) {
 		}
 		if strings.HasPrefix(k, "ce-") && !validName(k) {
 			return nil, rejectDetail("invalid ce- attribute name",
-				"header name "+strconv.Quote(sanitize(k, maxQuotedNameBytes))+" is not a valid ce- attribute name")
+				"header name "+strconv.Quote(store.CleanText(k, maxQuotedNameBytes))+" is not a valid ce- attribute name")
 		}
 		v := string(rh.Value)
 		if prev, dup := h[k]; dup && prev != v {

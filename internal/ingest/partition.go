@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -181,7 +179,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 				cfg.OnJobs()
 			}
 			if cfg.OnEvents != nil {
-				if tenants := acceptedTenants(params.Events, res.Outcomes); len(tenants) > 0 {
+				if tenants := store.AcceptedTenants(params.Events, res.Outcomes); len(tenants) > 0 {
 					cfg.OnEvents(tenants)
 				}
 			}
@@ -231,18 +229,4 @@ func (w *partition) commit() {
 	w.mu.Lock()
 	w.committed = r
 	w.mu.Unlock()
-}
-
-// acceptedTenants lists, once each, the tenants of the events accepted.
-func acceptedTenants(evs []hub.Event, outs []store.Outcome) []string {
-	var tenants []string
-	for i, o := range outs {
-		if o.Verdict != hub.Accept || i >= len(evs) {
-			continue
-		}
-		if t := evs[i].TenantID; !slices.Contains(tenants, t) {
-			tenants = append(tenants, t)
-		}
-	}
-	return tenants
 }

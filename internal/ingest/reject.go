@@ -2,11 +2,11 @@ package ingest
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // Bounds on what a rejection keeps of a record: enough for an operator to
@@ -30,8 +30,8 @@ func rejection(r *kgo.Record, reason string) hub.Rejection {
 		if len(rej.Headers) == maxKeptHeaders {
 			break
 		}
-		k := sanitize(strings.ToLower(h.Key), 256)
-		v := sanitize(string(h.Value), maxKeptHeaderBytes)
+		k := store.CleanText(strings.ToLower(h.Key), 256)
+		v := store.CleanText(string(h.Value), maxKeptHeaderBytes)
 		if _, dup := rej.Headers[k]; dup {
 			continue // keep the first: enough to show the conflict's source
 		}
@@ -41,19 +41,4 @@ func rejection(r *kgo.Record, reason string) hub.Rejection {
 		}
 	}
 	return rej
-}
-
-// sanitize makes s storable in any text column: valid UTF-8, no NUL, at most
-// max bytes without splitting a rune.
-func sanitize(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

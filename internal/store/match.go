@@ -42,3 +42,21 @@ func Match(events []hub.Event, outcomes []Outcome, subs []hub.Subscription, now 
 	}
 	return jobs
 }
+
+// AcceptedTenants lists, once each and in the order they first appear, the
+// tenants of the events outcomes accepted: whose subscriptions matching
+// reads, and whom ingest tells that they have new events.
+func AcceptedTenants(events []hub.Event, outcomes []Outcome) []string {
+	var tenants []string
+	seen := make(map[string]bool)
+	for i, o := range outcomes {
+		if o.Verdict != hub.Accept || i >= len(events) {
+			continue
+		}
+		if t := events[i].TenantID; !seen[t] {
+			seen[t] = true
+			tenants = append(tenants, t)
+		}
+	}
+	return tenants
+}

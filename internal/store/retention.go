@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -71,17 +72,17 @@ func (d Deleters) Prune(ctx context.Context, p PruneParams) (PruneResult, error)
 	var err error
 	if !p.SucceededBefore.IsZero() {
 		if r.SucceededJobs, err = d.Jobs(ctx, hub.JobSucceeded, p.SucceededBefore, batch); err != nil {
-			return r, err
+			return r, fmt.Errorf("succeeded jobs: %w", err)
 		}
 	}
 	if !p.DeadLettersBefore.IsZero() {
 		if r.DeadLetters, err = d.Jobs(ctx, hub.JobDeadLettered, p.DeadLettersBefore, batch); err != nil {
-			return r, err
+			return r, fmt.Errorf("dead letters: %w", err)
 		}
 	}
 	if !p.EventsBefore.IsZero() {
 		if r.Events, err = d.Events(ctx, p.EventsBefore, batch); err != nil {
-			return r, err
+			return r, fmt.Errorf("events: %w", err)
 		}
 	}
 	return r, nil

@@ -3,6 +3,8 @@ package store
 import (
 	"sort"
 	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // SpanUpdate is how a batch of results moves one subscription's open
@@ -18,8 +20,9 @@ type SpanUpdate struct {
 }
 
 // Spans folds a batch's attempts into one update per subscription, in the
-// order the attempts started. Results without an attempt (shed) do not
-// count: nothing was tried.
+// order the attempts started. An attempt succeeded when its job did (an
+// answer outside 2xx is a failure whatever error text it carries). Results
+// without an attempt (shed) do not count: nothing was tried.
 func Spans(cs []Completion) []SpanUpdate {
 	type attempt struct {
 		at time.Time
@@ -30,7 +33,7 @@ func Spans(cs []Completion) []SpanUpdate {
 		if c.Attempt == nil || c.SubscriptionID == "" {
 			continue
 		}
-		bySub[c.SubscriptionID] = append(bySub[c.SubscriptionID], attempt{c.Attempt.StartedAt, c.Attempt.Error == ""})
+		bySub[c.SubscriptionID] = append(bySub[c.SubscriptionID], attempt{c.Attempt.StartedAt, c.Status == hub.JobSucceeded})
 	}
 	out := make([]SpanUpdate, 0, len(bySub))
 	for id, as := range bySub {

@@ -1,6 +1,7 @@
-// Package migrate loads a driver's embedded, numbered SQL migrations and
-// decides which are pending. Drivers apply them; this package only checks
-// that the files and the database's history make sense.
+// Package migrate loads a driver's embedded, numbered SQL migrations,
+// checks that the files and the database's history make sense, and applies
+// what is pending through the driver. Both drivers number the same change
+// the same: version N is one step of the schema, whatever the dialect.
 package migrate
 
 import (
@@ -79,6 +80,23 @@ func Current(all []Migration, applied []int) error {
 	}
 	if len(pending) > 0 {
 		return fmt.Errorf("database schema is at version %d, this binary needs %d: run `streaming-hub migrate`", len(applied), len(all))
+	}
+	return nil
+}
+
+// Apply runs, in order, the migrations of all that applied (the database's
+// history) lacks, each through apply, which executes its SQL and records
+// it in the history, in the driver's transaction. The first failure stops
+// it, named after its migration.
+func Apply(all []Migration, applied []int, apply func(Migration) error) error {
+	pending, err := Pending(all, applied)
+	if err != nil {
+		return err
+	}
+	for _, m := range pending {
+		if err := apply(m); err != nil {
+			return fmt.Errorf("%03d_%s: %w", m.Version, m.Name, err)
+		}
 	}
 	return nil
 }

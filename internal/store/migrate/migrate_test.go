@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -56,5 +57,30 @@ func TestPending(t *testing.T) {
 	}
 	if err := Current(all, []int{1, 2, 3}); err != nil {
 		t.Errorf("Current on the newest schema = %v", err)
+	}
+}
+
+func TestApply_RunsWhatIsPendingInOrderAndStopsAtTheFirstFailure(t *testing.T) {
+	all := []Migration{{Version: 1, Name: "a"}, {Version: 2, Name: "b"}, {Version: 3, Name: "c"}}
+	var ran []int
+	if err := Apply(all, []int{1}, func(m Migration) error { ran = append(ran, m.Version); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 2 || ran[0] != 2 || ran[1] != 3 {
+		t.Fatalf("applied %v, want [2 3]", ran)
+	}
+	ran = nil
+	err := Apply(all, nil, func(m Migration) error {
+		ran = append(ran, m.Version)
+		if m.Version == 2 {
+			return errors.New("syntax error")
+		}
+		return nil
+	})
+	if err == nil || err.Error() != "002_b: syntax error" || len(ran) != 2 {
+		t.Fatalf("Apply = %v after %v; want it to stop at 002_b, named", err, ran)
+	}
+	if err := Apply(all, []int{1, 3}, func(Migration) error { return nil }); err == nil {
+		t.Error("a history with a gap was applied to")
 	}
 }

@@ -27,7 +27,7 @@ func prefixed(alias, columns string) string {
 // from the locked row itself (a row lock returns its latest version, so a
 // claim committed a moment ago is counted); each offers its oldest due jobs
 // up to its free slots, and the batch takes them tenant round by tenant
-// round (each tenant's oldest first). Claims never wait: a subscription
+// round (each tenant's oldest first: store.FairClaim). Claims never wait: a subscription
 // another transaction holds is skipped, and a subscription's waiting jobs
 // are only ever taken by whoever holds its row. A job seen as waiting by a
 // snapshot that is already stale fails the update's status check and is
@@ -52,16 +52,14 @@ WITH subs AS (
 	LIMIT $2
 	FOR NO KEY UPDATE OF s SKIP LOCKED
 ), offered AS (
-	SELECT j.id, j.tenant_id, row_number() OVER (PARTITION BY j.tenant_id ORDER BY j.event_sequence) AS rn
+	SELECT j.id, j.tenant_id, j.event_sequence
 	FROM subs CROSS JOIN LATERAL (
 		SELECT j.id, j.tenant_id, j.event_sequence FROM delivery_jobs j
 		WHERE j.subscription_id = subs.id AND j.status = 'pending' AND j.next_attempt_at <= $1
 		ORDER BY j.event_sequence
 		LIMIT subs.free
 	) j
-), chosen AS (
-	SELECT id FROM offered ORDER BY rn, tenant_id LIMIT $2
-), claimed AS (
+), ` + store.FairClaim("$2") + `, claimed AS (
 	-- Written "IS NOT DISTINCT FROM", not "=", so that it does not imply
 	-- the predicate of delivery_jobs_pending: on a big table the statistics
 	-- see almost no pending jobs, and the planner would otherwise scan every
@@ -116,38 +114,36 @@ const asyncCommit = "SET LOCAL synchronous_commit = off"
 const orderedScans = "SET LOCAL enable_bitmapscan = off"
 
 // ClaimJobs is one round trip: BEGIN, the claim and COMMIT, pipelined.
-func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
-	now := db.opts.Stamp()
-	token := hub.NewID("lease", now)
+func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Claimed, err error) {
+	defer wrap(&err, "ClaimJobs")
+	var out []store.Claimed
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(asyncCommit)
 	b.Queue(orderedScans)
-	if p.Subscriptions != nil {
-		b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Subscriptions)
-	} else {
-		b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease))
-	}
+	queueClaim(b, p, db.opts.Stamp(), &out)
 	b.Queue("COMMIT")
-	br := db.pool.SendBatch(ctx, b)
-	defer br.Close()
-	for range 3 { // BEGIN, the two SETs
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
-	}
-	rows, err := br.Query()
-	if err != nil {
+	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) { return scanClaimed(r, token) })
-	if err != nil {
-		return nil, err
+	return out, nil
+}
+
+// queueClaim queues the claim of p in b; the claimed jobs land in *out as
+// the batch's results are read.
+func queueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time, out *[]store.Claimed) {
+	token := hub.NewID("lease", now)
+	var q *pgx.QueuedQuery
+	if p.Subscriptions != nil {
+		q = b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Subscriptions)
+	} else {
+		q = b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease))
 	}
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
-	return out, br.Close()
+	q.Query(func(rows pgx.Rows) error {
+		var err error
+		*out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) { return scanClaimed(r, token) })
+		return err
+	})
 }
 
 // scanClaimed reads a claim row: job, event and subscription columns.
@@ -209,7 +205,8 @@ uncounted AS (
 )
 SELECT id, status FROM done`
 
-func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) error {
+func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) (err error) {
+	defer wrap(&err, "ReleaseJobs")
 	if len(leases) == 0 {
 		return nil
 	}
@@ -233,10 +230,11 @@ func leaseArrays(leases []store.JobLease) (ids, tokens []string) {
 	return ids, tokens
 }
 
-func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error) {
+func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
+	defer wrap(&err, "RecoverLeases")
 	now := db.opts.Stamp()
 	var res store.RecoverResult
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		res = store.RecoverResult{}
 		rows, err := tx.Query(ctx, `SELECT id FROM delivery_jobs WHERE status = 'in_flight' AND lease_expires_at < $1
 			ORDER BY lease_expires_at LIMIT $2`, now, max(p.Limit, 1))
@@ -277,7 +275,10 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (store.R
 	if err != nil {
 		return res, err
 	}
-	return res, db.reconcileInFlight(ctx)
+	if err := db.reconcileInFlight(ctx); err != nil {
+		return res, fmt.Errorf("reconcile in-flight counts: %w", err)
+	}
+	return res, nil
 }
 
 // reconcileInFlight repairs in-flight counts that disagree with the jobs
@@ -304,7 +305,8 @@ func (db *DB) reconcileInFlight(ctx context.Context) error {
 	})
 }
 
-func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
+func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
+	defer wrap(&err, "DeadLetterOrphans")
 	// Driven from the subscriptions that are off (usually none), so the
 	// pending jobs of the healthy ones are never scanned.
 	rows, err := db.pool.Query(ctx, `SELECT s.id FROM subscriptions s WHERE (s.deleted_at IS NOT NULL OR NOT s.enabled)
@@ -325,14 +327,12 @@ func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
 	return int(tag.RowsAffected()), err
 }
 
-// CountJobs counts each status apart, so each count reads only its own
-// partial index: one query over "status IN (...)" matches none of them
-// and reads the whole table, history included.
-func (db *DB) CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error) {
+// CountJobs: see store.CountJobsSQL.
+func (db *DB) CountJobs(ctx context.Context) (_ map[hub.JobStatus]int64, err error) {
+	defer wrap(&err, "CountJobs")
 	var pending, inFlight, dead int64
-	err := db.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM delivery_jobs WHERE status = 'pending'),
-		(SELECT count(*) FROM delivery_jobs WHERE status = 'in_flight'),
-		(SELECT count(*) FROM delivery_jobs WHERE status = 'dead_lettered' AND completed_at IS NOT NULL)`).Scan(&pending, &inFlight, &dead)
-	return map[hub.JobStatus]int64{hub.JobPending: pending, hub.JobInFlight: inFlight, hub.JobDeadLettered: dead}, err
+	if err := db.pool.QueryRow(ctx, store.CountJobsSQL).Scan(&pending, &inFlight, &dead); err != nil {
+		return nil, err
+	}
+	return store.JobCounts(pending, inFlight, dead), nil
 }

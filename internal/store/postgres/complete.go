@@ -12,42 +12,36 @@ import (
 )
 
 // CompleteJobs writes a batch of results in one round trip: BEGIN, the
-// statements and COMMIT go as one pipelined batch. Job states are fenced on their lease; the attempt log,
-// failure spans and auto-disable follow.
-func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+// statements and COMMIT go as one pipelined batch, each statement's result
+// read by its own callback. Job states are fenced on their lease; the
+// attempt log and failure spans follow. When auto-disable may fire (it is
+// on and a subscription's last attempt in the batch failed), the batch
+// stops before the hand-off claim and reads the failing subscriptions'
+// spans as they now stand; Go decides which to disable and why, and a
+// second batch disables them, claims and commits: still one transaction,
+// so the hand-off never claims for a subscription it just disabled.
+func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
+	defer wrap(&err, "CompleteJobs")
 	if len(p.Completions) == 0 {
 		return store.CompleteResult{}, nil
 	}
 	now := db.opts.Stamp()
-	n := len(p.Completions)
-	ids, tokens, statuses, reasons, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	nexts := make([]time.Time, n)
-	attempted := make([]bool, n)
-	var a attemptArrays
-	for i, c := range p.Completions {
-		ids[i], tokens[i], statuses[i], reasons[i], errs[i] = c.JobID, c.LeaseToken, string(c.Status), c.DeadLetterReason, c.LastError
-		nexts[i], attempted[i] = c.NextAttemptAt, c.Attempt != nil
-		if nexts[i].IsZero() {
-			nexts[i] = now
-		}
-		if c.Attempt != nil {
-			a.add(c.JobID, c.Attempt)
-		}
-	}
+	var res store.CompleteResult
+	var written []string
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(asyncCommit)
 	b.Queue(orderedScans)
 	b.Queue(lockSubscriptions, store.SubscriptionsOf(p.Completions))
-	b.Queue(fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET
-			status = v.status, attempts = d.attempts + v.attempted::int, next_attempt_at = v.next_at,
-			dead_letter_reason = v.reason, last_error = v.last_error,
-			lease_token = NULL, lease_expires_at = NULL, updated_at = $8::timestamptz,
-			completed_at = CASE WHEN v.status IN ('succeeded', 'dead_lettered') THEN $8::timestamptz END
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[])
-			AS v(id, token, status, next_at, reason, last_error, attempted)
-		WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`), ids, tokens, statuses, nexts, reasons, errs, attempted, now)
-	if len(a.ids) > 0 {
+	queueResults(b, p.Completions, now).Query(func(rows pgx.Rows) error {
+		var err error
+		written, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var id, status string
+			return id, r.Scan(&id, &status)
+		})
+		return err
+	})
+	if a := attemptsOf(p.Completions); len(a.ids) > 0 {
 		// Logged even when fenced: the request was sent.
 		b.Queue(`INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])`,
@@ -56,80 +50,74 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 	if spans := store.Spans(p.Completions); len(spans) > 0 {
 		queueSpans(b, spans)
 	}
+	var spans []store.OpenSpan
 	failing := store.Failing(p.Completions)
-	autoDisable := p.AutoDisable != nil && len(failing) > 0
-	if autoDisable {
-		queueAutoDisable(b, failing, *p.AutoDisable, now)
+	mayDisable := p.AutoDisable != nil && len(failing) > 0
+	if mayDisable {
+		queueOpenSpans(b, failing, time.Time{}, &spans)
+	} else {
+		queueNext(b, p, now, &res.Claimed)
+		b.Queue("COMMIT")
 	}
-	token := hub.NewID("lease", now)
-	if p.Next != nil {
-		// The subscriptions are locked already (by this transaction): the
-		// claim's own lock on them succeeds at once, and it reads their
-		// counts as just lowered.
-		b.Queue(claimSome, now, p.Next.Batch, token, now.Add(p.Next.Lease), store.NextTargets(p.Completions, p.Next.Subscriptions))
-	}
-	b.Queue("COMMIT")
 
-	br := db.pool.SendBatch(ctx, b)
-	defer br.Close()
-	var res store.CompleteResult
-	for range 4 { // BEGIN, the two SETs, the locks
-		if _, err := br.Exec(); err != nil {
-			return res, err
-		}
-	}
-	rows, err := br.Query()
+	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return res, err
-	}
-	var written []string
-	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
-			return res, err
-		}
-		written = append(written, id)
-	}
-	if err := rows.Err(); err != nil {
-		return res, err
-	}
-	res.Fenced = store.Fenced(p.Completions, written)
-	// After BEGIN, SET, the locks and the update; before the optional
-	// auto-disable and claim, and COMMIT.
-	for range b.Len() - 6 - boolInt(autoDisable) - boolInt(p.Next != nil) {
-		if _, err := br.Exec(); err != nil {
-			return store.CompleteResult{}, err
-		}
-	}
-	if autoDisable {
-		rows, err := br.Query()
-		if err != nil {
-			return store.CompleteResult{}, err
-		}
-		if res.Disabled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[store.Disabled]); err != nil {
-			return store.CompleteResult{}, err
-		}
-	}
-	if p.Next != nil {
-		rows, err := br.Query()
-		if err != nil {
-			return store.CompleteResult{}, err
-		}
-		if res.Claimed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) { return scanClaimed(r, token) }); err != nil {
-			return store.CompleteResult{}, err
-		}
-	}
-	if _, err := br.Exec(); err != nil { // COMMIT
 		return store.CompleteResult{}, err
 	}
-	return res, br.Close()
+	defer conn.Release()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return store.CompleteResult{}, err
+	}
+	res.Fenced = store.Fenced(p.Completions, written)
+	if !mayDisable {
+		return res, nil
+	}
+	res.Disabled = p.AutoDisable.Disable(spans, now)
+	b = &pgx.Batch{}
+	queueDisable(b, res.Disabled, now)
+	queueNext(b, p, now, &res.Claimed)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return store.CompleteResult{}, err
+	}
+	return res, nil
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// queueResults queues the update of the jobs' states, fenced on their
+// leases, which returns the jobs it wrote.
+func queueResults(b *pgx.Batch, cs []store.Completion, now time.Time) *pgx.QueuedQuery {
+	n := len(cs)
+	ids, tokens, statuses, reasons, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	nexts := make([]time.Time, n)
+	attempted := make([]bool, n)
+	for i, c := range cs {
+		ids[i], tokens[i], statuses[i], reasons[i], errs[i] = c.JobID, c.LeaseToken, string(c.Status), c.DeadLetterReason, c.LastError
+		nexts[i], attempted[i] = c.NextAttemptAt, c.Attempt != nil
+		if nexts[i].IsZero() {
+			nexts[i] = now
+		}
 	}
-	return 0
+	return b.Queue(fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET
+			status = v.status, attempts = d.attempts + v.attempted::int, next_attempt_at = v.next_at,
+			dead_letter_reason = v.reason, last_error = v.last_error,
+			lease_token = NULL, lease_expires_at = NULL, updated_at = $8::timestamptz,
+			completed_at = CASE WHEN v.status IN ('succeeded', 'dead_lettered') THEN $8::timestamptz END
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[])
+			AS v(id, token, status, next_at, reason, last_error, attempted)
+		WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`),
+		ids, tokens, statuses, nexts, reasons, errs, attempted, now)
+}
+
+// queueNext queues the hand-off claim, when p asks for one. The
+// subscriptions are locked already (by this transaction): the claim's own
+// lock on them succeeds at once, and it reads their counts as just lowered.
+func queueNext(b *pgx.Batch, p store.CompleteParams, now time.Time, out *[]store.Claimed) {
+	if p.Next == nil {
+		return
+	}
+	next := *p.Next
+	next.Subscriptions = store.NextTargets(p.Completions, p.Next.Subscriptions)
+	queueClaim(b, next, now, out)
 }
 
 // attemptArrays are attempts as column arrays, for one INSERT from unnest.
@@ -137,6 +125,16 @@ type attemptArrays struct {
 	ids, jobs, errs, bodies []string
 	started                 []time.Time
 	ms, status              []int32
+}
+
+func attemptsOf(cs []store.Completion) attemptArrays {
+	var a attemptArrays
+	for _, c := range cs {
+		if c.Attempt != nil {
+			a.add(c.JobID, c.Attempt)
+		}
+	}
+	return a
 }
 
 func (a *attemptArrays) add(jobID string, at *hub.Attempt) {
@@ -166,30 +164,53 @@ func queueSpans(b *pgx.Batch, spans []store.SpanUpdate) {
 		ids, resets, firsts, lasts)
 }
 
-// queueAutoDisable turns off subscriptions whose open failure span is both
-// sustained and spread, dead-letters their pending jobs, and returns their
-// ids.
-func queueAutoDisable(b *pgx.Batch, failing []string, g store.AutoDisable, now time.Time) {
-	b.Queue(`WITH disabled AS (
-			UPDATE subscriptions SET enabled = false, disabled_at = $2::timestamptz, version = version + 1,
-				disabled_reason = 'auto-disabled: failing since ' || to_char(failure_first_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-					|| ', last failure ' || to_char(failure_last_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-			WHERE id = ANY($1) AND enabled AND deleted_at IS NULL
-			  AND failure_first_at <= $2::timestamptz - $3::interval AND failure_last_at - failure_first_at >= $4::interval
-			RETURNING id, disabled_reason
-		), dead AS (
-			UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = 'subscription_disabled',
-				completed_at = $2::timestamptz, updated_at = $2::timestamptz
-			WHERE subscription_id IN (SELECT id FROM disabled) AND status = 'pending'
-		)
-		SELECT id, disabled_reason FROM disabled`, failing, now, interval(g.Window), interval(g.Spread))
+// queueOpenSpans reads, in id order, the open failure spans of the enabled,
+// undeleted subscriptions among ids that began by cutoff (any, when cutoff
+// is zero), locking them unless this transaction holds them already; the
+// spans land in *out.
+func queueOpenSpans(b *pgx.Batch, ids []string, cutoff time.Time, out *[]store.OpenSpan) {
+	var before *time.Time
+	if !cutoff.IsZero() {
+		before = &cutoff
+	}
+	b.Queue(`SELECT id, failure_first_at, failure_last_at FROM subscriptions
+		WHERE id = ANY($1) AND enabled AND deleted_at IS NULL AND failure_first_at IS NOT NULL AND failure_last_at IS NOT NULL
+		  AND ($2::timestamptz IS NULL OR failure_first_at <= $2)
+		ORDER BY id FOR NO KEY UPDATE`, ids, before).Query(func(rows pgx.Rows) error {
+		var err error
+		*out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.OpenSpan, error) {
+			var s store.OpenSpan
+			err := r.Scan(&s.SubscriptionID, &s.First, &s.Last)
+			s.First, s.Last = s.First.UTC(), s.Last.UTC()
+			return s, err
+		})
+		return err
+	})
 }
 
-func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error) {
+// queueDisable turns off the subscriptions auto-disable chose, storing the
+// reason each was given, and dead-letters their waiting jobs.
+func queueDisable(b *pgx.Batch, disabled []store.Disabled, now time.Time) {
+	if len(disabled) == 0 {
+		return
+	}
+	ids, reasons := store.DisabledIDs(disabled), make([]string, len(disabled))
+	for i, d := range disabled {
+		reasons[i] = d.Reason
+	}
+	b.Queue(`UPDATE subscriptions s SET enabled = false, disabled_at = $3, disabled_reason = v.reason, version = s.version + 1
+		FROM unnest($1::text[], $2::text[]) AS v(id, reason) WHERE s.id = v.id`, ids, reasons, now)
+	b.Queue(deadLetterPendingSQL, ids, hub.DeadLetterSubscriptionDisabled, now)
+}
+
+// AutoDisable reads the spans that may be due without a lock, then locks
+// those subscriptions (in id order, as completions do), reads their spans
+// again and disables those Go finds due.
+func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) (_ []store.Disabled, err error) {
+	defer wrap(&err, "AutoDisable")
 	now := db.opts.Stamp()
 	rows, err := db.pool.Query(ctx, `SELECT id FROM subscriptions
-		WHERE enabled AND deleted_at IS NULL AND failure_first_at <= $1::timestamptz - $2::interval
-		  AND failure_last_at - failure_first_at >= $3::interval`, now, interval(g.Window), interval(g.Spread))
+		WHERE enabled AND deleted_at IS NULL AND failure_first_at <= $1`, g.Cutoff(now))
 	if err != nil {
 		return nil, err
 	}
@@ -199,25 +220,19 @@ func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Dis
 	}
 	var disabled []store.Disabled
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		// Subscriptions are locked in id order, as completions do.
-		if _, err := tx.Exec(ctx, lockSubscriptions, candidates); err != nil {
-			return err
-		}
+		var spans []store.OpenSpan
 		b := &pgx.Batch{}
-		queueAutoDisable(b, candidates, g, now)
-		br := tx.SendBatch(ctx, b)
-		rows, err := br.Query()
-		if err != nil {
-			br.Close()
+		queueOpenSpans(b, candidates, g.Cutoff(now), &spans)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		if disabled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[store.Disabled]); err != nil {
-			br.Close()
-			return err
-		}
-		return br.Close()
+		disabled = g.Disable(spans, now)
+		b = &pgx.Batch{}
+		queueDisable(b, disabled, now)
+		return tx.SendBatch(ctx, b).Close()
 	})
-	return disabled, err
+	if err != nil {
+		return nil, err
+	}
+	return disabled, nil
 }
-
-func interval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }

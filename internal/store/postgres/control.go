@@ -6,38 +6,32 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func isForeignKeyViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23503"
-}
-
-func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ($1, $2, $3, $4)`,
+func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) (err error) {
+	defer wrap(&err, "CreateAPIKey")
+	_, err = db.pool.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ($1, $2, $3, $4)`,
 		k.ID, k.TenantID, k.Hash, k.CreatedAt)
-	if isForeignKeyViolation(err) {
-		return hub.Errorf(hub.ENOTFOUND, "tenant %q not found", k.TenantID)
-	}
-	return err
+	return broken(err, store.TenantNotFound(k.TenantID), nil)
 }
 
-func (db *DB) GetAPIKey(ctx context.Context, id string) (hub.APIKey, error) {
+func (db *DB) GetAPIKey(ctx context.Context, id string) (_ hub.APIKey, err error) {
+	defer wrap(&err, "GetAPIKey")
 	var k hub.APIKey
-	err := db.pool.QueryRow(ctx, `SELECT id, tenant_id, hash, created_at FROM api_keys WHERE id = $1`, id).
+	err = db.pool.QueryRow(ctx, `SELECT id, tenant_id, hash, created_at FROM api_keys WHERE id = $1`, id).
 		Scan(&k.ID, &k.TenantID, &k.Hash, &k.CreatedAt)
 	k.CreatedAt = k.CreatedAt.UTC()
-	return k, notFound(err, "api key not found")
+	return k, notFound(err, store.APIKeyNotFound, "")
 }
 
-func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) error {
+func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) (err error) {
+	defer wrap(&err, "DeleteAPIKey")
 	tag, err := db.pool.Exec(ctx, `DELETE FROM api_keys WHERE id = $1 AND tenant_id = $2`, id, tenantID)
 	if err == nil && tag.RowsAffected() == 0 {
-		return hub.Errorf(hub.ENOTFOUND, "api key %q not found", id)
+		return store.APIKeyNotFound(id)
 	}
 	return err
 }
@@ -74,7 +68,8 @@ func spanTimes(s hub.Subscription) (first, last *time.Time) {
 	return nil, nil
 }
 
-func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error) {
+func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
+	defer wrap(&err, "CreateSubscription")
 	enc, err := store.EncodeSubscription(s)
 	if err != nil {
 		return hub.Subscription{}, err
@@ -87,22 +82,22 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 		s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 		s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight, s.Enabled,
 		s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now))
-	switch {
-	case isForeignKeyViolation(err):
-		return hub.Subscription{}, hub.Errorf(hub.ENOTFOUND, "tenant %q not found", s.TenantID)
-	case isUniqueViolation(err):
-		return hub.Subscription{}, hub.Errorf(hub.ECONFLICT, "subscription %q already exists", s.ID)
-	}
-	return out, err
+	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
 
-func (db *DB) GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error) {
+func (db *DB) GetSubscription(ctx context.Context, tenantID, id string) (_ hub.Subscription, err error) {
+	defer wrap(&err, "GetSubscription")
+	return db.getSubscription(ctx, tenantID, id)
+}
+
+func (db *DB) getSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error) {
 	s, err := scanSubscription(db.pool.QueryRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
 		WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`, id, tenantID))
-	return s, notFound(err, "subscription %q not found", id)
+	return s, notFound(err, store.SubscriptionNotFound, id)
 }
 
-func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsParams) ([]hub.Subscription, error) {
+func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsParams) (_ []hub.Subscription, err error) {
+	defer wrap(&err, "ListSubscriptions")
 	rows, err := db.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
 		WHERE tenant_id = $1 AND id > $2 AND deleted_at IS NULL ORDER BY id LIMIT $3`,
 		p.TenantID, p.After, store.ClampLimit(p.Limit, 50, 1000))
@@ -112,7 +107,8 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) { return scanSubscription(r) })
 }
 
-func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error) {
+func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
+	defer wrap(&err, "UpdateSubscription")
 	enc, err := store.EncodeSubscription(s)
 	if err != nil {
 		return hub.Subscription{}, err
@@ -140,15 +136,14 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 		return deadLetterPending(ctx, tx, []string{s.ID}, hub.DeadLetterSubscriptionDisabled, now)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, gerr := db.GetSubscription(ctx, s.TenantID, s.ID); gerr != nil {
-			return hub.Subscription{}, gerr
-		}
-		return hub.Subscription{}, hub.Errorf(hub.ECONFLICT, "subscription %q was modified concurrently; retry", s.ID)
+		_, lookup := db.getSubscription(ctx, s.TenantID, s.ID)
+		return hub.Subscription{}, store.UpdateMissed(s.ID, lookup)
 	}
 	return out, err
 }
 
-func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) (err error) {
+	defer wrap(&err, "DeleteSubscription")
 	now := db.opts.Stamp()
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, enabled = false, version = version + 1, updated_at = $3
@@ -157,7 +152,7 @@ func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) error
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return hub.Errorf(hub.ENOTFOUND, "subscription %q not found", id)
+			return store.SubscriptionNotFound(id)
 		}
 		return deadLetterPending(ctx, tx, []string{id}, hub.DeadLetterSubscriptionDeleted, now)
 	})

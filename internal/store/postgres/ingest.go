@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,10 +26,11 @@ var rejectionColumns = []string{
 // (commit order = sequence order) and makes the dedup read race-free, since
 // no other transaction can insert for those tenants until this one ends.
 // Rows are written with COPY.
-func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
+	defer wrap(&err, "Ingest")
 	var res store.IngestResult
 	now := db.opts.Stamp()
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		res = store.IngestResult{}
 		if len(p.Events) > 0 {
 			outcomes, err := db.admit(ctx, tx, p.Events, now)
@@ -50,7 +50,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestRes
 		return nil
 	})
 	if err != nil {
-		return store.IngestResult{}, fmt.Errorf("ingest: %w", err)
+		return store.IngestResult{}, err
 	}
 	return res, nil
 }
@@ -174,14 +174,7 @@ func extensionsJSON(ext map[string]string) (any, error) {
 // ingest transaction: an event is never stored without its jobs, and a
 // subscription change applies to the very next record.
 func (db *DB) match(ctx context.Context, tx pgx.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
-	var tenants []string
-	seen := make(map[string]bool)
-	for i, ev := range events {
-		if outcomes[i].Verdict == hub.Accept && !seen[ev.TenantID] {
-			seen[ev.TenantID] = true
-			tenants = append(tenants, ev.TenantID)
-		}
-	}
+	tenants := store.AcceptedTenants(events, outcomes)
 	if len(tenants) == 0 {
 		return 0, nil
 	}

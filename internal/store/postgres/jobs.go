@@ -56,15 +56,19 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []hub.Job) error {
 	return err
 }
 
-// deadLetterPending dead-letters a subscription's pending jobs.
+// deadLetterPendingSQL dead-letters the pending jobs of subscriptions $1
+// with reason $2 at $3.
+const deadLetterPendingSQL = `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = $2,
+	completed_at = $3, updated_at = $3 WHERE subscription_id = ANY($1) AND status = 'pending'`
+
+// deadLetterPending dead-letters subscriptions' pending jobs.
 func deadLetterPending(ctx context.Context, tx pgx.Tx, subscriptionIDs []string, reason string, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = $2,
-		completed_at = $3, updated_at = $3 WHERE subscription_id = ANY($1) AND status = 'pending'`,
-		subscriptionIDs, reason, now)
+	_, err := tx.Exec(ctx, deadLetterPendingSQL, subscriptionIDs, reason, now)
 	return err
 }
 
-func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) ([]hub.Job, error) {
+func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {
+	defer wrap(&err, "ListJobs")
 	before := p.Before
 	if before == "" {
 		before = "\U0010FFFF"
@@ -75,10 +79,11 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) ([]hub.Job, 
 		p.SubscriptionID, p.TenantID, string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000)))
 }
 
-func (db *DB) GetJob(ctx context.Context, tenantID, id string) (hub.Job, []hub.Attempt, error) {
+func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
+	defer wrap(&err, "GetJob")
 	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 	if err != nil {
-		return hub.Job{}, nil, notFound(err, "delivery %q not found", id)
+		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
 	rows, err := db.pool.Query(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
 		FROM delivery_attempts WHERE job_id = $1 ORDER BY started_at, id`, id)
@@ -107,13 +112,14 @@ func replayable(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID string)
 	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
 }
 
-func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error) {
+func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, err error) {
+	defer wrap(&err, "ReplayJob")
 	now := db.opts.Stamp()
 	var out hub.Job
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 		if err != nil {
-			return notFound(err, "delivery %q not found", id)
+			return notFound(err, store.DeliveryNotFound, id)
 		}
 		if err := replayable(ctx, tx, tenantID, j.SubscriptionID); err != nil {
 			return err
@@ -139,10 +145,11 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 	return out, err
 }
 
-func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int, error) {
+func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ int, err error) {
+	defer wrap(&err, "ReplaySubscription")
 	now := db.opts.Stamp()
 	n := 0
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if err := replayable(ctx, tx, p.TenantID, p.SubscriptionID); err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/migrate"
 )
@@ -31,25 +30,29 @@ var _ store.Store = (*DB)(nil)
 
 // Open connects to url (postgres://...). A search_path parameter in the URL
 // selects the schema, which is how tests get a fresh schema each.
-func Open(ctx context.Context, url string, opts store.Options) (*DB, error) {
+func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error) {
+	defer wrap(&err, "Open")
 	migrations, err := migrate.Load(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err
 	}
 	return &DB{pool: pool, opts: opts.WithDefaults(), migrations: migrations}, nil
 }
 
 func (db *DB) Close() error { db.pool.Close(); return nil }
 
-func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer wrap(&err, "Ping")
+	return db.pool.Ping(ctx)
+}
 
 // Pool exposes the connection pool to tests and fault injection.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
@@ -61,43 +64,38 @@ const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
 
 // Migrate applies pending migrations in one transaction, under an advisory
 // lock scoped to the current schema so concurrent starts do not race.
-func (db *DB) Migrate(ctx context.Context) error {
+func (db *DB) Migrate(ctx context.Context) (err error) {
+	defer wrap(&err, "Migrate")
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.streaming-hub.migrate'))`); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
+			return fmt.Errorf("lock: %w", err)
 		}
 		if _, err := tx.Exec(ctx, createHistory); err != nil {
-			return fmt.Errorf("migrate: %w", err)
+			return fmt.Errorf("history: %w", err)
 		}
 		applied, err := history(ctx, tx)
 		if err != nil {
 			return err
 		}
-		pending, err := migrate.Pending(db.migrations, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
+		return migrate.Apply(db.migrations, applied, func(m migrate.Migration) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migrate: %03d_%s: %w", m.Version, m.Name, err)
+				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		}
-		return nil
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			return err
+		})
 	})
 }
 
 // CheckSchema fails unless every migration this binary has is applied.
-func (db *DB) CheckSchema(ctx context.Context) error {
+func (db *DB) CheckSchema(ctx context.Context) (err error) {
+	defer wrap(&err, "CheckSchema")
 	var exists bool
 	if err := db.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
 		return err
 	}
 	var applied []int
 	if exists {
-		var err error
 		if applied, err = history(ctx, db.pool); err != nil {
 			return err
 		}
@@ -112,19 +110,41 @@ type querier interface {
 func history(ctx context.Context, q querier) ([]int, error) {
 	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: history: %w", err)
+		return nil, fmt.Errorf("history: %w", err)
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int])
 }
 
-func isUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
+// broken answers a write that broke a foreign key (missing) or a unique
+// key (exists): store.Broken, with PostgreSQL's error codes.
+func broken(err, missing, exists error) error {
+	c := store.NoConstraint
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) {
+		switch pe.Code {
+		case "23503":
+			c = store.ForeignKey
+		case "23505":
+			c = store.Unique
+		}
+	}
+	return store.Broken(err, c, missing, exists)
 }
 
-func notFound(err error, format string, args ...any) error {
+// notFound turns "no row" into the not-found error of what id names.
+func notFound(err error, nf func(id string) error, id string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return hub.Errorf(hub.ENOTFOUND, format, args...)
+		return nf(id)
 	}
 	return err
+}
+
+// wrap names the driver and the operation in a method's error.
+func wrap(errp *error, op string) { store.Wrap(errp, "postgres", op) }
+
+// CountRows counts a table's rows, for the conformance suite's checks of
+// what no method shows (the rows a delete took with it).
+func (db *DB) CountRows(ctx context.Context, table string) (n int64, err error) {
+	defer wrap(&err, "CountRows")
+	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&n)
+	return n, err
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) ([]hub.Rejection, error) {
+func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) (_ []hub.Rejection, err error) {
+	defer wrap(&err, "ListRejections")
 	before := p.Before
 	if before <= 0 {
 		before = 1<<63 - 1
@@ -58,7 +59,8 @@ func collectEvents(rows pgx.Rows, err error) ([]hub.Event, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Event, error) { return scanEvent(r) })
 }
 
-func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) ([]hub.Event, error) {
+func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) (_ []hub.Event, err error) {
+	defer wrap(&err, "ListEvents")
 	types := p.Types
 	if types == nil {
 		types = []string{} // NULL would make cardinality() NULL and match nothing

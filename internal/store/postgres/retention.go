@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +11,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+func (db *DB) Prune(ctx context.Context, p store.PruneParams) (_ store.PruneResult, err error) {
+	defer wrap(&err, "Prune")
 	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
 }
 
@@ -78,12 +80,15 @@ func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int) (int
 func (db *DB) Exclusive(ctx context.Context, name string, fn func(context.Context) error) (bool, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("postgres: Exclusive: %w", err)
 	}
 	defer conn.Release()
 	const key = `hashtextextended(current_schema() || '/streaming-hub/' || $1, 0)`
 	var ok bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, name).Scan(&ok); err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("postgres: Exclusive: %w", err)
+		}
 		return false, err
 	}
 	defer func() {

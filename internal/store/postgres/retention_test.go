@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
-	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
@@ -74,47 +72,5 @@ func TestExclusiveAcrossProcessesAndAfterAHolderDies(t *testing.T) {
 	}
 	if ran, err := a.Exclusive(ctx, "prune", func(context.Context) error { return nil }); !ran || err != nil {
 		t.Fatalf("the first process after its session was cut: %v, %v", ran, err)
-	}
-}
-
-// A pruned job's attempt log goes with it; nothing else's does.
-func TestPruneDeletesTheAttemptsOfPrunedJobs(t *testing.T) {
-	ctx := context.Background()
-	clock := testkit.NewClock()
-	db := testkit.OpenPostgres(t, store.Options{Now: clock.Now})
-	db.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"})
-	s := storetest.NewSubscription("acme", "sub_1")
-	s.VerificationState, s.MaxInFlight = hub.VerificationActive, 2
-	if _, err := db.CreateSubscription(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "1"), storetest.NewEvent("acme", "2")}}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := db.ClaimJobs(ctx, store.ClaimParams{Batch: 2, Lease: time.Minute})
-	if err != nil || len(cs) != 2 {
-		t.Fatalf("claim: %v, %v", cs, err)
-	}
-	var done []store.Completion
-	for i, c := range cs {
-		status := hub.JobSucceeded
-		if i == 1 {
-			status = hub.JobPending
-		}
-		done = append(done, store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}, Status: status,
-			NextAttemptAt: clock.Now().Add(time.Hour), SubscriptionID: "sub_1",
-			Attempt: &hub.Attempt{ID: hub.NewID("att", clock.Now()), StartedAt: clock.Now(), StatusCode: 200}})
-	}
-	if _, err := db.CompleteJobs(ctx, store.CompleteParams{Completions: done}); err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(time.Hour)
-	if r, err := db.Prune(ctx, store.PruneParams{SucceededBefore: clock.Now()}); err != nil || r.SucceededJobs != 1 {
-		t.Fatalf("Prune = %+v, %v", r, err)
-	}
-	var jobs, attempts int
-	db.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM delivery_jobs), (SELECT count(*) FROM delivery_attempts)`).Scan(&jobs, &attempts)
-	if jobs != 1 || attempts != 1 {
-		t.Fatalf("left %d jobs and %d attempts, want the pending job and its one attempt", jobs, attempts)
 	}
 }

@@ -18,7 +18,8 @@ func scanTenant(row pgx.Row) (hub.Tenant, error) {
 	return t, err
 }
 
-func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (hub.Tenant, error) {
+func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (_ hub.Tenant, err error) {
+	defer wrap(&err, "CreateTenant")
 	if err := p.Validate(); err != nil {
 		return hub.Tenant{}, err
 	}
@@ -29,18 +30,17 @@ func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (hub
 	t, err := scanTenant(db.pool.QueryRow(ctx,
 		`INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
 		 RETURNING `+tenantColumns, p.ID, p.Name, p.Status, now))
-	if isUniqueViolation(err) {
-		return hub.Tenant{}, hub.Errorf(hub.ECONFLICT, "tenant %q already exists", p.ID)
-	}
-	return t, err
+	return t, broken(err, nil, store.TenantExists(p.ID))
 }
 
-func (db *DB) GetTenant(ctx context.Context, id string) (hub.Tenant, error) {
+func (db *DB) GetTenant(ctx context.Context, id string) (_ hub.Tenant, err error) {
+	defer wrap(&err, "GetTenant")
 	t, err := scanTenant(db.pool.QueryRow(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = $1`, id))
-	return t, notFound(err, "tenant %q not found", id)
+	return t, notFound(err, store.TenantNotFound, id)
 }
 
-func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) ([]hub.Tenant, error) {
+func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) (_ []hub.Tenant, err error) {
+	defer wrap(&err, "ListTenants")
 	rows, err := db.pool.Query(ctx,
 		`SELECT `+tenantColumns+` FROM tenants WHERE id > $1 ORDER BY id LIMIT $2`,
 		p.After, store.ClampLimit(p.Limit, 50, 1000))
@@ -50,12 +50,13 @@ func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) ([]hub
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Tenant, error) { return scanTenant(r) })
 }
 
-func (db *DB) UpdateTenant(ctx context.Context, p store.UpdateTenantParams) (hub.Tenant, error) {
+func (db *DB) UpdateTenant(ctx context.Context, p store.UpdateTenantParams) (_ hub.Tenant, err error) {
+	defer wrap(&err, "UpdateTenant")
 	if err := p.Validate(); err != nil {
 		return hub.Tenant{}, err
 	}
 	t, err := scanTenant(db.pool.QueryRow(ctx,
 		`UPDATE tenants SET name = coalesce($2, name), status = coalesce($3, status), updated_at = $4
 		 WHERE id = $1 RETURNING `+tenantColumns, p.ID, p.Name, p.Status, db.opts.Stamp()))
-	return t, notFound(err, "tenant %q not found", p.ID)
+	return t, notFound(err, store.TenantNotFound, p.ID)
 }

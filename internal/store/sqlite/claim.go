@@ -3,7 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"sort"
+	"fmt"
+	"strings"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -11,12 +12,11 @@ import (
 )
 
 // ClaimJobs: SQLite has one writer, so the whole claim is one write
-// transaction and no other claimer can interleave. Each deliverable
-// subscription offers its oldest due jobs up to its free in-flight slots;
-// the batch takes them tenant round by tenant round.
-func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+// transaction and no other claimer can interleave.
+func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Claimed, err error) {
+	defer wrap(&err, "ClaimJobs")
 	var out []store.Claimed
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = claim(ctx, tx, p, db.opts.Stamp())
 		return err
@@ -24,107 +24,68 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claim
 	return out, err
 }
 
+// claimJobs claims in one statement, in the shape of PostgreSQL's: each
+// deliverable subscription with a free in-flight slot offers its oldest due
+// jobs up to its free slots, and the batch takes them tenant round by
+// tenant round (store.FairClaim). A subscription's offer is read through
+// its pending index, at most a batch of it (the batch can take no more
+// from one subscription), so a claim costs in proportion to the batch, not
+// to the backlog. ?5 is the list of subscriptions of a targeted claim
+// (%s), empty for a full one.
+const claimJobs = `
+WITH subs AS (
+	SELECT s.id, s.max_in_flight -
+		(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS free
+	FROM subscriptions s
+	WHERE s.enabled = 1 AND s.verification_state = 'active' AND s.deleted_at IS NULL %s
+), offered AS (
+	SELECT id, tenant_id, event_sequence FROM (
+		SELECT j.id, j.tenant_id, j.event_sequence, subs.free,
+			row_number() OVER (PARTITION BY j.subscription_id ORDER BY j.event_sequence) AS k
+		FROM subs JOIN delivery_jobs j ON j.id IN (
+			SELECT p.id FROM delivery_jobs p
+			WHERE p.subscription_id = subs.id AND p.status = 'pending' AND p.next_attempt_at <= ?1
+			ORDER BY p.event_sequence LIMIT ?2)
+		WHERE subs.free > 0
+	) WHERE k <= free
+), ` + "%s" + `
+UPDATE delivery_jobs SET status = 'in_flight', lease_token = ?3, lease_expires_at = ?4, updated_at = ?1
+WHERE id IN (SELECT id FROM chosen) AND status = 'pending'
+RETURNING ` + jobColumns
+
 // claim claims within tx; completions use it to claim the next jobs of the
 // subscriptions they just freed, in their own transaction.
 func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) ([]store.Claimed, error) {
 	if p.Subscriptions != nil && len(p.Subscriptions) == 0 {
 		return nil, nil // targeted at nothing
 	}
-	nowUS := micros(now)
 	token := hub.NewID("lease", now)
-	var out []store.Claimed
-	err := func() error {
-		rows, err := tx.QueryContext(ctx, `SELECT s.id, s.max_in_flight -
-				(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS free
-			FROM subscriptions s
-			WHERE s.enabled = 1 AND s.verification_state = 'active' AND s.deleted_at IS NULL
-			  AND EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.subscription_id = s.id AND j.status = 'pending' AND j.next_attempt_at <= ?)`+
-			only(len(p.Subscriptions)), append([]any{nowUS}, anys(p.Subscriptions)...)...)
-		if err != nil {
-			return err
-		}
-		type sub struct {
-			id   string
-			free int
-		}
-		subs, err := collect(rows, func(r scanner) (sub, error) {
-			var s sub
-			return s, r.Scan(&s.id, &s.free)
-		})
-		if err != nil {
-			return err
-		}
-		type offer struct {
-			id, tenant string
-			seq        int64
-			rn         int
-		}
-		var offers []offer
-		pick, err := tx.PrepareContext(ctx, `SELECT id, tenant_id, event_sequence FROM delivery_jobs
-			WHERE subscription_id = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY event_sequence LIMIT ?`)
-		if err != nil {
-			return err
-		}
-		defer pick.Close()
-		for _, s := range subs {
-			if s.free <= 0 {
-				continue
-			}
-			rows, err := pick.QueryContext(ctx, s.id, nowUS, s.free)
-			if err != nil {
-				return err
-			}
-			o, err := collect(rows, func(r scanner) (offer, error) {
-				var o offer
-				return o, r.Scan(&o.id, &o.tenant, &o.seq)
-			})
-			if err != nil {
-				return err
-			}
-			offers = append(offers, o...)
-		}
-		// Rank each tenant's offers by arrival, then take round by round.
-		sort.Slice(offers, func(i, j int) bool {
-			if offers[i].tenant != offers[j].tenant {
-				return offers[i].tenant < offers[j].tenant
-			}
-			return offers[i].seq < offers[j].seq
-		})
-		for i := range offers {
-			if i > 0 && offers[i].tenant == offers[i-1].tenant {
-				offers[i].rn = offers[i-1].rn + 1
-			}
-		}
-		sort.SliceStable(offers, func(i, j int) bool { return offers[i].rn < offers[j].rn })
-		offers = offers[:min(len(offers), p.Batch)]
-
-		claim, err := tx.PrepareContext(ctx, `UPDATE delivery_jobs SET status = 'in_flight', lease_token = ?,
-			lease_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'pending' RETURNING `+jobColumns)
-		if err != nil {
-			return err
-		}
-		defer claim.Close()
-		expires := micros(now.Add(p.Lease))
-		jobs := make([]hub.Job, 0, len(offers))
-		for _, o := range offers {
-			j, err := scanJob(claim.QueryRowContext(ctx, token, expires, nowUS, o.id))
-			if err != nil {
-				return err
-			}
-			jobs = append(jobs, j)
-		}
-		out, err = loadClaimed(ctx, tx, jobs, token)
-		return err
-	}()
-	return out, err
+	args := []any{micros(now), p.Batch, token, micros(now.Add(p.Lease))}
+	for _, id := range p.Subscriptions {
+		args = append(args, id)
+	}
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimJobs, only(len(p.Subscriptions)), store.FairClaim("?2")), args...)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := collect(rows, scanJob)
+	if err != nil {
+		return nil, err
+	}
+	return loadClaimed(ctx, tx, jobs, token)
 }
 
-// only restricts the subscriptions query to a list of ids, when given.
+// only restricts the subscriptions of a claim to the ids numbered ?5 on,
+// when there are any.
 func only(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return " AND s.id IN (" + placeholders(n) + ")"
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("?%d", i+5)
+	}
+	return " AND s.id IN (" + strings.Join(ps, ", ") + ")"
 }
 
 func loadClaimed(ctx context.Context, tx *sql.Tx, jobs []hub.Job, token string) ([]store.Claimed, error) {
@@ -160,7 +121,8 @@ func loadClaimed(ctx context.Context, tx *sql.Tx, jobs []hub.Job, token string) 
 	return out, nil
 }
 
-func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) error {
+func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) (err error) {
+	defer wrap(&err, "ReleaseJobs")
 	now := micros(db.opts.Stamp())
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		for _, l := range leases {
@@ -174,10 +136,11 @@ func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) error {
 	})
 }
 
-func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error) {
+func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
+	defer wrap(&err, "RecoverLeases")
 	now := micros(db.opts.Stamp())
 	var res store.RecoverResult
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET
 				recoveries = recoveries + 1,
 				status = CASE WHEN recoveries + 1 >= ?1 THEN 'dead_lettered' ELSE 'pending' END,
@@ -207,7 +170,8 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (store.R
 	return res, err
 }
 
-func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
+func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
+	defer wrap(&err, "DeadLetterOrphans")
 	now := micros(db.opts.Stamp())
 	res, err := db.w.ExecContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered',
 			dead_letter_reason = CASE WHEN (SELECT deleted_at FROM subscriptions s WHERE s.id = delivery_jobs.subscription_id) IS NOT NULL
@@ -221,14 +185,12 @@ func (db *DB) DeadLetterOrphans(ctx context.Context) (int, error) {
 	return int(n), err
 }
 
-// CountJobs counts each status apart, so each count reads only its own
-// partial index: one query over "status IN (...)" matches none of them
-// and reads the whole table, history included.
-func (db *DB) CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error) {
+// CountJobs: see store.CountJobsSQL.
+func (db *DB) CountJobs(ctx context.Context) (_ map[hub.JobStatus]int64, err error) {
+	defer wrap(&err, "CountJobs")
 	var pending, inFlight, dead int64
-	err := db.r.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM delivery_jobs WHERE status = 'pending'),
-		(SELECT count(*) FROM delivery_jobs WHERE status = 'in_flight'),
-		(SELECT count(*) FROM delivery_jobs WHERE status = 'dead_lettered' AND completed_at IS NOT NULL)`).Scan(&pending, &inFlight, &dead)
-	return map[hub.JobStatus]int64{hub.JobPending: pending, hub.JobInFlight: inFlight, hub.JobDeadLettered: dead}, err
+	if err := db.r.QueryRowContext(ctx, store.CountJobsSQL).Scan(&pending, &inFlight, &dead); err != nil {
+		return nil, err
+	}
+	return store.JobCounts(pending, inFlight, dead), nil
 }

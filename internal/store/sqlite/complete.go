@@ -9,14 +9,15 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
+	defer wrap(&err, "CompleteJobs")
 	if len(p.Completions) == 0 {
 		return store.CompleteResult{}, nil
 	}
 	now := db.opts.Stamp()
 	nowUS := micros(now)
 	var res store.CompleteResult
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		res = store.CompleteResult{}
 		update, err := tx.PrepareContext(ctx, `UPDATE delivery_jobs SET status = ?, attempts = attempts + ?,
 			next_attempt_at = ?, dead_letter_reason = ?, last_error = ?, lease_token = NULL, lease_expires_at = NULL,
@@ -66,8 +67,8 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.C
 				return err
 			}
 		}
-		if p.AutoDisable != nil {
-			if res.Disabled, err = autoDisable(ctx, tx, store.Failing(p.Completions), *p.AutoDisable, now); err != nil {
+		if failing := store.Failing(p.Completions); p.AutoDisable != nil && len(failing) > 0 {
+			if res.Disabled, err = autoDisable(ctx, tx, failing, *p.AutoDisable, now); err != nil {
 				return err
 			}
 		}
@@ -100,13 +101,16 @@ func updateSpan(ctx context.Context, tx *sql.Tx, u store.SpanUpdate) error {
 	return err
 }
 
-func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error) {
+// AutoDisable checks every enabled subscription whose span began early
+// enough to be due; with one writer, what it reads cannot change before it
+// writes.
+func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) (_ []store.Disabled, err error) {
+	defer wrap(&err, "AutoDisable")
 	now := db.opts.Stamp()
 	var disabled []store.Disabled
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM subscriptions WHERE enabled = 1 AND deleted_at IS NULL
-			AND failure_first_at <= ? AND failure_last_at - failure_first_at >= ?`,
-			micros(now)-g.Window.Microseconds(), g.Spread.Microseconds())
+			AND failure_first_at <= ?`, micros(g.Cutoff(now)))
 		if err != nil {
 			return err
 		}
@@ -120,28 +124,43 @@ func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Dis
 		disabled, err = autoDisable(ctx, tx, candidates, g, now)
 		return err
 	})
-	return disabled, err
+	if err != nil {
+		return nil, err
+	}
+	return disabled, nil
 }
 
-func autoDisable(ctx context.Context, tx *sql.Tx, failing []string, g store.AutoDisable, now time.Time) ([]store.Disabled, error) {
-	var disabled []store.Disabled
+// autoDisable reads the open failure spans of the enabled, undeleted
+// subscriptions among ids, and disables those Go finds due, storing the
+// reason each was given, and dead-letters their waiting jobs.
+func autoDisable(ctx context.Context, tx *sql.Tx, ids []string, g store.AutoDisable, now time.Time) ([]store.Disabled, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, failure_first_at, failure_last_at FROM subscriptions
+		WHERE id IN (`+placeholders(len(ids))+`) AND enabled = 1 AND deleted_at IS NULL
+		  AND failure_first_at IS NOT NULL AND failure_last_at IS NOT NULL ORDER BY id`, anys(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	spans, err := collect(rows, func(r scanner) (store.OpenSpan, error) {
+		var s store.OpenSpan
+		var first, last int64
+		err := r.Scan(&s.SubscriptionID, &first, &last)
+		s.First, s.Last = fromMicros(first), fromMicros(last)
+		return s, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	disabled := g.Disable(spans, now)
 	nowUS := micros(now)
-	for _, id := range failing {
-		var reason string
-		err := tx.QueryRowContext(ctx, `UPDATE subscriptions SET enabled = 0, disabled_at = ?1, version = version + 1,
-				disabled_reason = 'auto-disabled: failing since ' || strftime('%Y-%m-%dT%H:%M:%SZ', failure_first_at / 1000000, 'unixepoch')
-					|| ', last failure ' || strftime('%Y-%m-%dT%H:%M:%SZ', failure_last_at / 1000000, 'unixepoch')
-			WHERE id = ?2 AND enabled = 1 AND deleted_at IS NULL
-			  AND failure_first_at <= ?1 - ?3 AND failure_last_at - failure_first_at >= ?4
-			RETURNING disabled_reason`, nowUS, id, g.Window.Microseconds(), g.Spread.Microseconds()).Scan(&reason)
-		if err == sql.ErrNoRows {
-			continue
-		}
-		if err != nil {
+	for _, d := range disabled {
+		if _, err := tx.ExecContext(ctx, `UPDATE subscriptions SET enabled = 0, disabled_at = ?, disabled_reason = ?,
+			version = version + 1 WHERE id = ?`, nowUS, d.Reason, d.SubscriptionID); err != nil {
 			return nil, err
 		}
-		disabled = append(disabled, store.Disabled{SubscriptionID: id, Reason: reason})
-		if err := deadLetterPending(ctx, tx, id, hub.DeadLetterSubscriptionDisabled, nowUS); err != nil {
+		if err := deadLetterPending(ctx, tx, d.SubscriptionID, hub.DeadLetterSubscriptionDisabled, nowUS); err != nil {
 			return nil, err
 		}
 	}

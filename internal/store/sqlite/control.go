@@ -5,50 +5,43 @@ import (
 	"database/sql"
 	"errors"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func isForeignKeyViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-}
-
-func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) error {
-	_, err := db.w.ExecContext(ctx, `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES (?, ?, ?, ?)`,
+func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) (err error) {
+	defer wrap(&err, "CreateAPIKey")
+	_, err = db.w.ExecContext(ctx, `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES (?, ?, ?, ?)`,
 		k.ID, k.TenantID, k.Hash, micros(k.CreatedAt))
-	if isForeignKeyViolation(err) {
-		return hub.Errorf(hub.ENOTFOUND, "tenant %q not found", k.TenantID)
-	}
-	return err
+	return broken(err, store.TenantNotFound(k.TenantID), nil)
 }
 
-func (db *DB) GetAPIKey(ctx context.Context, id string) (hub.APIKey, error) {
+func (db *DB) GetAPIKey(ctx context.Context, id string) (_ hub.APIKey, err error) {
+	defer wrap(&err, "GetAPIKey")
 	var k hub.APIKey
 	var created int64
-	err := db.r.QueryRowContext(ctx, `SELECT id, tenant_id, hash, created_at FROM api_keys WHERE id = ?`, id).
+	err = db.r.QueryRowContext(ctx, `SELECT id, tenant_id, hash, created_at FROM api_keys WHERE id = ?`, id).
 		Scan(&k.ID, &k.TenantID, &k.Hash, &created)
 	k.CreatedAt = fromMicros(created)
-	return k, notFound(err, "api key not found")
+	return k, notFound(err, store.APIKeyNotFound, "")
 }
 
-func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) error {
+func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) (err error) {
+	defer wrap(&err, "DeleteAPIKey")
 	res, err := db.w.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ? AND tenant_id = ?`, id, tenantID)
-	return affected(res, err, "api key %q not found", id)
+	return affected(res, err, store.APIKeyNotFound, id)
 }
 
-// affected turns "no row changed" into ENOTFOUND.
-func affected(res sql.Result, err error, format string, args ...any) error {
+// affected turns "no row changed" into the not-found error of what id
+// names.
+func affected(res sql.Result, err error, nf func(id string) error, id string) error {
 	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return err
 	} else if n == 0 {
-		return hub.Errorf(hub.ENOTFOUND, format, args...)
+		return nf(id)
 	}
 	return nil
 }
@@ -107,7 +100,8 @@ func subscriptionArgs(s hub.Subscription) ([]any, error) {
 		s.VerificationState, s.DisabledReason, disabledAt, first, last}, nil
 }
 
-func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error) {
+func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
+	defer wrap(&err, "CreateSubscription")
 	args, err := subscriptionArgs(s)
 	if err != nil {
 		return hub.Subscription{}, err
@@ -118,22 +112,22 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 	out, err := scanSubscription(db.w.QueryRowContext(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
 		RETURNING `+subscriptionColumns, args...))
-	switch {
-	case isForeignKeyViolation(err):
-		return hub.Subscription{}, hub.Errorf(hub.ENOTFOUND, "tenant %q not found", s.TenantID)
-	case isUniqueViolation(err):
-		return hub.Subscription{}, hub.Errorf(hub.ECONFLICT, "subscription %q already exists", s.ID)
-	}
-	return out, err
+	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
 
-func (db *DB) GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error) {
+func (db *DB) GetSubscription(ctx context.Context, tenantID, id string) (_ hub.Subscription, err error) {
+	defer wrap(&err, "GetSubscription")
+	return db.getSubscription(ctx, tenantID, id)
+}
+
+func (db *DB) getSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error) {
 	s, err := scanSubscription(db.r.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
 		WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL`, id, tenantID))
-	return s, notFound(err, "subscription %q not found", id)
+	return s, notFound(err, store.SubscriptionNotFound, id)
 }
 
-func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsParams) ([]hub.Subscription, error) {
+func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsParams) (_ []hub.Subscription, err error) {
+	defer wrap(&err, "ListSubscriptions")
 	rows, err := db.r.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
 		WHERE tenant_id = ? AND id > ? AND deleted_at IS NULL ORDER BY id LIMIT ?`,
 		p.TenantID, p.After, store.ClampLimit(p.Limit, 50, 1000))
@@ -143,7 +137,8 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 	return collect(rows, scanSubscription)
 }
 
-func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error) {
+func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
+	defer wrap(&err, "UpdateSubscription")
 	args, err := subscriptionArgs(s)
 	if err != nil {
 		return hub.Subscription{}, err
@@ -166,20 +161,19 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.S
 		return deadLetterPending(ctx, tx, s.ID, hub.DeadLetterSubscriptionDisabled, now)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, gerr := db.GetSubscription(ctx, s.TenantID, s.ID); gerr != nil {
-			return hub.Subscription{}, gerr
-		}
-		return hub.Subscription{}, hub.Errorf(hub.ECONFLICT, "subscription %q was modified concurrently; retry", s.ID)
+		_, lookup := db.getSubscription(ctx, s.TenantID, s.ID)
+		return hub.Subscription{}, store.UpdateMissed(s.ID, lookup)
 	}
 	return out, err
 }
 
-func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) (err error) {
+	defer wrap(&err, "DeleteSubscription")
 	now := micros(db.opts.Stamp())
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE subscriptions SET deleted_at = ?, enabled = 0, version = version + 1, updated_at = ?
 			WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL`, now, now, id, tenantID)
-		if err := affected(res, err, "subscription %q not found", id); err != nil {
+		if err := affected(res, err, store.SubscriptionNotFound, id); err != nil {
 			return err
 		}
 		return deadLetterPending(ctx, tx, id, hub.DeadLetterSubscriptionDeleted, now)

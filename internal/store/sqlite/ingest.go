@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -15,10 +14,11 @@ import (
 // Ingest runs the batch in one write transaction. SQLite has a single writer,
 // so reading the roster and the stored ids inside the transaction is already
 // race-free.
-func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
+	defer wrap(&err, "Ingest")
 	var res store.IngestResult
 	now := micros(db.opts.Stamp())
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		if len(p.Events) > 0 {
 			outcomes, err := db.admit(ctx, tx, p.Events, now)
 			if err != nil {
@@ -35,7 +35,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestRes
 		return nil
 	})
 	if err != nil {
-		return store.IngestResult{}, fmt.Errorf("ingest: %w", err)
+		return store.IngestResult{}, err
 	}
 	return res, nil
 }
@@ -160,14 +160,7 @@ func anys[T any](s []T) []any {
 // match creates the delivery jobs of the batch's accepted events, in the
 // ingest transaction: an event is never stored without its jobs.
 func match(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
-	var tenants []string
-	seen := make(map[string]bool)
-	for i, ev := range events {
-		if outcomes[i].Verdict == hub.Accept && !seen[ev.TenantID] {
-			seen[ev.TenantID] = true
-			tenants = append(tenants, ev.TenantID)
-		}
-	}
+	tenants := store.AcceptedTenants(events, outcomes)
 	if len(tenants) == 0 {
 		return 0, nil
 	}

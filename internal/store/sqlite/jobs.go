@@ -51,7 +51,8 @@ func deadLetterPending(ctx context.Context, tx execer, subscriptionID, reason st
 	return err
 }
 
-func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) ([]hub.Job, error) {
+func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {
+	defer wrap(&err, "ListJobs")
 	before := p.Before
 	if before == "" {
 		before = "\U0010FFFF"
@@ -66,10 +67,11 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) ([]hub.Job, 
 	return collect(rows, scanJob)
 }
 
-func (db *DB) GetJob(ctx context.Context, tenantID, id string) (hub.Job, []hub.Attempt, error) {
+func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
+	defer wrap(&err, "GetJob")
 	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = ? AND tenant_id = ?`, id, tenantID))
 	if err != nil {
-		return hub.Job{}, nil, notFound(err, "delivery %q not found", id)
+		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
 		FROM delivery_attempts WHERE job_id = ? ORDER BY started_at, id`, id)
@@ -97,13 +99,14 @@ func replayable(ctx context.Context, tx *sql.Tx, tenantID, subscriptionID string
 	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
 }
 
-func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error) {
+func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, err error) {
+	defer wrap(&err, "ReplayJob")
 	now := db.opts.Stamp()
 	var out hub.Job
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = ? AND tenant_id = ?`, id, tenantID))
 		if err != nil {
-			return notFound(err, "delivery %q not found", id)
+			return notFound(err, store.DeliveryNotFound, id)
 		}
 		if err := replayable(ctx, tx, tenantID, j.SubscriptionID); err != nil {
 			return err
@@ -126,10 +129,11 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, erro
 	return out, err
 }
 
-func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (int, error) {
+func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ int, err error) {
+	defer wrap(&err, "ReplaySubscription")
 	now := db.opts.Stamp()
 	n := 0
-	err := db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
 		if err := replayable(ctx, tx, p.TenantID, p.SubscriptionID); err != nil {
 			return err
 		}

@@ -8,7 +8,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) ([]hub.Rejection, error) {
+func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) (_ []hub.Rejection, err error) {
+	defer wrap(&err, "ListRejections")
 	before := p.Before
 	if before <= 0 {
 		before = 1<<63 - 1
@@ -51,7 +52,8 @@ func scanEvent(r scanner) (hub.Event, error) {
 	return ev, err
 }
 
-func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) ([]hub.Event, error) {
+func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) (_ []hub.Event, err error) {
+	defer wrap(&err, "ListEvents")
 	args := []any{p.TenantID, p.After}
 	filter := ""
 	if len(p.Types) > 0 {

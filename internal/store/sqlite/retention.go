@@ -10,7 +10,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func (db *DB) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
+func (db *DB) Prune(ctx context.Context, p store.PruneParams) (_ store.PruneResult, err error) {
+	defer wrap(&err, "Prune")
 	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
 }
 

@@ -10,12 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
 
-	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/migrate"
 )
@@ -34,7 +34,8 @@ type DB struct {
 var _ store.Store = (*DB)(nil)
 
 // Open opens (creating if needed) the database file at path.
-func Open(ctx context.Context, path string, opts store.Options) (*DB, error) {
+func Open(ctx context.Context, path string, opts store.Options) (_ *DB, err error) {
+	defer wrap(&err, "Open")
 	migrations, err := migrate.Load(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
@@ -47,26 +48,29 @@ func Open(ctx context.Context, path string, opts store.Options) (*DB, error) {
 	dsn := "file:" + path + "?" + q.Encode()
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
+		return nil, err
 	}
 	w.SetMaxOpenConns(1)
 	r, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite: %w", err)
+		return nil, err
 	}
 	r.SetMaxOpenConns(4)
 	db := &DB{w: w, r: r, path: path, opts: opts.WithDefaults(), migrations: migrations}
 	if err := w.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return db, nil
 }
 
 func (db *DB) Close() error { return errors.Join(db.r.Close(), db.w.Close()) }
 
-func (db *DB) Ping(ctx context.Context) error { return db.r.PingContext(ctx) }
+func (db *DB) Ping(ctx context.Context) (err error) {
+	defer wrap(&err, "Ping")
+	return db.r.PingContext(ctx)
+}
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE, on the one writer).
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -86,40 +90,35 @@ const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	name       TEXT NOT NULL,
 	applied_at INTEGER NOT NULL)`
 
-func (db *DB) Migrate(ctx context.Context) error {
+func (db *DB) Migrate(ctx context.Context) (err error) {
+	defer wrap(&err, "Migrate")
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, createHistory); err != nil {
-			return fmt.Errorf("migrate: %w", err)
+			return fmt.Errorf("history: %w", err)
 		}
 		applied, err := history(ctx, tx)
 		if err != nil {
 			return err
 		}
-		pending, err := migrate.Pending(db.migrations, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
+		return migrate.Apply(db.migrations, applied, func(m migrate.Migration) error {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migrate: %03d_%s: %w", m.Version, m.Name, err)
+				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, micros(db.opts.Stamp())); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		}
-		return nil
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.Version, m.Name, micros(db.opts.Stamp()))
+			return err
+		})
 	})
 }
 
-func (db *DB) CheckSchema(ctx context.Context) error {
+func (db *DB) CheckSchema(ctx context.Context) (err error) {
+	defer wrap(&err, "CheckSchema")
 	var n int
 	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
 		return err
 	}
 	var applied []int
 	if n > 0 {
-		var err error
 		if applied, err = history(ctx, db.r); err != nil {
 			return err
 		}
@@ -134,7 +133,7 @@ type querier interface {
 func history(ctx context.Context, q querier) ([]int, error) {
 	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: history: %w", err)
+		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer rows.Close()
 	var vs []int
@@ -153,14 +152,36 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+// broken answers a write that broke a foreign key (missing) or a unique
+// key (exists): store.Broken, with SQLite's extended result codes.
+func broken(err, missing, exists error) error {
+	c := store.NoConstraint
+	if se := (*sqlite.Error)(nil); errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			c = store.ForeignKey
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			c = store.Unique
+		}
+	}
+	return store.Broken(err, c, missing, exists)
 }
 
-func notFound(err error, format string, args ...any) error {
+// notFound turns "no row" into the not-found error of what id names.
+func notFound(err error, nf func(id string) error, id string) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return hub.Errorf(hub.ENOTFOUND, format, args...)
+		return nf(id)
 	}
 	return err
+}
+
+// wrap names the driver and the operation in a method's error.
+func wrap(errp *error, op string) { store.Wrap(errp, "sqlite", op) }
+
+// CountRows counts a table's rows, for the conformance suite's checks of
+// what no method shows (the rows a delete took with it).
+func (db *DB) CountRows(ctx context.Context, table string) (n int64, err error) {
+	defer wrap(&err, "CountRows")
+	err = db.r.QueryRowContext(ctx, `SELECT count(*) FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`).Scan(&n)
+	return n, err
 }

@@ -1,9 +1,12 @@
 package sqlite_test
 
 import (
+	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/sqlite"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -18,4 +21,53 @@ func BenchmarkIngest(b *testing.B) {
 
 func BenchmarkDispatch(b *testing.B) {
 	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
+}
+
+// Before the two drivers' versions were aligned, SQLite's version 4 was
+// the retention index (now 5, after a claim_counter step PostgreSQL has).
+// A database migrated then upgrades: 5 runs again and finds its work done.
+func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T) {
+	ctx := context.Background()
+	path := testkit.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// The history the old binary left: four steps, the last the retention index.
+	if _, err := raw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = 5;
+		UPDATE schema_migrations SET name = 'retention' WHERE version = 4`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckSchema(ctx); err == nil {
+		t.Fatal("CheckSchema accepted a database one version behind")
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate from the old numbering: %v", err)
+	}
+	if err := db.CheckSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var indexes []string
+	rows, err := raw.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('delivery_jobs_live_event', 'delivery_jobs_event_needed') ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		indexes = append(indexes, n)
+	}
+	if len(indexes) != 1 || indexes[0] != "delivery_jobs_event_needed" {
+		t.Fatalf("event indexes %v, want only delivery_jobs_event_needed", indexes)
+	}
 }

@@ -20,7 +20,8 @@ func scanTenant(row scanner) (hub.Tenant, error) {
 	return t, err
 }
 
-func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (hub.Tenant, error) {
+func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (_ hub.Tenant, err error) {
+	defer wrap(&err, "CreateTenant")
 	if err := p.Validate(); err != nil {
 		return hub.Tenant{}, err
 	}
@@ -31,18 +32,17 @@ func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (hub
 	t, err := scanTenant(db.w.QueryRowContext(ctx,
 		`INSERT INTO tenants (id, name, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
 		 RETURNING `+tenantColumns, p.ID, p.Name, p.Status, now, now))
-	if isUniqueViolation(err) {
-		return hub.Tenant{}, hub.Errorf(hub.ECONFLICT, "tenant %q already exists", p.ID)
-	}
-	return t, err
+	return t, broken(err, nil, store.TenantExists(p.ID))
 }
 
-func (db *DB) GetTenant(ctx context.Context, id string) (hub.Tenant, error) {
+func (db *DB) GetTenant(ctx context.Context, id string) (_ hub.Tenant, err error) {
+	defer wrap(&err, "GetTenant")
 	t, err := scanTenant(db.r.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = ?`, id))
-	return t, notFound(err, "tenant %q not found", id)
+	return t, notFound(err, store.TenantNotFound, id)
 }
 
-func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) ([]hub.Tenant, error) {
+func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) (_ []hub.Tenant, err error) {
+	defer wrap(&err, "ListTenants")
 	rows, err := db.r.QueryContext(ctx,
 		`SELECT `+tenantColumns+` FROM tenants WHERE id > ? ORDER BY id LIMIT ?`,
 		p.After, store.ClampLimit(p.Limit, 50, 1000))
@@ -52,14 +52,15 @@ func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) ([]hub
 	return collect(rows, scanTenant)
 }
 
-func (db *DB) UpdateTenant(ctx context.Context, p store.UpdateTenantParams) (hub.Tenant, error) {
+func (db *DB) UpdateTenant(ctx context.Context, p store.UpdateTenantParams) (_ hub.Tenant, err error) {
+	defer wrap(&err, "UpdateTenant")
 	if err := p.Validate(); err != nil {
 		return hub.Tenant{}, err
 	}
 	t, err := scanTenant(db.w.QueryRowContext(ctx,
 		`UPDATE tenants SET name = coalesce(?, name), status = coalesce(?, status), updated_at = ?
 		 WHERE id = ? RETURNING `+tenantColumns, nullable(p.Name), nullable(p.Status), micros(db.opts.Stamp()), p.ID))
-	return t, notFound(err, "tenant %q not found", p.ID)
+	return t, notFound(err, store.TenantNotFound, p.ID)
 }
 
 // collect scans every row with fn.

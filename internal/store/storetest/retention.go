@@ -101,6 +101,29 @@ func testRetention(t *testing.T, open Opener) {
 		}
 	})
 
+	// A pruned job takes its attempt log with it; nothing else's goes.
+	t.Run("PrunedJobsTakeTheirAttemptsWithThem", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.subscribe(t, "acme", "sub_1", 2)
+		e.publish(t, "acme", "a", 2)
+		cs := e.claim(t, 2)
+		if len(cs) != 2 {
+			t.Fatalf("claimed %d, want 2", len(cs))
+		}
+		e.complete(t, e.succeeded(cs[0]), e.failed(cs[1], e.clock.Now().Add(time.Hour)))
+		e.clock.Advance(time.Hour)
+		if r := e.prune(t, store.PruneParams{SucceededBefore: e.clock.Now()}); r != (store.PruneResult{SucceededJobs: 1}) {
+			t.Fatalf("Prune = %+v, want the succeeded job", r)
+		}
+		if jobs, attempts := e.rows(t, "delivery_jobs"), e.rows(t, "delivery_attempts"); jobs != 1 || attempts != 1 {
+			t.Fatalf("left %d jobs and %d attempts, want the pending job and its one attempt", jobs, attempts)
+		}
+		if _, as := e.job(t, "acme", cs[1].Job.ID); len(as) != 1 {
+			t.Fatalf("the job left has %d attempts, want its 1", len(as))
+		}
+	})
+
 	t.Run("BoundedBatches", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", "")

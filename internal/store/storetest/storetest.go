@@ -29,6 +29,13 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 }
 
+// Rows is what the suite needs of a driver beyond store.Store: how many
+// rows a table holds, for what no method shows (the rows a delete took
+// with it). Every driver implements it.
+type Rows interface {
+	CountRows(ctx context.Context, table string) (int64, error)
+}
+
 // env is one test's store with a fake clock.
 type env struct {
 	ctx   context.Context
@@ -47,6 +54,19 @@ func (e env) tenant(t testing.TB, id string, status hub.TenantStatus) {
 	if _, err := e.store.CreateTenant(e.ctx, store.CreateTenantParams{ID: id, Name: id, Status: status}); err != nil {
 		t.Fatalf("CreateTenant(%s): %v", id, err)
 	}
+}
+
+func (e env) rows(t testing.TB, table string) int64 {
+	t.Helper()
+	r, ok := e.store.(Rows)
+	if !ok {
+		t.Fatalf("%T does not implement storetest.Rows", e.store)
+	}
+	n, err := r.CountRows(e.ctx, table)
+	if err != nil {
+		t.Fatalf("CountRows(%s): %v", table, err)
+	}
+	return n
 }
 
 func (e env) ingest(t testing.TB, p store.IngestParams) store.IngestResult {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -42,6 +43,11 @@ func testTenants(t *testing.T, open Opener) {
 		wantCode(t, err, hub.ECONFLICT)
 		_, err = e.store.GetTenant(e.ctx, "nobody")
 		wantCode(t, err, hub.ENOTFOUND)
+		// The error says where it came from; the code still decides the
+		// answer, with the message a caller is shown.
+		if !strings.Contains(err.Error(), ": GetTenant: ") || hub.ErrorMessage(err) != `tenant "nobody" not found` {
+			t.Fatalf("error %q (message %q), want it to name the driver and GetTenant", err, hub.ErrorMessage(err))
+		}
 		inactive := hub.TenantInactive
 		_, err = e.store.UpdateTenant(e.ctx, store.UpdateTenantParams{ID: "nobody", Status: &inactive})
 		wantCode(t, err, hub.ENOTFOUND)

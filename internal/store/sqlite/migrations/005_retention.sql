@@ -9,6 +9,10 @@
 -- instead of delivery_jobs_pending (that subscription's waiting jobs) when
 -- its statistics say both are empty — and degrade by the backlog's size
 -- exactly when a backlog builds up.
-DROP INDEX delivery_jobs_live_event;
-CREATE INDEX delivery_jobs_event_needed ON delivery_jobs (tenant_id, event_sequence)
+--
+-- IF EXISTS and IF NOT EXISTS: this step was version 4 of SQLite databases
+-- migrated before the versions of the two drivers were aligned; such a
+-- database has it already and runs it again as version 5.
+DROP INDEX IF EXISTS delivery_jobs_live_event;
+CREATE INDEX IF NOT EXISTS delivery_jobs_event_needed ON delivery_jobs (tenant_id, event_sequence)
     WHERE completed_at IS NULL OR status = 'dead_lettered';

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"fmt"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// The errors every driver answers with, written once so that both say the
+// same thing. Each is a *hub.Error: its code decides the API's status.
+
+func TenantNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "tenant %q not found", id) }
+
+func TenantExists(id string) error { return hub.Errorf(hub.ECONFLICT, "tenant %q already exists", id) }
+
+// APIKeyNotFound names the key when id is set; authentication passes "", so
+// that nothing a caller sent is echoed back.
+func APIKeyNotFound(id string) error {
+	if id == "" {
+		return hub.Errorf(hub.ENOTFOUND, "api key not found")
+	}
+	return hub.Errorf(hub.ENOTFOUND, "api key %q not found", id)
+}
+
+func SubscriptionNotFound(id string) error {
+	return hub.Errorf(hub.ENOTFOUND, "subscription %q not found", id)
+}
+
+func SubscriptionExists(id string) error {
+	return hub.Errorf(hub.ECONFLICT, "subscription %q already exists", id)
+}
+
+// UpdateMissed answers a compare-and-set update of subscription id that
+// matched no row, given what reading it again answered (lookup): the
+// lookup's error when it is gone, else a conflict, since its version is no
+// longer the one the caller read.
+func UpdateMissed(id string, lookup error) error {
+	if lookup != nil {
+		return lookup
+	}
+	return hub.Errorf(hub.ECONFLICT, "subscription %q was modified concurrently; retry", id)
+}
+
+func DeliveryNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "delivery %q not found", id) }
+
+// Wrap prefixes a non-nil *errp with the driver and the operation that
+// failed ("postgres: CompleteJobs: ..."), as pkgsite's derrors.Wrap does.
+// Drivers defer it in every method; a *hub.Error stays reachable with
+// errors.As, so its code still decides the API's answer.
+func Wrap(errp *error, driver, op string) {
+	if *errp != nil {
+		*errp = fmt.Errorf("%s: %s: %w", driver, op, *errp)
+	}
+}
+
+// Constraint is the integrity constraint a write broke, as a driver reads
+// it from its database's error.
+type Constraint int
+
+const (
+	NoConstraint Constraint = iota
+	ForeignKey              // what the row refers to does not exist
+	Unique                  // a row with the same key exists
+)
+
+// Broken answers a write whose error err broke constraint c: missing for a
+// foreign key, exists for a unique key (nil when the write cannot break
+// it). Any other error is returned as it is.
+func Broken(err error, c Constraint, missing, exists error) error {
+	switch {
+	case c == ForeignKey && missing != nil:
+		return missing
+	case c == Unique && exists != nil:
+		return exists
+	}
+	return err
+}
