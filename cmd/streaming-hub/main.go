@@ -38,6 +38,7 @@ var commands = map[string]command{
 	"dev":     {"run the whole hub on this machine, no infrastructure needed", runDev},
 	"serve":   {"run the hub in production: external Kafka and PostgreSQL", runServe},
 	"migrate": {"apply database migrations (STREAMING_HUB_DATABASE_URL)", runMigrate},
+	"rewrap":  {"re-seal every stored secret under the current STREAMING_HUB_KEK", runRewrap},
 	"version": {"print the version", runVersion},
 	"bench":   {"measure the whole path on this machine (embedded Kafka, the hub, a local sink)", runBench},
 

@@ -72,6 +72,12 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 	}()
 
+	// The address is taken before anything else starts, so a bad or busy
+	// one fails the start at once (SPEC 13).
+	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return &config.Error{Var: "HTTP_ADDR", Problem: err.Error()}
+	}
+
 	var secrets devSecretsFile
 	if cfg.Mode == config.Dev {
 		if secrets, err = ensureDevSecrets(cfg); err != nil {
@@ -88,7 +94,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		h.Now = time.Now
 	}
 	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now}); err != nil {
-		return err
+		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
 	if h.NoMigrate {
 		err = h.Store.CheckSchema(ctx)
@@ -113,6 +119,12 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
 		return &config.Error{Var: "KEK", Problem: err.Error()}
 	}
+	if cfg.Mode == config.Serve {
+		if err := CheckKEK(ctx, h.Store, h.Keyring); err != nil {
+			return err
+		}
+	}
+	h.countSealed(ctx)
 	if h.Client, err = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks}); err != nil {
 		return err
 	}
@@ -183,10 +195,15 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return fmt.Errorf("STREAMING_HUB_HTTP_ADDR: %w", err)
+	h.http = &http.Server{
+		Handler: srv.Handler(),
+		// What one client may hold (SPEC 11): headers, slow starts, idle
+		// keep-alives. No write timeout: long polls answer within 30 s.
+		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       120 * time.Second,
 	}
-	h.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	// Shutdown answers open long polls at once instead of waiting up to
 	// their 30 s.
 	h.http.RegisterOnShutdown(h.Waiters.Release)
@@ -208,6 +225,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		h.goRun("dispatch", func() error { return h.Dispatcher.Run(dispatchCtx) })
 	}
 	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
+	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if cfg.Mode == config.Dev && h.Out != nil {
 		printDevBanner(h.Out, h, secrets)

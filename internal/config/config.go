@@ -386,3 +386,34 @@ func (r *reader) decodeKey(name, v string) []byte {
 	}
 	return b
 }
+
+// Keys is what streaming-hub rewrap needs: the database and the KEKs.
+type Keys struct {
+	DatabaseURL  string
+	KEK          []byte
+	PreviousKEKs [][]byte
+}
+
+// LoadKeys reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK and
+// STREAMING_HUB_KEK_PREVIOUS, all problems at once.
+func LoadKeys(getenv func(string) string) (Keys, error) {
+	r := reader{getenv: getenv}
+	var k Keys
+	r.str("DATABASE_URL", &k.DatabaseURL)
+	k.KEK = r.key("KEK")
+	var previous []string
+	r.list("KEK_PREVIOUS", &previous)
+	for _, p := range previous {
+		k.PreviousKEKs = append(k.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", p))
+	}
+	if k.DatabaseURL == "" && !r.bad["DATABASE_URL"] {
+		r.fail("DATABASE_URL", "required (postgres://... or sqlite:///path/to/file.db)")
+	}
+	if k.KEK == nil && !r.bad["KEK"] {
+		r.fail("KEK", "required: the key to seal every secret under")
+	}
+	if len(r.errs) > 0 {
+		return Keys{}, r.errs
+	}
+	return k, nil
+}

@@ -130,6 +130,25 @@ func (k *Keyring) Current(blob []byte) bool {
 	return len(blob) > 1+idLen && bytes.Equal(blob[1:1+idLen], k.current.id[:])
 }
 
+// KeyIDOf names the KEK a blob was sealed under (hex, as KeyID), or ""
+// when blob is not a sealed blob.
+func KeyIDOf(blob []byte) string {
+	if len(blob) < headerLen+16 || blob[0] != version {
+		return ""
+	}
+	return hex.EncodeToString(blob[1 : 1+idLen])
+}
+
+// Rewrap opens blob with whichever KEK of the ring sealed it and seals the
+// plaintext again under the current one, with the same aad.
+func (k *Keyring) Rewrap(blob, aad []byte) ([]byte, error) {
+	plain, err := k.Open(blob, aad)
+	if err != nil {
+		return nil, err
+	}
+	return k.Seal(plain, aad)
+}
+
 // SealJSON seals v encoded as JSON.
 func (k *Keyring) SealJSON(v any, aad []byte) ([]byte, error) {
 	b, err := json.Marshal(v)

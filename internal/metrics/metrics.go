@@ -46,6 +46,9 @@ type Metrics struct {
 	// API.
 	AuthFailures *prometheus.CounterVec // reason: missing | invalid | throttled
 
+	// Secrets.
+	SecretsSealed *prometheus.GaugeVec // kek_id: stored secrets per key-encryption key
+
 	// Housekeeping.
 	HousekeepingPasses *prometheus.CounterVec // result: ran | skipped | error
 	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events
@@ -139,6 +142,10 @@ func New() *Metrics {
 			Name: "streaming_hub_auth_failures_total",
 			Help: "API requests refused for their credentials, by reason (missing, invalid, throttled).",
 		}, []string{"reason"}),
+		SecretsSealed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "streaming_hub_secrets_sealed",
+			Help: "Stored secrets by the id of the key-encryption key that seals them: 0 under an old id means STREAMING_HUB_KEK_PREVIOUS can drop it.",
+		}, []string{"kek_id"}),
 		HousekeepingPasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_housekeeping_passes_total",
 			Help: "Housekeeping passes (retention, job counts): ran here, skipped (another replica held the lock), or failed.",
@@ -155,7 +162,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
-		m.AuthFailures, m.HousekeepingPasses, m.RetentionDeleted,
+		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)

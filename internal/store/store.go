@@ -36,6 +36,7 @@ type Store interface {
 	ControlPlane
 	Dispatch
 	Retention
+	Secrets
 }
 
 // Options are common to every driver.

@@ -1,0 +1,140 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+func keyring(t *testing.T, current byte, previous ...byte) *envelope.Keyring {
+	t.Helper()
+	var prev [][]byte
+	for _, p := range previous {
+		prev = append(prev, bytes.Repeat([]byte{p}, 32))
+	}
+	k, err := envelope.NewKeyring(bytes.Repeat([]byte{current}, 32), prev...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// sealed stores n subscriptions of tenant acme whose secrets ring seals.
+func sealed(t *testing.T, s store.Store, ring *envelope.Keyring, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		sub := storetest.NewSubscription("acme", fmt.Sprintf("sub_%04d", i))
+		blob, err := ring.SealJSON(hub.SubscriptionSecrets{}, sub.SecretsAAD())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub.Secrets = blob
+		if _, err := s.CreateSubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRewrap_MovesEveryRowUnderTheCurrentKEK: after a rotation, rewrap
+// re-seals the 1,000 rows still under the old KEK; none is left under its
+// id, so STREAMING_HUB_KEK_PREVIOUS can drop it, and the new KEK alone
+// opens every row.
+func TestRewrap_MovesEveryRowUnderTheCurrentKEK(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		ctx := context.Background()
+		s := d.Open(t, store.Options{})
+		old := keyring(t, 1)
+		sealed(t, s, old, 1000)
+		rotated := keyring(t, 2, 1)
+
+		before, err := app.CountSealed(ctx, s)
+		if err != nil || before[old.KeyID()] != 1000 || len(before) != 1 {
+			t.Fatalf("before: %v %v", before, err)
+		}
+		res, err := app.Rewrap(ctx, s, rotated, 100)
+		if err != nil || res.Rewritten != 1000 || res.Failed != 0 {
+			t.Fatalf("rewrap: %+v %v", res, err)
+		}
+		after, _ := app.CountSealed(ctx, s)
+		if after[old.KeyID()] != 0 || after[rotated.KeyID()] != 1000 {
+			t.Fatalf("after: %v, want 1000 under %s and none under %s", after, rotated.KeyID(), old.KeyID())
+		}
+		newOnly := keyring(t, 2)
+		if err := app.CheckKEK(ctx, s, newOnly); err != nil {
+			t.Fatalf("the new KEK alone: %v", err)
+		}
+		again, _ := app.Rewrap(ctx, s, rotated, 100)
+		if again.Rewritten != 0 {
+			t.Fatalf("a second rewrap rewrote %d rows", again.Rewritten)
+		}
+	})
+}
+
+// TestCheckKEK_AWrongKEKRefusesTheStart: a KEK that opens none of the
+// stored secrets fails naming STREAMING_HUB_KEK; with the old one among the
+// previous KEKs the start goes on.
+func TestCheckKEK_AWrongKEKRefusesTheStart(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		ctx := context.Background()
+		s := d.Open(t, store.Options{})
+		if err := app.CheckKEK(ctx, s, keyring(t, 9)); err != nil {
+			t.Fatalf("empty store: %v", err)
+		}
+		sealed(t, s, keyring(t, 1), 3)
+		err := app.CheckKEK(ctx, s, keyring(t, 2))
+		var cerr *config.Error
+		if !errors.As(err, &cerr) || cerr.Var != "KEK" || !strings.Contains(err.Error(), "STREAMING_HUB_KEK: ") {
+			t.Fatalf("wrong KEK: %v", err)
+		}
+		if err := app.CheckKEK(ctx, s, keyring(t, 2, 1)); err != nil {
+			t.Fatalf("new KEK with the old as previous: %v", err)
+		}
+	})
+}
+
+// TestServe_WrongKEKDoesNotStart: serve itself refuses a KEK that opens
+// nothing stored, before it reports ready.
+func TestServe_WrongKEKDoesNotStart(t *testing.T) {
+	url := testkit.PostgresURL(t)
+	ctx := context.Background()
+	s, err := app.OpenStore(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sealed(t, s, keyring(t, 1), 2)
+	s.Close()
+	cfg, err := config.Load(config.Serve, func(k string) string {
+		return map[string]string{
+			"STREAMING_HUB_DATABASE_URL": url, "STREAMING_HUB_ROLE": "delivery", "STREAMING_HUB_HTTP_ADDR": "127.0.0.1:0",
+			"STREAMING_HUB_ADMIN_TOKEN": "an-admin-token-of-16+", "STREAMING_HUB_KEK": "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=",
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &app.Hub{Config: cfg}
+	err = h.Start(ctx)
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Var != "KEK" {
+		h.Shutdown(ctx)
+		t.Fatalf("serve with a wrong KEK: %v", err)
+	}
+}
