@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -274,4 +275,55 @@ func TestConsumer_NeverReadsCommandOrDeadLetterTopics(t *testing.T) {
 	if got := ids(inbox(t, s, "acme")); got != "[event#1]" {
 		t.Fatalf("inbox = %s: the consumer read an excluded topic", got)
 	}
+}
+
+// TestConsumer_HostileRecordsNeverBlockTheirPartition: records whose headers
+// carry NUL, invalid UTF-8, control characters and 200 KB names, through a
+// real broker: each is rejected (or its foreign headers ignored) with a
+// bounded reason, the metric labels stay few, and the valid record behind
+// them on the same partition is accepted and committed.
+func TestConsumer_HostileRecordsNeverBlockTheirPartition(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		s := d.Open(t, store.Options{})
+		tenants(t, s, "acme")
+		kafka := testkit.Kafka(t, 1, topic)
+		prod := testkit.Producer(t, kafka)
+		cfg := consumerConfig(kafka.ListenAddrs(), s)
+		startConsumer(t, cfg)
+
+		huge := strings.Repeat("n", 200<<10)
+		h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+		var recs []*kgo.Record
+		recs = append(recs,
+			testkit.CERecord(topic, 0, "acme", "nul-name", h("ce-bad\x00nul", "a"), h("ce-bad\x00nul", "b")),
+			testkit.CERecord(topic, 0, "acme", "foreign", h("x-bad\x00nul", "a"), h("x-bad\x00nul", "b")), // ignored: accepted
+			testkit.CERecord(topic, 0, "acme", "huge", h("ce-"+huge, "a"), h("ce-"+huge, "b")),
+			testkit.CERecord(topic, 0, "acme", "utf8", h("ce-\xff\xfe", "\xff")),
+			testkit.CERecord(topic, 0, "acme", "ctl\x00\x01id"),
+		)
+		for i := range 50 { // a random header name each: the labels must not grow
+			recs = append(recs, testkit.CERecord(topic, 0, "acme", fmt.Sprintf("rnd-%d", i),
+				h(fmt.Sprintf("ce-x%dy_%d", i, i), "a"), h(fmt.Sprintf("ce-x%dy_%d", i, i), "b")))
+		}
+		recs = append(recs, testkit.CERecord(topic, 0, "acme", "valid-after"))
+		testkit.Produce(t, prod, recs...)
+		testkit.Eventually(t, 30*time.Second, "every record committed", func() bool {
+			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == int64(len(recs))
+		})
+		if got := ids(inbox(t, s, "acme")); got != "[foreign#1 valid-after#2]" {
+			t.Fatalf("inbox = %s", got)
+		}
+		rej, err := s.ListRejections(context.Background(), store.ListRejectionsParams{Limit: 100})
+		if err != nil || len(rej) != len(recs)-2 {
+			t.Fatalf("%d rejections (want %d), %v", len(rej), len(recs)-2, err)
+		}
+		for _, r := range rej {
+			if !utf8.ValidString(r.Reason) || strings.ContainsRune(r.Reason, 0) || len(r.Reason) > 200 {
+				t.Fatalf("stored reason %q", r.Reason)
+			}
+		}
+		if n := testutil.CollectAndCount(cfg.Metrics.IngestRecords); n > 12 {
+			t.Fatalf("streaming_hub_ingest_records_total has %d series after hostile records", n)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // validHeaders is a record every rule accepts; each case changes one thing.
@@ -214,7 +215,7 @@ func TestRejection_KeepsSafeBoundedHeaders(t *testing.T) {
 	if rej.CEID != "evt\uFFFD-9" || rej.Topic != r.Topic || rej.Partition != 1 || rej.Offset != 7 {
 		t.Fatalf("rejection = %+v", rej)
 	}
-	if b := rej.Headers["blob"]; len(b) > maxKeptHeaderBytes || strings.ContainsRune(b, 0xFFFD) && !strings.HasPrefix(b, "é") {
+	if b := rej.Headers["blob"]; len(b) > store.MaxRejectionHeaderBytes || strings.ContainsRune(b, 0xFFFD) && !strings.HasPrefix(b, "é") {
 		t.Fatalf("blob kept as %d bytes", len(b))
 	}
 }

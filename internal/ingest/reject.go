@@ -9,13 +9,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Bounds on what a rejection keeps of a record: enough for an operator to
-// find the producer, never enough to turn the table into a second inbox.
-const (
-	maxKeptHeaders     = 64
-	maxKeptHeaderBytes = 1024
-)
-
 // rejection records why r was refused, with its headers made safe to store
 // (valid UTF-8, no NUL, bounded).
 func rejection(r *kgo.Record, reason string) hub.Rejection {
@@ -24,14 +17,14 @@ func rejection(r *kgo.Record, reason string) hub.Rejection {
 		Partition: r.Partition,
 		Offset:    r.Offset,
 		Reason:    reason,
-		Headers:   make(map[string]string, min(len(r.Headers), maxKeptHeaders)),
+		Headers:   make(map[string]string, min(len(r.Headers), store.MaxRejectionHeaders)),
 	}
 	for _, h := range r.Headers {
-		if len(rej.Headers) == maxKeptHeaders {
+		if len(rej.Headers) == store.MaxRejectionHeaders {
 			break
 		}
-		k := store.CleanText(strings.ToLower(h.Key), 256)
-		v := store.CleanText(string(h.Value), maxKeptHeaderBytes)
+		k := store.CleanText(strings.ToLower(h.Key), store.MaxRejectionNameBytes)
+		v := store.CleanText(string(h.Value), store.MaxRejectionHeaderBytes)
 		if _, dup := rej.Headers[k]; dup {
 			continue // keep the first: enough to show the conflict's source
 		}
@@ -40,5 +33,5 @@ func rejection(r *kgo.Record, reason string) hub.Rejection {
 			rej.CEID = v
 		}
 	}
-	return rej
+	return store.SafeRejection(rej)
 }

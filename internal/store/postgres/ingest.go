@@ -141,6 +141,7 @@ func (db *DB) admit(ctx context.Context, tx pgx.Tx, events []hub.Event, now time
 func (db *DB) reject(ctx context.Context, tx pgx.Tx, rejected []hub.Rejection, now time.Time) error {
 	rows := make([][]any, len(rejected))
 	for i, r := range rejected {
+		r = store.SafeRejection(r)
 		headers, err := json.Marshal(r.Headers)
 		if err != nil {
 			return err

@@ -131,6 +131,7 @@ func (db *DB) reject(ctx context.Context, tx *sql.Tx, rejected []hub.Rejection, 
 	}
 	defer insert.Close()
 	for _, r := range rejected {
+		r = store.SafeRejection(r)
 		headers, err := json.Marshal(r.Headers)
 		if err != nil {
 			return err

@@ -3,7 +3,9 @@ package storetest
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -65,6 +67,49 @@ func testRejections(t *testing.T, open Opener) {
 		}
 		if !reflect.DeepEqual(offsets, []int64{5, 4, 3}) {
 			t.Fatalf("kept offsets %v, want the newest three [5 4 3]", offsets)
+		}
+	})
+
+	t.Run("HostileBytesNeverBlockThePartition", func(t *testing.T) {
+		// Whatever bytes a producer sent end up in a rejection: NUL,
+		// invalid UTF-8, control characters, names of 200 KB. The store
+		// keeps a cleaned, bounded row, and the next batch of the same
+		// partition is accepted.
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "a", "")
+		huge := strings.Repeat("n", 200<<10)
+		headers := map[string]string{"x-bad\x00nul": "a\x00b", "ce-\xff\xfe": "\xff", "ctl\x01\x1b[31m": "v\x07", huge: huge}
+		for i := range 100 {
+			headers[fmt.Sprintf("h%03d\x00", i)] = "\x00"
+		}
+		hostile := hub.Rejection{
+			Topic: "t\x00\xff" + huge, Partition: 2, Offset: 41, CEID: "id\x00\xff" + huge,
+			Headers: headers, Reason: "duplicate x-bad\x00nul\xff with different values " + huge,
+		}
+		e.ingest(t, store.IngestParams{Rejected: []hub.Rejection{hostile, {Partition: 2, Offset: 42, Reason: "\x00"}}})
+		res := e.ingest(t, store.IngestParams{Events: []hub.Event{NewEvent("a", "after")}})
+		wantOutcomes(t, res, accept(1))
+
+		got, err := e.store.ListRejections(e.ctx, store.ListRejectionsParams{Limit: 10})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("rejections: %d, %v", len(got), err)
+		}
+		r := got[1]
+		safe := func(field, s string, max int) {
+			t.Helper()
+			if !utf8.ValidString(s) || strings.ContainsRune(s, 0) || len(s) > max {
+				t.Errorf("%s: %d bytes, valid %v, NUL %v", field, len(s), utf8.ValidString(s), strings.ContainsRune(s, 0))
+			}
+		}
+		safe("topic", r.Topic, store.MaxRejectionNameBytes)
+		safe("ce_id", r.CEID, store.MaxRejectionNameBytes)
+		safe("reason", r.Reason, store.MaxRejectionReasonBytes)
+		if r.Offset != 41 || r.Partition != 2 || !strings.HasPrefix(r.Reason, "duplicate x-bad") || len(r.Headers) > store.MaxRejectionHeaders || len(r.Headers) == 0 {
+			t.Errorf("stored %+v", r)
+		}
+		for k, v := range r.Headers {
+			safe("header name", k, store.MaxRejectionNameBytes)
+			safe("header value", v, store.MaxRejectionHeaderBytes)
 		}
 	})
 }
