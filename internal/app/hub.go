@@ -96,6 +96,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now}); err != nil {
 		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
+	if err := h.Store.Ping(ctx); err != nil {
+		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot reach the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
+	}
 	if h.NoMigrate {
 		err = h.Store.CheckSchema(ctx)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -136,5 +137,32 @@ func TestServe_WrongKEKDoesNotStart(t *testing.T) {
 	if !errors.As(err, &cerr) || cerr.Var != "KEK" {
 		h.Shutdown(ctx)
 		t.Fatalf("serve with a wrong KEK: %v", err)
+	}
+}
+
+// TestStart_UnreachableDatabaseIsNamedWithoutItsPassword: the start fails
+// naming STREAMING_HUB_DATABASE_URL, and the password is not in the error.
+func TestStart_UnreachableDatabaseIsNamedWithoutItsPassword(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens there now
+	cfg, err := config.Load(config.Serve, func(k string) string {
+		return map[string]string{
+			"STREAMING_HUB_DATABASE_URL": fmt.Sprintf("postgres://hub:s3cr3t-pw@127.0.0.1:%d/hub?connect_timeout=2", port),
+			"STREAMING_HUB_ROLE":         "delivery", "STREAMING_HUB_HTTP_ADDR": "127.0.0.1:0",
+			"STREAMING_HUB_ADMIN_TOKEN": "an-admin-token-of-16+", "STREAMING_HUB_KEK": "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=",
+		}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &app.Hub{Config: cfg}
+	err = h.Start(context.Background())
+	if err == nil {
+		h.Shutdown(context.Background())
+		t.Fatal("started without a database")
+	}
+	if !strings.HasPrefix(err.Error(), "STREAMING_HUB_DATABASE_URL: ") || strings.Contains(err.Error(), "s3cr3t-pw") {
+		t.Fatalf("error: %v", err)
 	}
 }
