@@ -34,6 +34,12 @@ type apiOptions struct {
 	resolver     webhook.Resolver
 	pullRate     float64
 	pullBurst    int
+	// waiters are the long polls' wake-ups (nil: the server's own).
+	waiters *api.Waiters
+	// pullRecheck, when set, replaces the 1 s between a long poll's looks.
+	pullRecheck time.Duration
+	// wrap, when set, stands between the server and the store.
+	wrap func(store.Store) store.Store
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -45,11 +51,15 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		t.Fatal(err)
 	}
 	if o.probeTimeout == 0 {
-		o.probeTimeout = 2 * time.Second
+		o.probeTimeout = testkit.Patience // no answer has to beat a clock
 	}
 	logs := &testkit.Buffer{}
-	srv := httptest.NewServer(api.New(api.Deps{
-		Store:             s,
+	served := s
+	if o.wrap != nil {
+		served = o.wrap(s)
+	}
+	server := api.New(api.Deps{
+		Store:             served,
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AdminToken:        adminToken,
 		Keyring:           keyring,
@@ -58,7 +68,12 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Now:               clock.Now,
 		PullRate:          o.pullRate,
 		PullBurst:         o.pullBurst,
-	}).Handler())
+		Waiters:           o.waiters,
+	})
+	if o.pullRecheck > 0 {
+		api.SetPullRecheck(server, o.pullRecheck)
+	}
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
 	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}}
 }
@@ -106,6 +121,10 @@ func newReceiver(t *testing.T) *receiver {
 		rc.bodies = append(rc.bodies, buf.Bytes())
 		answer := rc.answer
 		rc.mu.Unlock()
+		if answer == nil { // never answer, until the client gives up
+			<-r.Context().Done()
+			return
+		}
 		answer(w, p.Challenge)
 	}))
 	t.Cleanup(rc.Close)

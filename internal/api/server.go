@@ -50,6 +50,9 @@ type Server struct {
 	routes  []route
 	waiters *Waiters
 	limiter *limiter
+	// pullRecheck is how long a long poll waits before looking again
+	// without a wake-up; tests lengthen it to prove the wake-up answers.
+	pullRecheck time.Duration
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -72,7 +75,7 @@ func New(deps Deps) *Server {
 	if deps.PullBurst <= 0 {
 		deps.PullBurst = 200
 	}
-	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
+	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters, pullRecheck: pullRecheck}
 	s.limiter = newLimiter(deps.PullRate, deps.PullBurst, s.now)
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
