@@ -387,6 +387,21 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 			s.FailureSpan == nil || !s.FailureSpan.First.Equal(t0) || s.BreakerState != "open" {
 			t.Fatalf("after auto-disable: %+v (reason %v, span %+v)", s, s.DisabledReason, s.FailureSpan)
 		}
+		// The same maintenance pass then dead-letters the waiting jobs; wait
+		// for it rather than race it (on a loaded machine the verify below
+		// could re-enable first, and an old event go out before evt-6).
+		testkit.WaitFor(t, "the disabled subscription's waiting jobs dead-lettered", func() bool {
+			jobs, err := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
+			if err != nil || len(jobs) != 5 {
+				return false
+			}
+			for _, j := range jobs {
+				if j.Status == hub.JobPending || j.Status == hub.JobInFlight {
+					return false
+				}
+			}
+			return true
+		})
 
 		// The destination is fixed; verify re-enables in place.
 		sink.setStatus(func(int) int { return 200 })

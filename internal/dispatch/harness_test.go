@@ -106,7 +106,9 @@ func newRig(t testing.TB, d testkit.Driver, o rigOptions) *rig {
 	r.sub = r.subscribe("acme", "sub_1", r.sink.URL, o)
 	cfg := dispatch.Config{
 		Store: r.store, Keyring: r.keyring, Metrics: r.metrics, Now: r.clock.Now,
-		Client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: 2 * time.Second}),
+		// No test here times a destination out: the timeout is a safety
+		// net, so a loaded machine's slow answer never reads as a failure.
+		Client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: testkit.Patience}),
 		Rand:   mrand.New(mrand.NewPCG(1, 2)),
 	}
 	if o.cfg != nil {
@@ -184,5 +186,5 @@ func listParams(r *rig) store.ListJobsParams {
 // d2client is another SSRF-safe client (private sinks allowed) for extra
 // dispatchers.
 func (r *rig) d2client() *http.Client {
-	return webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: 5 * time.Second})
+	return webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: testkit.Patience})
 }
