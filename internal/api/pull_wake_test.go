@@ -16,15 +16,15 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// lookCounter counts the server's looks for events: one per pass of a long
-// poll.
+// lookCounter counts the server's looks for events, one per pass of a long
+// poll, as each look returns: a look counted has seen what it will see.
 type lookCounter struct {
 	store.Store
 	looks atomic.Int64
 }
 
 func (c *lookCounter) ListEvents(ctx context.Context, p store.ListEventsParams) ([]hub.Event, error) {
-	c.looks.Add(1)
+	defer c.looks.Add(1)
 	return c.Store.ListEvents(ctx, p)
 }
 
