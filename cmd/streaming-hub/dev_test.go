@@ -23,7 +23,7 @@ func runDevUntilInterrupted(t *testing.T, vars map[string]string) (stdout, stder
 		done <- run([]string{"dev"}, env{&out, &errOut, func(k string) string { return vars[k] }, nil, environOf(vars)})
 	}()
 	// The banner is printed after dev has started listening for SIGINT.
-	testkit.Eventually(t, 60*time.Second, "the dev banner", func() bool {
+	testkit.WaitFor(t, "the dev banner", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("dev exited %d before its banner:\n%s%s", code, out.String(), errOut.String())

@@ -103,13 +103,28 @@ func TestRelease(t *testing.T) {
 	dedupetest.Claim(t, d, "evt-2", consumer.Claimed)
 }
 
+// Keys expire on Redis's clock, which no test moves: the TTLs are long
+// while the states are read (a slow machine cannot outlast them), then the
+// keys are made to expire at once. That the TTL and the lease are the keys'
+// expiries is TestClaimCommit's PTTL check.
 func TestExpiry(t *testing.T) {
-	d, _ := newTest(t, Options{TTL: 100 * time.Millisecond, Lease: 100 * time.Millisecond})
+	d, rdb := newTest(t, Options{TTL: time.Hour, Lease: time.Hour})
+	ctx := context.Background()
 	dedupetest.Commit(t, d, dedupetest.Claim(t, d, "evt-done", consumer.Claimed))
 	dedupetest.Claim(t, d, "evt-crashed", consumer.Claimed) // never committed nor released
 	dedupetest.Claim(t, d, "evt-done", consumer.Processed)
 	dedupetest.Claim(t, d, "evt-crashed", consumer.InProgress)
-	time.Sleep(150 * time.Millisecond) // Redis's clock, not ours
+	keys := []string{d.prefix + "evt-done", d.prefix + "evt-crashed"}
+	for _, k := range keys {
+		if !rdb.PExpire(ctx, k, time.Millisecond).Val() {
+			t.Fatalf("no key %s to expire", k)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Minute); rdb.Exists(ctx, keys...).Val() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Redis never expired the keys")
+		}
+	}
 	dedupetest.Claim(t, d, "evt-done", consumer.Claimed)
 	dedupetest.Claim(t, d, "evt-crashed", consumer.Claimed)
 }

@@ -18,7 +18,7 @@ import (
 // saved cursor.
 func run(t *testing.T, p *Puller, cursor string, n int) (ids []string, saved string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience) // a safety net, not a speed
 	defer cancel()
 	var mu sync.Mutex
 	err := p.Run(ctx, cursor,

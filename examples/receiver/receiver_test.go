@@ -61,7 +61,7 @@ func TestReceiver_AgainstTheDevHub(t *testing.T) {
 	for _, id := range want {
 		testkit.Produce(t, prod, testkit.CERecord(app.DevTopic, 0, "default", id))
 	}
-	testkit.Eventually(t, 20*time.Second, "three events printed", func() bool {
+	testkit.WaitFor(t, "three events printed", func() bool {
 		return len(eventLine.FindAllString(out.String(), -1)) == 3
 	})
 	var printed []string
@@ -97,10 +97,10 @@ func TestReceiver_AgainstTheDevHub(t *testing.T) {
 	if st := h.Do("POST", "/v1/deliveries/"+evtB+"/replay", "default", "", nil); st != 202 {
 		t.Fatalf("replay: %d", st)
 	}
-	testkit.Eventually(t, 20*time.Second, "the replay acknowledged as a duplicate", func() bool {
+	testkit.WaitFor(t, "the replay acknowledged as a duplicate", func() bool {
 		return strings.Contains(out.String(), "duplicate default/evt-b")
 	})
-	testkit.Eventually(t, 20*time.Second, "the hub to record the replay's success", func() bool {
+	testkit.WaitFor(t, "the hub to record the replay's success", func() bool {
 		h.Do("GET", "/v1/subscriptions/"+sub.ID+"/deliveries?status=succeeded", "default", "", &jobs)
 		return len(jobs.Data) == 4
 	})

@@ -142,7 +142,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			writeJSON(w, http.StatusOK, page)
 			return nil
 		}
-		timer := time.NewTimer(min(left, pullRecheck))
+		timer := time.NewTimer(min(left, s.pullRecheck))
 		s.waiters.hold(1)
 		select {
 		case <-woken:

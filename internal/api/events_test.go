@@ -245,7 +245,7 @@ func TestPull_ReleasedLongPollsAnswerAtOnceWithTheirCursor(t *testing.T) {
 		var first pollAnswer
 		acme.json("GET", "/v1/events", "", 200, &first.page)
 		open := pollAsync(context.Background(), acme, first.page.NextCursor)
-		testkit.Eventually(t, 10*time.Second, "the long poll to wait", func() bool { return h.waiters.Holding() == 1 })
+		testkit.WaitFor(t, "the long poll to wait", func() bool { return h.waiters.Holding() == 1 })
 		h.waiters.Release()
 		// The safety nets are well under the poll's 30 s.
 		for i, ch := range []<-chan pollAnswer{open, pollAsync(context.Background(), acme, first.page.NextCursor)} {
@@ -269,10 +269,10 @@ func TestPull_ClientThatGivesUpIsNotAnError(t *testing.T) {
 		acme := h.tenant("acme")
 		ctx, cancel := context.WithCancel(context.Background())
 		gone := pollAsync(ctx, acme, "")
-		testkit.Eventually(t, 10*time.Second, "the long poll to wait", func() bool { return h.waiters.Holding() == 1 })
+		testkit.WaitFor(t, "the long poll to wait", func() bool { return h.waiters.Holding() == 1 })
 		cancel()
 		<-gone
-		testkit.Eventually(t, 10*time.Second, "the request's log line", func() bool {
+		testkit.WaitFor(t, "the request's log line", func() bool {
 			return strings.Contains(h.logs.String(), `"path":"/v1/events","status":499`)
 		})
 		if logs := h.logs.String(); strings.Contains(logs, `"level":"ERROR"`) || strings.Contains(logs, "internal error") {

@@ -40,6 +40,12 @@ type apiOptions struct {
 	resolver     webhook.Resolver
 	pull         *config.Pull // nil: the default bucket
 	authLimit    int          // failed authentications per minute; 0: too many to matter
+	// waiters are the long polls' wake-ups (nil: the server's own).
+	waiters *api.Waiters
+	// pullRecheck, when set, replaces the 1 s between a long poll's looks.
+	pullRecheck time.Duration
+	// wrap, when set, stands between the server and the store.
+	wrap func(store.Store) store.Store
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -51,7 +57,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		t.Fatal(err)
 	}
 	if o.probeTimeout == 0 {
-		o.probeTimeout = 2 * time.Second
+		o.probeTimeout = testkit.Patience // no answer has to beat a clock
 	}
 	logs := &testkit.Buffer{}
 	defaults := config.Defaults(config.Serve)
@@ -62,10 +68,17 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiters := api.NewWaiters()
+	waiters := o.waiters
+	if waiters == nil {
+		waiters = api.NewWaiters()
+	}
+	served := s
+	if o.wrap != nil {
+		served = o.wrap(s)
+	}
 	server, err := api.New(api.Deps{
 		Waiters:           waiters,
-		Store:             s,
+		Store:             served,
 		Metrics:           metrics.New(),
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AdminToken:        adminToken,
@@ -78,6 +91,9 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.pullRecheck > 0 {
+		api.SetPullRecheck(server, o.pullRecheck)
 	}
 	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
@@ -127,6 +143,10 @@ func newReceiver(t *testing.T) *receiver {
 		rc.bodies = append(rc.bodies, buf.Bytes())
 		answer := rc.answer
 		rc.mu.Unlock()
+		if answer == nil { // never answer, until the client gives up
+			<-r.Context().Done()
+			return
+		}
 		answer(w, p.Challenge)
 	}))
 	t.Cleanup(rc.Close)

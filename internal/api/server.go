@@ -53,6 +53,9 @@ type Server struct {
 	waiters  *Waiters
 	limiter  *limiter
 	throttle *throttle // failed authentications
+	// pullRecheck is how long a long poll waits before looking again
+	// without a wake-up; tests lengthen it to prove the wake-up answers.
+	pullRecheck time.Duration
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -77,7 +80,7 @@ func New(deps Deps) (*Server, error) {
 	if deps.Waiters == nil {
 		deps.Waiters = NewWaiters()
 	}
-	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters}
+	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters, pullRecheck: pullRecheck}
 	s.limiter = newLimiter(deps.Pull.Rate, deps.Pull.Burst, s.now)
 	s.throttle = newThrottle(deps.AuthFailureLimit, s.now)
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))

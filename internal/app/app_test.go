@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/app"
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -70,7 +69,7 @@ func TestDev_KcatEventIsAcceptedAndMalformedOneIsListedAsRejected(t *testing.T) 
 		"ce-time=2026-11-30T12:00:00Z", "ce-tenantid=default", "ce-schemaversion=1.0.0", "content-type=application/json")
 	kcat(t, broker, `{}`, "ce-specversion=0.3", "ce-id=bad-1")
 
-	testkit.Eventually(t, 30*time.Second, "the accepted event in /metrics", func() bool {
+	testkit.WaitFor(t, "the accepted event in /metrics", func() bool {
 		return strings.Contains(get(t, h, "/metrics"), `streaming_hub_ingest_records_total{reason="accepted",verdict="accept"} 1`)
 	})
 	var rej struct {
@@ -80,7 +79,7 @@ func TestDev_KcatEventIsAcceptedAndMalformedOneIsListedAsRejected(t *testing.T) 
 			Headers map[string]string
 		}
 	}
-	testkit.Eventually(t, 30*time.Second, "the rejection", func() bool {
+	testkit.WaitFor(t, "the rejection", func() bool {
 		json.Unmarshal([]byte(get(t, h, "/v1/admin/rejections")), &rej)
 		return len(rej.Data) == 1
 	})
@@ -111,7 +110,7 @@ func TestDev_SecretsAreKeptBesideTheSQLiteFileAcrossRestartsUnlessGiven(t *testi
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("secrets file beside the database: %v, %v", fi, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 	defer cancel()
 	h1.Shutdown(ctx)
 
@@ -148,7 +147,7 @@ func TestDev_TenantDefaultIsSeeded(t *testing.T) {
 func TestDev_ReadyzFailsWhileKafkaIsUnreachable(t *testing.T) {
 	h, _ := startDev(t, nil)
 	h.Broker.Close()
-	testkit.Eventually(t, 15*time.Second, "/readyz to answer 503 naming kafka", func() bool {
+	testkit.WaitFor(t, "/readyz to answer 503 naming kafka", func() bool {
 		resp, err := http.Get("http://" + h.HTTPAddr() + "/readyz")
 		if err != nil {
 			return false

@@ -34,7 +34,7 @@ func startLive(t *testing.T, d testkit.Driver, clock *testkit.Clock) *liveHub {
 	t.Helper()
 	env := map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20"}
 	if d.Name == "postgres" {
-		env["STREAMING_HUB_DATABASE_URL"] = testkit.PostgresURL(t)
+		env["STREAMING_HUB_DATABASE_URL"] = testkit.PostgresPoolURL(t)
 	}
 	h := devhub.Start(t, devhub.Options{Env: env, Now: clock.Now})
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -157,7 +157,7 @@ func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {
 			{Key: "content-type", Value: []byte("application/json")},
 		}}
 		l.produce(rec)
-		testkit.Eventually(t, 15*time.Second, "the delivery", func() bool { return sink.count() == 1 })
+		testkit.WaitFor(t, "the delivery", func() bool { return sink.count() == 1 })
 		req, got := sink.request(0)
 
 		var page struct {
@@ -168,7 +168,7 @@ func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {
 			Status     string
 			AttemptLog []struct{ ID string } `json:"attempt_log"`
 		}
-		testkit.Eventually(t, 5*time.Second, "the result recorded", func() bool {
+		testkit.WaitFor(t, "the result recorded", func() bool {
 			l.api("GET", "/v1/deliveries/"+page.Data[0].ID, "acme", "", &delivery)
 			return delivery.Status == "succeeded"
 		})
@@ -225,7 +225,7 @@ func TestEndToEnd_PerTenantOrderOnOnePartition(t *testing.T) {
 			}
 		}
 		l.produce(recs...)
-		testkit.Eventually(t, 30*time.Second, "120 deliveries", func() bool { return sink.count() >= 120 })
+		testkit.WaitFor(t, "120 deliveries", func() bool { return sink.count() >= 120 })
 		next := map[string]int{}
 		for i := range sink.count() {
 			req, _ := sink.request(i)
@@ -259,7 +259,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 		})
 		l.produce(ceRecord("acme", "evt-1", ""))
 		for want := 1; want <= 3; want++ {
-			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
+			testkit.WaitFor(t, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
 			clock.Advance(time.Minute) // the retry comes due (jitter <= 1m)
 		}
 		var page struct {
@@ -268,7 +268,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 				Attempts   int
 			}
 		}
-		testkit.Eventually(t, 5*time.Second, "success recorded", func() bool {
+		testkit.WaitFor(t, "success recorded", func() bool {
 			l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries", "acme", "", &page)
 			return len(page.Data) == 1 && page.Data[0].Status == "succeeded"
 		})
@@ -285,10 +285,10 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 		sink.setStatus(func(int) int { return 503 })
 		l.produce(ceRecord("acme", "evt-2", ""))
 		for want := 4; want <= 6; want++ {
-			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("request %d", want), func() bool { return sink.count() == want })
+			testkit.WaitFor(t, fmt.Sprintf("request %d", want), func() bool { return sink.count() == want })
 			clock.Advance(time.Minute)
 		}
-		testkit.Eventually(t, 5*time.Second, "the dead letter", func() bool {
+		testkit.WaitFor(t, "the dead letter", func() bool {
 			l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries?status=dead_lettered", "acme", "", &page)
 			return len(page.Data) == 1
 		})
@@ -307,7 +307,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 		if status := l.api("POST", "/v1/deliveries/"+dead.ID+"/replay", "acme", "", &replayed); status != 202 || replayed.Status != "pending" || replayed.ID == dead.ID {
 			t.Fatalf("replay = %d %+v", status, replayed)
 		}
-		testkit.Eventually(t, 15*time.Second, "the replayed delivery", func() bool { return sink.count() == 7 })
+		testkit.WaitFor(t, "the replayed delivery", func() bool { return sink.count() == 7 })
 		req, _ := sink.request(6)
 		if req.Header.Get("X-Lerian-Event-Id") != "evt-2" {
 			t.Fatalf("replay sent %s", req.Header.Get("X-Lerian-Event-Id"))
@@ -319,7 +319,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 
 		// What happened is in the metrics: 5 failed and 2 successful
 		// attempts, two jobs succeeded, one dead-lettered as exhausted.
-		testkit.Eventually(t, 5*time.Second, "the metrics", func() bool {
+		testkit.WaitFor(t, "the metrics", func() bool {
 			m := get(t, l.Hub.Hub, "/metrics")
 			for _, line := range []string{
 				`streaming_hub_delivery_attempts_total{outcome="failure"} 5`,
@@ -354,7 +354,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		failAt := func(h time.Duration, id string) {
 			clock.Set(t0.Add(h))
 			l.produce(ceRecord("acme", id, ""))
-			testkit.Eventually(t, 30*time.Second, "the hub to handle "+id, func() bool {
+			testkit.WaitFor(t, "the hub to handle "+id, func() bool {
 				jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
 				for _, j := range jobs {
 					if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(clock.Now())) {
@@ -368,7 +368,18 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		failAt(12*time.Hour, "evt-2")
 		failAt(60*time.Hour, "evt-3")
 		failAt(100*time.Hour, "evt-4")
-		failAt(120*time.Hour, "evt-5") // both gates met: 120h sustained, 120h spread
+		// At 120h both gates are met (120h sustained, 120h spread) by the
+		// first failure at that time: evt-5's attempt, or the retry of an
+		// older event that the clock's jump made due. Which one comes first
+		// depends on the machine's speed; so evt-5 may find the subscription
+		// already disabled and make no job. Wait for evt-5 to be stored
+		// either way, so nothing of it is still to come after the verify.
+		clock.Set(t0.Add(120 * time.Hour))
+		l.produce(ceRecord("acme", "evt-5", ""))
+		testkit.WaitFor(t, "evt-5 stored", func() bool {
+			evs, err := l.Store.ListEvents(context.Background(), store.ListEventsParams{TenantID: "acme", Limit: 100})
+			return err == nil && len(evs) == 5
+		})
 		var s struct {
 			Enabled           bool
 			VerificationState string  `json:"verification_state"`
@@ -379,7 +390,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 				Last  time.Time `json:"last_failure_at"`
 			} `json:"failure_span"`
 		}
-		testkit.Eventually(t, 30*time.Second, "the auto-disable", func() bool {
+		testkit.WaitFor(t, "the auto-disable", func() bool {
 			l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
 			return !s.Enabled
 		})
@@ -387,6 +398,21 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 			s.FailureSpan == nil || !s.FailureSpan.First.Equal(t0) || s.BreakerState != "open" {
 			t.Fatalf("after auto-disable: %+v (reason %v, span %+v)", s, s.DisabledReason, s.FailureSpan)
 		}
+		// The same maintenance pass then dead-letters the waiting jobs; wait
+		// for it rather than race it (on a loaded machine the verify below
+		// could re-enable first, and an old event go out before evt-6).
+		testkit.WaitFor(t, "the disabled subscription's waiting jobs dead-lettered", func() bool {
+			jobs, err := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
+			if err != nil || len(jobs) < 4 {
+				return false
+			}
+			for _, j := range jobs {
+				if j.Status == hub.JobPending || j.Status == hub.JobInFlight {
+					return false
+				}
+			}
+			return true
+		})
 
 		// The destination is fixed; verify re-enables in place.
 		sink.setStatus(func(int) int { return 200 })
@@ -406,16 +432,18 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		before := sink.count()
 		l.produce(ceRecord("acme", "evt-6", ""))
 		clock.Advance(time.Minute)
-		testkit.Eventually(t, 30*time.Second, "delivery after recovery", func() bool {
+		testkit.WaitFor(t, "delivery after recovery", func() bool {
 			clock.Advance(time.Second)
 			return sink.count() > before
 		})
 		if req, _ := sink.request(before); req.Header.Get("X-Lerian-Event-Id") != "evt-6" {
 			t.Fatalf("after recovery the destination got %s", req.Header.Get("X-Lerian-Event-Id"))
 		}
-		l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
-		if s.BreakerState != "closed" {
-			t.Fatalf("breaker after recovery: %s", s.BreakerState)
-		}
+		// The breaker closes once the hub has the probe's answer, a moment
+		// after the destination got it.
+		testkit.WaitFor(t, "the breaker closed after recovery", func() bool {
+			l.api("GET", "/v1/subscriptions/"+sub.ID, "acme", "", &s)
+			return s.BreakerState == "closed"
+		})
 	})
 }

@@ -64,7 +64,7 @@ func TestShutdown_ReleasesLongPollsAndFinishesInFlightWithoutClaiming(t *testing
 			}
 			return js
 		}
-		testkit.Eventually(t, 30*time.Second, "the second event's job", func() bool { return len(jobs(l.Store)) == 2 })
+		testkit.WaitFor(t, "the second event's job", func() bool { return len(jobs(l.Store)) == 2 })
 
 		var all pullPage
 		if st := l.api("GET", "/v1/events", "acme", "", &all); st != 200 || len(all.Data) != 2 {
@@ -72,7 +72,7 @@ func TestShutdown_ReleasesLongPollsAndFinishesInFlightWithoutClaiming(t *testing
 		}
 		polled := make(chan pullResult, 1)
 		go func() { polled <- longPoll(l, all.NextCursor) }()
-		testkit.Eventually(t, 30*time.Second, "the long poll to wait", func() bool { return l.Waiters.Holding() == 1 })
+		testkit.WaitFor(t, "the long poll to wait", func() bool { return l.Waiters.Holding() == 1 })
 
 		// The safety net is shorter than the poll's 30 s: a poll that holds
 		// the shutdown fails the test instead of passing late.

@@ -69,14 +69,14 @@ func Start(t testing.TB, o Options) *Hub {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 		defer cancel()
 		if err := h.Shutdown(ctx); err != nil {
 			t.Errorf("hub shutdown: %v", err)
 		}
 	})
 	d := &Hub{Hub: h, t: t}
-	testkit.Eventually(t, 20*time.Second, "/readyz to answer 200", func() bool {
+	testkit.WaitFor(t, "/readyz to answer 200", func() bool {
 		resp, err := http.Get(d.URL() + "/readyz")
 		if err != nil {
 			return false

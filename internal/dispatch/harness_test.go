@@ -108,7 +108,9 @@ func newRig(t testing.TB, d testkit.Driver, o rigOptions) *rig {
 	cfg := dispatch.Config{
 		Dispatch: config.Defaults(config.Serve).Dispatch,
 		Store:    r.store, Keyring: r.keyring, Metrics: r.metrics, Now: r.clock.Now,
-		Client: privateClient(t, 2*time.Second),
+		// No test here times a destination out: the timeout is a safety
+		// net, so a loaded machine's slow answer never reads as a failure.
+		Client: privateClient(t, testkit.Patience),
 		Rand:   mrand.New(mrand.NewPCG(1, 2)),
 	}
 	if o.cfg != nil {
@@ -185,7 +187,7 @@ func listParams(r *rig) store.ListJobsParams {
 
 // d2client is another SSRF-safe client (private sinks allowed) for extra
 // dispatchers.
-func (r *rig) d2client() *http.Client { return privateClient(r.t, 5*time.Second) }
+func (r *rig) d2client() *http.Client { return privateClient(r.t, testkit.Patience) }
 
 // privateClient is the SSRF-safe client with private sinks allowed (the
 // sinks are on loopback).

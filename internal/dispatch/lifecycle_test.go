@@ -152,7 +152,7 @@ func TestRun_FourDispatchersOnePostgresEveryJobOnce(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); d.Run(ctx) }()
 	}
-	testkit.Eventually(t, 60*time.Second, "5,000 deliveries", func() bool {
+	testkit.WaitFor(t, "5,000 deliveries", func() bool {
 		counts, _ := r.store.CountJobs(r.ctx)
 		return counts[hub.JobPending] == 0 && counts[hub.JobInFlight] == 0
 	})

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
@@ -74,7 +73,7 @@ func TestDiskFullSQLite(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&body)
 		return resp.StatusCode, body.Checks
 	}
-	testkit.Eventually(t, time.Minute, "the dev hub to be ready", func() bool {
+	testkit.WaitFor(t, "the dev hub to be ready", func() bool {
 		select {
 		case <-done:
 			t.Fatalf("dev exited:\n%s", logs)
@@ -110,7 +109,7 @@ func TestDiskFullSQLite(t *testing.T) {
 	testkit.Produce(t, prod, recs...)
 
 	var checks map[string]string
-	testkit.Eventually(t, 2*time.Minute, "/readyz to report ingest failing while the disk is full", func() bool {
+	testkit.WaitFor(t, "/readyz to report ingest failing while the disk is full", func() bool {
 		st, c := readyz()
 		checks = c
 		return st == 503 && c["ingest"] != "" && c["ingest"] != "ok"
@@ -121,7 +120,7 @@ func TestDiskFullSQLite(t *testing.T) {
 	}
 
 	os.Remove(filler)
-	testkit.Eventually(t, 2*time.Minute, "ingest to recover once space is freed", func() bool {
+	testkit.WaitFor(t, "ingest to recover once space is freed", func() bool {
 		st, _ := readyz()
 		return st == 200 && testkit.CommittedOffsets(t, prod, "faults-diskfull", topic)[0] == n
 	})

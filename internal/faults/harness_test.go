@@ -70,7 +70,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, tenants, partitions int, failRate float64) *world {
-	w := &world{t: t, dbURL: testkit.PostgresURL(t), group: "faults-" + strings.ReplaceAll(t.Name(), "/", "-")}
+	w := &world{t: t, dbURL: testkit.PostgresPoolURL(t), group: "faults-" + strings.ReplaceAll(t.Name(), "/", "-")}
 	ctx := context.Background()
 	var err error
 	if w.db, err = postgres.Open(ctx, w.dbURL, store.Options{}); err != nil {
@@ -181,7 +181,7 @@ func (w *world) start(extra ...string) *proc {
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
 	w.t.Cleanup(func() { p.kill() })
-	testkit.Eventually(w.t, 30*time.Second, "the hub to be ready", func() bool {
+	testkit.WaitFor(w.t, "the hub to be ready", func() bool {
 		select {
 		case <-p.done:
 			w.t.Fatalf("hub exited:\n%s", p.logs)
@@ -301,9 +301,15 @@ func (t tally) String() string {
 		t.produced, t.delivered, t.lost, t.duplicated, t.requests, t.failed, t.overlaps)
 }
 
-// waitDelivered waits until every produced event arrived, or timeout.
-func (w *world) waitDelivered(ids []string, timeout time.Duration) tally {
-	deadline := time.Now().Add(timeout)
+// patience bounds a scenario's wait for its outcome: a safety net against a
+// hang on a loaded machine, never a measure of speed (the suite runs real
+// processes, so a wait only returns as soon as its condition holds).
+const patience = 5 * time.Minute
+
+// waitDelivered waits until every produced event arrived, or patience runs
+// out; the tally says what was missing then.
+func (w *world) waitDelivered(ids []string) tally {
+	deadline := time.Now().Add(patience)
 	for {
 		t := w.sink.tally(ids)
 		if t.lost == 0 || time.Now().After(deadline) {
@@ -315,12 +321,24 @@ func (w *world) waitDelivered(ids []string, timeout time.Duration) tally {
 
 // waitQuiet waits until no job is waiting or in flight: everything was
 // delivered or dead-lettered.
-func (w *world) waitQuiet(timeout time.Duration) {
+func (w *world) waitQuiet() {
 	w.t.Helper()
-	testkit.Eventually(w.t, timeout, "no job waiting or in flight", func() bool {
+	w.waitFor("no job waiting or in flight", func() bool {
 		counts, err := w.db.CountJobs(context.Background())
 		return err == nil && counts["pending"] == 0 && counts["in_flight"] == 0 && w.sink.tally(nil).requests > 0
 	})
+}
+
+// waitFor polls cond until it holds, failing the test after patience.
+func (w *world) waitFor(what string, cond func() bool) {
+	w.t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("still waiting for %s after %v", what, patience)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // report prints a scenario's figures and fails on any loss.

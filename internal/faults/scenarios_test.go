@@ -29,14 +29,19 @@ func TestKill9ThreeTimesDuringLoad(t *testing.T) {
 	var ids []string
 	produced := make(chan struct{})
 	go func() { ids = w.produce(10_000, 1000); close(produced) }()
+	// Each kill waits for the deliveries to move on, not for the clock:
+	// on a slow machine a fixed pause could kill a hub that has not yet
+	// delivered anything, and prove nothing.
 	for kill := 1; kill <= 3; kill++ {
-		time.Sleep(2500 * time.Millisecond)
+		w.waitFor(fmt.Sprintf("%d deliveries before kill -9 #%d", kill*2000, kill), func() bool {
+			return w.sink.tally(nil).requests >= kill*2000
+		})
 		p.kill()
 		fmt.Printf("   kill -9 #%d at %d deliveries\n", kill, w.sink.tally(nil).requests)
 		p = w.start()
 	}
 	<-produced
-	got := w.waitDelivered(ids, 2*time.Minute)
+	got := w.waitDelivered(ids)
 	w.report("kill -9 three times during a 10,000-event load", got)
 	// What a killed process can leave attempted but unrecorded: the jobs
 	// its workers hold, its local queue and its unwritten results.
@@ -127,10 +132,19 @@ func TestDatabaseConnectionsCutDuringIngest(t *testing.T) {
 		}
 	}()
 	<-produced
-	time.Sleep(2 * time.Second)
+	// Audit on after the last record, as many audits again as it takes
+	// (not a time: a loaded machine audits slower), with connections cut.
+	mu.Lock()
+	atEnd := audits
+	mu.Unlock()
+	w.waitFor("ten more offset audits and a cut connection", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return audits >= max(10, atEnd+10) && cuts > 0
+	})
 	close(stop)
 	wg.Wait()
-	got := w.waitDelivered(ids, 2*time.Minute)
+	got := w.waitDelivered(ids)
 	w.report(fmt.Sprintf("PostgreSQL connections cut %d times during ingest", cuts), got)
 	fmt.Printf("   offset audits: %d, in which a committed offset ran ahead of the persisted records: %d\n", audits, ahead)
 	if audits < 10 {
@@ -156,7 +170,7 @@ func TestSinkFailingHalfOfRequests(t *testing.T) {
 	w := newWorld(t, 20, 4, 0.5)
 	w.start("STREAMING_HUB_BREAKER_OPEN=1s", "STREAMING_HUB_BREAKER_MAX_OPEN=4s")
 	ids := w.produce(3_000, 1000)
-	w.waitQuiet(3 * time.Minute)
+	w.waitQuiet()
 	got := w.sink.tally(ids)
 	dead := 0
 	if got.lost > 0 {
@@ -172,7 +186,7 @@ func TestSinkFailingHalfOfRequests(t *testing.T) {
 				dead += n
 			}
 		}
-		got = w.waitDelivered(ids, 2*time.Minute)
+		got = w.waitDelivered(ids)
 	}
 	w.report("a sink failing 50% of requests at random", got)
 	fmt.Printf("   dead-lettered after 13 attempts and replayed: %d\n", dead)
@@ -188,7 +202,7 @@ func TestThreeProcessesOneDatabase(t *testing.T) {
 	w := newWorld(t, 20, 6, 0)
 	procs := []*proc{w.start(), w.start(), w.start()}
 	ids := w.produce(6_000, 1500)
-	got := w.waitDelivered(ids, 2*time.Minute)
+	got := w.waitDelivered(ids)
 	w.report("three hub processes, one PostgreSQL database, one consumer group", got)
 	if got.overlaps > 0 {
 		t.Errorf("%d times an event or a subscription was attempted by two workers at once", got.overlaps)
@@ -216,7 +230,7 @@ func TestRolesOneIngestTwoDelivery(t *testing.T) {
 		w.start("STREAMING_HUB_ROLE=delivery", "STREAMING_HUB_KAFKA_BROKERS=", fast),
 	}
 	ids := w.produce(4_000, 1500)
-	got := w.waitDelivered(ids, 2*time.Minute)
+	got := w.waitDelivered(ids)
 	w.report("one ingest and two delivery processes, one PostgreSQL database", got)
 	if got.duplicated > 0 || got.overlaps > 0 {
 		t.Errorf("%d duplicates, %d overlapping attempts, with no failure at all", got.duplicated, got.overlaps)

@@ -82,10 +82,14 @@ func TestPass_DeletesPastRetentionInBatchesAndCountsJobs(t *testing.T) {
 	})
 }
 
-// countingStore records how many Prune calls overlap.
+// countingStore records how many Prune calls overlap. The first Prune
+// waits until a pass was skipped, so the replicas contend whatever the
+// machine's speed (a fixed pause would only make it likely).
 type countingStore struct {
 	store.Store
-	now, max *atomic.Int32
+	now, max  *atomic.Int32
+	first     *sync.Once
+	contended <-chan struct{}
 }
 
 func (c countingStore) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
@@ -97,7 +101,12 @@ func (c countingStore) Prune(ctx context.Context, p store.PruneParams) (store.Pr
 			break
 		}
 	}
-	time.Sleep(5 * time.Millisecond) // a pass that takes a while
+	c.first.Do(func() {
+		select {
+		case <-c.contended:
+		case <-time.After(testkit.Patience):
+		}
+	})
 	return c.Store.Prune(ctx, p)
 }
 
@@ -111,8 +120,10 @@ func TestPass_OneReplicaAtATime(t *testing.T) {
 		var ran, skipped atomic.Int32
 		var ms []*metrics.Metrics
 		var wg sync.WaitGroup
+		var first, skip sync.Once
+		contended := make(chan struct{})
 		for _, s := range []store.Store{a, b} {
-			cfg := newConfig(countingStore{s, &now, &max})
+			cfg := newConfig(countingStore{s, &now, &max, &first, contended})
 			ms = append(ms, cfg.Metrics)
 			h := newHousekeeper(t, cfg)
 			wg.Add(1)
@@ -128,6 +139,7 @@ func TestPass_OneReplicaAtATime(t *testing.T) {
 						ran.Add(1)
 					} else {
 						skipped.Add(1)
+						skip.Do(func() { close(contended) })
 					}
 				}
 			}()

@@ -48,7 +48,7 @@ func startConsumer(t *testing.T, cfg ingest.Config) (c *ingest.Consumer, stop fu
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	testkit.Eventually(t, 20*time.Second, "consumer to join its group", func() bool {
+	testkit.WaitFor(t, "consumer to join its group", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		return c.Ready(ctx) == nil
@@ -110,7 +110,7 @@ func TestConsumer_VerdictsInboxAndCounters(t *testing.T) {
 			testkit.CERecord(topic, 0, "sleepy", "s-1"),
 			salted,
 		)
-		testkit.Eventually(t, 10*time.Second, "offset 8 committed", func() bool {
+		testkit.WaitFor(t, "offset 8 committed", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == 8
 		})
 
@@ -188,7 +188,7 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		}
 		testkit.Produce(t, prod, recs...)
 
-		testkit.Eventually(t, 10*time.Second, "partition 0 committed while partition 1 fails", func() bool {
+		testkit.WaitFor(t, "partition 0 committed while partition 1 fails", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == 20 && s.attempts.Load() >= 3
 		})
 		if got := len(inbox(t, s, "acme")); got != 20 {
@@ -212,7 +212,7 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		}
 
 		s.failing.Store(false) // the database comes back
-		testkit.Eventually(t, 10*time.Second, "partition 1 committed after recovery", func() bool {
+		testkit.WaitFor(t, "partition 1 committed after recovery", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1] == 20
 		})
 		if err := c.Stalled(context.Background()); err != nil {
@@ -238,7 +238,7 @@ func TestConsumer_GracefulStopCommitsWhatWasPersisted(t *testing.T) {
 		prod := testkit.Producer(t, kafka)
 		_, stop := startConsumer(t, consumerConfig(kafka.ListenAddrs(), s))
 		testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "1"), testkit.CERecord(topic, 0, "acme", "2"))
-		testkit.Eventually(t, 10*time.Second, "two events in the inbox", func() bool { return len(inbox(t, s, "acme")) == 2 })
+		testkit.WaitFor(t, "two events in the inbox", func() bool { return len(inbox(t, s, "acme")) == 2 })
 		stop()
 		if got := testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0]; got != 2 {
 			t.Fatalf("committed offset after stop = %d, want 2", got)
@@ -247,7 +247,7 @@ func TestConsumer_GracefulStopCommitsWhatWasPersisted(t *testing.T) {
 		// A second member of the group starts where the first stopped.
 		testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "3"))
 		startConsumer(t, consumerConfig(kafka.ListenAddrs(), s))
-		testkit.Eventually(t, 10*time.Second, "third event", func() bool { return len(inbox(t, s, "acme")) == 3 })
+		testkit.WaitFor(t, "third event", func() bool { return len(inbox(t, s, "acme")) == 3 })
 		if got := ids(inbox(t, s, "acme")); got != "[1#1 2#2 3#3]" {
 			t.Fatalf("inbox = %s", got)
 		}
@@ -266,7 +266,7 @@ func TestConsumer_NeverReadsCommandOrDeadLetterTopics(t *testing.T) {
 		testkit.CERecord(topic, 0, "acme", "event"),
 	)
 	c, _ := startConsumer(t, consumerConfig(kafka.ListenAddrs(), s))
-	testkit.Eventually(t, 10*time.Second, "the event", func() bool { return len(inbox(t, s, "acme")) >= 1 })
+	testkit.WaitFor(t, "the event", func() bool { return len(inbox(t, s, "acme")) >= 1 })
 	// Every topic exists and was seen by the metadata that found ours: the
 	// subscription is exactly the one topic, nothing else will be read.
 	if got := fmt.Sprint(c.Client().GetConsumeTopics()); got != "["+topic+"]" {
@@ -307,7 +307,7 @@ func TestConsumer_HostileRecordsNeverBlockTheirPartition(t *testing.T) {
 		}
 		recs = append(recs, testkit.CERecord(topic, 0, "acme", "valid-after"))
 		testkit.Produce(t, prod, recs...)
-		testkit.Eventually(t, 30*time.Second, "every record committed", func() bool {
+		testkit.WaitFor(t, "every record committed", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == int64(len(recs))
 		})
 		if got := ids(inbox(t, s, "acme")); got != "[foreign#1 valid-after#2]" {

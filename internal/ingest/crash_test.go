@@ -57,7 +57,7 @@ func TestConsumer_CrashBetweenPersistAndCommitLosesNothingAndDuplicatesNothing(t
 		env := []string{"INGEST_CRASH_CHILD=1"}
 		var s store.Store
 		if d.Name == "postgres" {
-			url := testkit.PostgresURL(t)
+			url := testkit.PostgresPoolURL(t)
 			db, err := postgres.Open(context.Background(), url, store.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +110,7 @@ func TestConsumer_CrashBetweenPersistAndCommitLosesNothingAndDuplicatesNothing(t
 		cfg := consumerConfig(kafka.ListenAddrs(), s)
 		m := cfg.Metrics
 		startConsumer(t, cfg)
-		testkit.Eventually(t, 20*time.Second, "offset 15 committed after restart", func() bool {
+		testkit.WaitFor(t, "offset 15 committed after restart", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == 15
 		})
 		got := inbox(t, s, "acme")

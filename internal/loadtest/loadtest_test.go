@@ -23,7 +23,7 @@ func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 		t.Setenv("XDG_CONFIG_HOME", config)
 		t.Setenv("HOME", config)
 		o := loadtest.Options{Events: 300, Tenants: 10, Partitions: 2, Rate: 1000, Workers: 8, ClaimBatch: 16,
-			Timeout: time.Minute, Progress: 200 * time.Millisecond}
+			Timeout: testkit.Patience, Progress: 200 * time.Millisecond} // the timeout: a safety net, not a speed
 		if d.Name == "postgres" {
 			o.DatabaseURL = testkit.PostgresURL(t)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,35 @@ func PostgresURL(t testing.TB) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// PoolMaxConns is the connection pool size of every store a test opens on
+// PostgreSQL: the server allows 100 connections in all, shared by every test
+// package running at once (and by whoever else uses it), and pgx's default
+// grows with the machine's cores.
+const PoolMaxConns = 4
+
+// PostgresPoolURL is PostgresURL with the pool capped at PoolMaxConns, for
+// what opens a pgx pool on it (the store, a hub); pgx.Connect rejects the
+// pool's parameter, so a single connection takes PostgresURL.
+func PostgresPoolURL(t testing.TB) string {
+	t.Helper()
+	return SmallPool(PostgresURL(t))
+}
+
+// SmallPool caps the pgx pool of a PostgreSQL URL at PoolMaxConns, unless
+// the URL sets its own size.
+func SmallPool(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	q := u.Query()
+	if q.Get("pool_max_conns") == "" {
+		q.Set("pool_max_conns", strconv.Itoa(PoolMaxConns))
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }

@@ -48,7 +48,7 @@ func Producer(t testing.TB, c *kfake.Cluster) *kgo.Client {
 // Produce sends records synchronously and fails the test on error.
 func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
@@ -59,7 +59,7 @@ func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
 // partition; a partition with no commit is absent.
 func CommittedOffsets(t testing.TB, cl *kgo.Client, group, topic string) map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 	if err != nil {
@@ -97,14 +97,38 @@ func CERecord(topic string, partition int32, tenant, id string, extra ...kgo.Rec
 	}
 }
 
-// Eventually polls cond every 10ms until it holds or timeout passes. It is
-// for waiting on real I/O (Kafka, HTTP), never on a clock.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// Patience is how long a test waits for something that should happen: a
+// safety net against a hang, never a measure of speed. It is long because a
+// loaded machine (two cores, a load average of 15, the race detector) can
+// take seconds for what takes milliseconds alone, and a wait that holds
+// only passes as soon as its condition does.
+const Patience = 2 * time.Minute
+
+// WaitFor polls cond every 10ms until it holds, failing the test after
+// Patience. It is for waiting on real I/O (Kafka, HTTP, other goroutines),
+// never on a clock: drive time with a fake Clock instead.
+func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(Patience)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			t.Fatalf("still waiting for %s after %v", what, Patience)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Eventually is WaitFor with a deadline of its own; a deadline shorter than
+// Patience is raised to it, since how long a wait takes depends on the
+// machine and is not what a test asserts.
+//
+// Deprecated: use WaitFor.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(max(timeout, Patience))
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after %v", what, max(timeout, Patience))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

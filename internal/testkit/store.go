@@ -13,7 +13,7 @@ import (
 // when PostgreSQL is not configured).
 func OpenPostgres(t testing.TB, opts store.Options) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), PostgresURL(t), opts)
+	db, err := postgres.Open(context.Background(), PostgresPoolURL(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func OpenTwice(t testing.TB, driver string, opts store.Options) (store.Store, st
 	var open func() (store.Store, error)
 	switch driver {
 	case "postgres":
-		url := PostgresURL(t)
+		url := PostgresPoolURL(t)
 		open = func() (store.Store, error) { return postgres.Open(context.Background(), url, opts) }
 	case "sqlite":
 		path := SQLitePath(t)

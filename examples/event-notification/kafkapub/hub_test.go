@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -45,7 +44,7 @@ func TestThinEventsThroughTheHubToAWebhookThatFetchesTheDetail(t *testing.T) {
 	h := devhub.Start(t, devhub.Options{Env: map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20"}})
 
 	// The webhook subscriber: verify, then fetch what the event points at.
-	client, err := receivers.NewPaymentsClient(api.URL, 2*time.Second, nil)
+	client, err := receivers.NewPaymentsClient(api.URL, testkit.Patience, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +117,9 @@ func TestThinEventsThroughTheHubToAWebhookThatFetchesTheDetail(t *testing.T) {
 		t.Fatalf("forwarder pass: %v, %v; want 2 acked", res, err)
 	}
 
-	// The hub notices the new topics within seconds (dev mode) and reads
+	// The hub notices the new topics (dev mode re-reads the topic list) and reads
 	// them from the start.
-	testkit.Eventually(t, 30*time.Second, "the approval delivered to the webhook", func() bool {
+	testkit.WaitFor(t, "the approval delivered to the webhook", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0
@@ -143,7 +142,7 @@ func TestThinEventsThroughTheHubToAWebhookThatFetchesTheDetail(t *testing.T) {
 	// Jobs are made in the transaction that stores the event, so once both
 	// are stored the job list is final.
 	var types []string
-	testkit.Eventually(t, 30*time.Second, "both events stored by the hub", func() bool {
+	testkit.WaitFor(t, "both events stored by the hub", func() bool {
 		var page struct{ Data []struct{ Type string } }
 		h.Do("GET", "/v1/events", "default", "", &page)
 		types = types[:0]
@@ -157,7 +156,7 @@ func TestThinEventsThroughTheHubToAWebhookThatFetchesTheDetail(t *testing.T) {
 		t.Fatalf("the hub stored %v, want payment.created and payment.approved", types)
 	}
 	var jobs struct{ Data []struct{ Status string } }
-	testkit.Eventually(t, 10*time.Second, "the approval's job recorded as succeeded", func() bool {
+	testkit.WaitFor(t, "the approval's job recorded as succeeded", func() bool {
 		h.Do("GET", "/v1/subscriptions/"+sub.ID+"/deliveries", "default", "", &jobs)
 		return len(jobs.Data) != 1 || jobs.Data[0].Status == "succeeded"
 	})

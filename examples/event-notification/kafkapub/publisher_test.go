@@ -14,6 +14,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/kafkapub"
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/notify"
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/payments"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 func newCluster(t *testing.T) *kfake.Cluster {
@@ -87,7 +88,7 @@ func TestForwarderPublishesBinaryCloudEventToKafka(t *testing.T) {
 		t.Fatalf("topic %q", topic)
 	}
 	consumer := newClient(t, cluster, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	pollCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pollCtx, cancel := context.WithTimeout(ctx, testkit.Patience)
 	defer cancel()
 	var recs []*kgo.Record
 	for len(recs) == 0 {

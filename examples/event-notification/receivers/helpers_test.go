@@ -12,9 +12,11 @@ import (
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/notify"
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/payments"
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/receivers"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 type notifierRig struct {
+	t      *testing.T
 	rdb    *redis.Client
 	keys   keyspace.Layout
 	store  *payments.Store
@@ -23,27 +25,41 @@ type notifierRig struct {
 	reader *notify.Reader
 }
 
+// newNotifierRig builds notifier-1 over a real Redis and payments API. Its
+// fetches time out after fetchTimeout; 0 means testkit.Patience, so that a
+// loaded machine's slow answer never reads as an outage.
 func newNotifierRig(t *testing.T, fetchTimeout time.Duration) *notifierRig {
 	t.Helper()
 	rdb, keys := testenv.Redis(t)
 	store := testenv.NewStore(t, rdb, keys)
 	api := testenv.StartAPI(t, store)
-	client, err := receivers.NewPaymentsClient(api.URL, fetchTimeout, nil)
-	if err != nil {
-		t.Fatal(err)
+	r := &notifierRig{t: t, rdb: rdb, keys: keys, store: store, api: api, sink: &receivers.RecordingSink{}}
+	r.setFetchTimeout(fetchTimeout)
+	return r
+}
+
+// setFetchTimeout restarts notifier-1 (same group, same consumer: its
+// pending entries stay its own) with fetches timing out after d (0 means
+// testkit.Patience).
+func (r *notifierRig) setFetchTimeout(d time.Duration) {
+	r.t.Helper()
+	if d == 0 {
+		d = testkit.Patience
 	}
-	sink := &receivers.RecordingSink{}
-	n, err := receivers.NewNotifier(client, sink, nil)
+	client, err := receivers.NewPaymentsClient(r.api.URL, d, nil)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	reader, err := notify.NewReader(rdb, notify.ReaderConfig{
-		Stream: keys.Stream(), Group: receivers.NotifierGroup, Consumer: "notifier-1",
+	n, err := receivers.NewNotifier(client, r.sink, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.reader, err = notify.NewReader(r.rdb, notify.ReaderConfig{
+		Stream: r.keys.Stream(), Group: receivers.NotifierGroup, Consumer: "notifier-1",
 	}, n)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	return &notifierRig{rdb: rdb, keys: keys, store: store, api: api, sink: sink, reader: reader}
 }
 
 func (r *notifierRig) pass(t *testing.T) notify.PassResult {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/notify"
 	"github.com/lerianstudio/streaming-hub/examples/event-notification/receivers"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 func TestNotifierNotifiesWithFetchedCurrentState(t *testing.T) {
@@ -79,9 +80,12 @@ func TestNotifierSourceDownLeavesEntryPendingAndRereadsItFirst(t *testing.T) {
 		{"503", 0,
 			func(_ *testing.T, rig *notifierRig) { rig.api.SetDown(true) },
 			func(_ *testing.T, rig *notifierRig) { rig.api.SetDown(false) }},
+		// The source hangs (until the request gives up) while the fetch
+		// timeout is short; once it answers again, the notifier is
+		// restarted with a generous one: no answer has to beat a clock.
 		{"timeout", 50 * time.Millisecond,
-			func(_ *testing.T, rig *notifierRig) { rig.api.SetDelay(time.Second) },
-			func(_ *testing.T, rig *notifierRig) { rig.api.SetDelay(0) }},
+			func(_ *testing.T, rig *notifierRig) { rig.api.SetDelay(testkit.Patience) },
+			func(_ *testing.T, rig *notifierRig) { rig.api.SetDelay(0); rig.setFetchTimeout(0) }},
 		{"stopped", 0,
 			func(_ *testing.T, rig *notifierRig) { rig.api.Close() },
 			func(t *testing.T, rig *notifierRig) { rig.api.Restart(t) }},

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
@@ -15,7 +14,7 @@ import (
 // and a holder whose session dies releases it.
 func TestExclusiveAcrossProcessesAndAfterAHolderDies(t *testing.T) {
 	ctx := context.Background()
-	url := testkit.PostgresURL(t)
+	url := testkit.PostgresPoolURL(t)
 	open := func() *postgres.DB {
 		db, err := postgres.Open(ctx, url, store.Options{})
 		if err != nil {
@@ -62,7 +61,7 @@ func TestExclusiveAcrossProcessesAndAfterAHolderDies(t *testing.T) {
 	if _, err := b.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 5*time.Second, "the lock to be free after its session died", func() bool {
+	testkit.WaitFor(t, "the lock to be free after its session died", func() bool {
 		ran, err := b.Exclusive(ctx, "prune", func(context.Context) error { return nil })
 		return ran && err == nil
 	})

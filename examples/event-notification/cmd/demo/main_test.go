@@ -6,9 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 func TestParseConfigReportsEveryProblem(t *testing.T) {
@@ -36,12 +37,15 @@ func TestDemoTellsTheStoryAndCleansUp(t *testing.T) {
 	if url == "" {
 		t.Skip(redisURLEnv + " not set: skipping Redis test")
 	}
-	cfg, err := parseConfig([]string{"-redis", url, "-claim-idle", "50ms", "-kafka", "fake"}, os.Getenv)
+	// No step of the story is about the notifier's fetch timing out (the
+	// source is down by refusing connections): a generous timeout keeps a
+	// loaded machine's slow answer from reading as an outage.
+	cfg, err := parseConfig([]string{"-redis", url, "-claim-idle", "50ms", "-fetch-timeout", "1m", "-kafka", "fake"}, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Patience) // a safety net, not a speed
 	defer cancel()
 	if err := run(ctx, cfg, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
