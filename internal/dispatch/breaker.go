@@ -1,10 +1,12 @@
 package dispatch
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 )
@@ -211,4 +213,21 @@ func (b *Breakers) gauge() {
 		}
 	}
 	b.metrics.BreakersOpen.Set(float64(n))
+}
+
+// Verified is what a passing verification probe of sub does to delivery
+// (SPEC 8): the breaker of its destination closes at once, and its waiting
+// jobs (and those of the other subscriptions the breaker shed) are made due
+// now and claimed without waiting for the idle poll.
+func (d *Dispatcher) Verified(ctx context.Context, sub hub.Subscription) error {
+	woken := []string{sub.ID}
+	if b := d.cfg.Breakers; b != nil {
+		woken = append(woken, b.Close(sub.TenantID, sub.Destination.URL)...)
+	}
+	if _, err := d.cfg.Store.WakeJobs(ctx, woken); err != nil {
+		return err
+	}
+	d.hintSubs(woken)
+	d.Wake()
+	return nil
 }
