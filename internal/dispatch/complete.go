@@ -69,7 +69,8 @@ func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 	if subs, room := handOff(batch), d.room(); len(subs) > 0 && room > 0 && !d.fullWanted.Load() {
 		if done, ok := d.mayClaim(); ok {
 			claimed = done
-			next = &store.ClaimParams{Batch: min(room, d.cfg.ClaimBatch), Lease: d.cfg.Lease, Subscriptions: subs,
+			// A hand-off may take a whole run of an ordered subscription.
+			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.cfg.Lease, Subscriptions: subs,
 				Run: d.cfg.RunLength, Exclude: d.dests.excluded()}
 		}
 	}
