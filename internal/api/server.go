@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
@@ -29,6 +30,10 @@ type Deps struct {
 	// OnJobs runs after the API created delivery jobs (replays): the
 	// dispatcher's in-process wake-up.
 	OnJobs func()
+	// OnVerified runs after a verification probe passed: it closes the
+	// destination's breaker and makes the waiting jobs due now (SPEC 8).
+	// nil does nothing.
+	OnVerified func(ctx context.Context, sub hub.Subscription) error
 	// Waiters wake long-polling pulls when ingest stores a tenant's events,
 	// and Release answers them all when the server shuts down; nil makes
 	// the server its own (woken by no one: pulls re-check every second).

@@ -50,6 +50,11 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	if res.Passed {
+		if s.deps.OnVerified != nil {
+			if err := s.deps.OnVerified(r.Context(), sub); err != nil {
+				s.deps.Logger.Warn("verification passed but the waiting deliveries could not be made due now", "subscription", sub.ID, "err", err)
+			}
+		}
 		writeJSON(w, http.StatusOK, s.toSubscriptionJSON(sub))
 		return nil
 	}

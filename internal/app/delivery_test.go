@@ -32,7 +32,16 @@ type liveHub struct {
 
 func startLive(t *testing.T, d testkit.Driver, clock *testkit.Clock) *liveHub {
 	t.Helper()
+	return startLiveWith(t, d, clock, nil)
+}
+
+// startLiveWith is startLive with more variables set.
+func startLiveWith(t *testing.T, d testkit.Driver, clock *testkit.Clock, more map[string]string) *liveHub {
+	t.Helper()
 	env := map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20"}
+	for k, v := range more {
+		env[k] = v
+	}
 	if d.Name == "postgres" {
 		env["STREAMING_HUB_DATABASE_URL"] = testkit.PostgresPoolURL(t)
 	}

@@ -189,6 +189,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Client:            h.Client,
 		AllowPrivateSinks: cfg.AllowPrivateSinks,
 		OnJobs:            h.wakeDispatcher,
+		OnVerified:        h.verified,
 		BreakerState:      h.breakerState,
 		Now:               h.Now,
 		Waiters:           h.Waiters,
@@ -330,6 +331,17 @@ func (h *Hub) breakerState(tenantID, url string) string {
 		return dispatch.BreakerClosed
 	}
 	return h.Breakers.State(tenantID, url)
+}
+
+// verified is what a passing verification probe does to delivery: this
+// process's breaker for the destination closes, and the subscription's
+// waiting jobs are due now (SPEC 8).
+func (h *Hub) verified(ctx context.Context, sub hub.Subscription) error {
+	if h.Dispatcher != nil {
+		return h.Dispatcher.Verified(ctx, sub)
+	}
+	_, err := h.Store.WakeJobs(ctx, []string{sub.ID})
+	return err
 }
 
 // wakeDispatcher is ingest's in-process wake-up: a fresh job does not wait

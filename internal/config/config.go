@@ -143,6 +143,8 @@ func loadInto(r *reader, mode Mode) Config {
 	r.milliseconds("DISPATCH_IDLE_INTERVAL_MS", &d.IdleInterval)
 	r.duration("DISPATCH_LEASE", &d.Lease)
 	r.positiveInt("POISON_THRESHOLD", &d.PoisonThreshold)
+	r.positiveInt("DISPATCH_MAX_IN_FLIGHT", &d.MaxInFlight)
+	r.positiveInt("DISPATCH_MAX_PER_DESTINATION", &d.MaxPerDestination)
 	r.duration("DELIVERY_TIMEOUT", &c.DeliveryTimeout)
 
 	r.positiveInt("BREAKER_FAILURES", &c.Breaker.Failures)

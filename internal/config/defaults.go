@@ -33,7 +33,10 @@ func Defaults(mode Mode) Config {
 			Workers:             8,
 			ClaimBatch:          16,
 			IdleInterval:        250 * time.Millisecond,
-			Lease:               60 * time.Second,
+			Lease:               30 * time.Second,
+			MaxInFlight:         1024,
+			MaxPerDestination:   64,
+			RunLength:           64,
 			PoisonThreshold:     5,
 			MaintenanceInterval: 5 * time.Second,
 			FlushSize:           128,
@@ -111,11 +114,22 @@ type Ingest struct {
 
 // Dispatch configures the dispatcher.
 type Dispatch struct {
-	Workers         int           // DISPATCH_WORKERS: concurrent attempts
+	Workers         int           // DISPATCH_WORKERS: claim, prepare and send
 	ClaimBatch      int           // DISPATCH_CLAIM_BATCH: jobs per claim
 	IdleInterval    time.Duration // DISPATCH_IDLE_INTERVAL_MS: poll interval when idle
-	Lease           time.Duration // DISPATCH_LEASE: lease of a claimed job
+	Lease           time.Duration // DISPATCH_LEASE: lease of a claimed job, renewed while it is worked on
 	PoisonThreshold int           // POISON_THRESHOLD: recoveries before poison
+	// MaxInFlight (DISPATCH_MAX_IN_FLIGHT) bounds the attempts of a process
+	// waiting for their answers; MaxPerDestination
+	// (DISPATCH_MAX_PER_DESTINATION) is one destination's (scheme, host,
+	// port) share of them.
+	MaxInFlight       int
+	MaxPerDestination int
+	// RunLength is how many next jobs of an ordered subscription
+	// (max_in_flight 1) one claim may lease to a process, to be attempted
+	// there strictly one at a time without a database round trip between
+	// them.
+	RunLength int
 
 	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep
 	FlushSize           int           // most results per completion transaction

@@ -13,72 +13,111 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
+// attempt is one claimed job on its way: prepared (its request built and
+// signed, or its outcome already known), then sent and answered.
+type attempt struct {
+	c   store.Claimed
+	out store.Completion
+	now time.Time
+	req *http.Request // nil when done needs no request (shed, no event, bad secrets)
+	rec *hub.Attempt
+	err error // why no request could be built (the attempt fails)
+}
+
 // deliver makes exactly one attempt of a claimed job and returns its
 // completion.
 func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Completion {
+	return d.await(d.prepare(ctx, c))
+}
+
+// prepare decides whether the job is attempted at all (the event exists,
+// the destination's breaker lets it through) and builds its signed
+// request: the workers' part.
+func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 	now := d.now()
-	out := store.Completion{
+	a := &attempt{c: c, now: now, out: store.Completion{
 		JobLease:       store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 		SubscriptionID: c.Job.SubscriptionID,
-	}
+	}}
 	if c.Event.ID == "" {
 		// Retention never removes an event a live job needs; if it is
 		// gone anyway there is nothing to send, ever.
-		out.Status, out.DeadLetterReason = hub.JobDeadLettered, hub.DeadLetterExhausted
-		out.LastError = "the event is no longer in the inbox"
-		return out
+		a.out.Status, a.out.DeadLetterReason = hub.JobDeadLettered, hub.DeadLetterExhausted
+		a.out.LastError = "the event is no longer in the inbox"
+		return a
 	}
-	tenant, url := c.Job.TenantID, c.Subscription.Destination.URL
 	if b := d.cfg.Breakers; b != nil {
-		if ok, retryAt := b.Allow(tenant, url); !ok {
-			// Shed: no request, no attempt consumed from the curve.
-			out.Status, out.NextAttemptAt, out.Shed = hub.JobPending, retryAt, true
-			out.LastError = c.Job.LastError
+		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.URL, c.Job.SubscriptionID); !ok {
+			d.shed(a, retryAt)
 			d.cfg.Metrics.Shed.Inc()
-			return out
+			return a
 		}
 	}
-	attempt := &hub.Attempt{ID: hub.NewID("att", now), JobID: c.Job.ID, StartedAt: now}
-	out.Attempt = attempt
-	status, header, err := d.send(ctx, c, attempt, now)
-	attempt.StatusCode = status
+	a.rec = &hub.Attempt{ID: hub.NewID("att", now), JobID: c.Job.ID, StartedAt: now}
+	a.out.Attempt = a.rec
+	sec, err := webhook.OpenSecrets(d.cfg.Keyring, c.Subscription)
+	if err != nil {
+		a.err = fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
+		return a
+	}
+	a.req, a.err = webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), webhook.Message{
+		ID:          c.Event.ID,
+		Body:        c.Event.Data,
+		ContentType: c.Event.DataContentType,
+		Headers:     eventHeaders(c.Event, a.rec.ID),
+	}, now)
+	return a
+}
+
+// shed makes a the completion of a job not attempted: back to waiting
+// until at (now when zero), its attempts untouched.
+func (d *Dispatcher) shed(a *attempt, at time.Time) {
+	a.out.Status, a.out.NextAttemptAt, a.out.Shed = hub.JobPending, at, true
+	a.out.LastError, a.out.Attempt, a.rec, a.req = a.c.Job.LastError, nil, nil, nil
+}
+
+// attempted reports whether await will send a request or count a failure.
+func (a *attempt) attempted() bool { return a.rec != nil }
+
+// await sends a prepared request, waits for its answer (up to the
+// client's timeout) and decides what happens to the job.
+func (d *Dispatcher) await(a *attempt) store.Completion {
+	if a.rec == nil {
+		return a.out
+	}
+	c, out, now := a.c, a.out, a.now
+	status, header, err := 0, http.Header(nil), a.err
+	if err == nil {
+		status, header, err = d.send(a.req, a.rec)
+	}
+	a.rec.StatusCode = status
 	if err == nil && (status < 200 || status > 299) {
 		err = fmt.Errorf("destination answered %d", status)
 	}
 	if b := d.cfg.Breakers; b != nil {
-		b.Record(tenant, url, err == nil)
+		// A timeout is a failure like any other (SPEC 8).
+		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.URL, err == nil); len(woken) > 0 {
+			d.wakeShed(woken)
+		}
 	}
 	if err == nil {
 		out.Status = hub.JobSucceeded
-		d.observeSuccess(c, attempt)
+		d.observeSuccess(c, a.rec)
 		return out
 	}
-	attempt.Error = store.CleanText(err.Error(), 1024)
-	out.LastError = attempt.Error
-	d.randMu.Lock() // workers share the (seedable) jitter source
+	a.rec.Error = store.CleanText(err.Error(), 1024)
+	out.LastError = a.rec.Error
+	d.randMu.Lock() // attempts share the (seedable) jitter source
 	dec := afterFailure(&c.Subscription, c.Job.Attempts+1, status, retryAfter(header, now), now, d.rand)
 	d.randMu.Unlock()
 	out.Status, out.NextAttemptAt, out.DeadLetterReason = dec.status, dec.next, dec.reason
-	d.observeFailure(c, attempt)
+	d.observeFailure(c, a.rec)
 	return out
 }
 
 // send makes the HTTP request. It returns the status (0 when no answer
 // came), the answer's headers, and the error that kept it from answering.
-func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, now time.Time) (int, http.Header, error) {
-	sec, err := webhook.OpenSecrets(d.cfg.Keyring, c.Subscription)
-	if err != nil {
-		return 0, nil, fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
-	}
-	req, err := webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), webhook.Message{
-		ID:          c.Event.ID,
-		Body:        c.Event.Data,
-		ContentType: c.Event.DataContentType,
-		Headers:     eventHeaders(c.Event, a.ID),
-	}, now)
-	if err != nil {
-		return 0, nil, err
-	}
+func (d *Dispatcher) send(req *http.Request, a *hub.Attempt) (int, http.Header, error) {
 	start := time.Now()
 	resp, err := d.cfg.Client.Do(req)
 	a.Duration = time.Since(start)
@@ -90,4 +129,18 @@ func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, 
 	io.CopyN(io.Discard, resp.Body, 64<<10) // let the connection be reused
 	a.ResponseBody = store.CleanText(string(body), hub.MaxResponseBody)
 	return resp.StatusCode, resp.Header, nil
+}
+
+// wakeShed makes the waiting jobs of subscriptions a closed breaker had
+// shed due now, so their backlog drains at once and in arrival order. It
+// is rare (a breaker closing) and done before the next attempt, so that
+// attempt finds them due.
+func (d *Dispatcher) wakeShed(subs []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := d.cfg.Store.WakeJobs(ctx, subs); err != nil {
+		d.cfg.Logger.Warn("could not make shed jobs due after their breaker closed; they wait out their shed time", "err", err)
+		return
+	}
+	d.hintSubs(subs)
 }

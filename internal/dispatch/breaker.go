@@ -1,10 +1,12 @@
 package dispatch
 
 import (
-	"math/rand/v2"
+	"context"
+	"sort"
 	"sync"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 )
@@ -19,7 +21,8 @@ const (
 // Breakers are the circuit breakers of one process, one per (tenant,
 // destination URL), shared by all its workers. After Failures consecutive
 // failed attempts a breaker opens: attempts to that destination are shed
-// (rescheduled without being made or counted) until OpenFor has passed;
+// (rescheduled without being made or counted, all to the same instant, so
+// they keep their arrival order) until OpenFor has passed;
 // then one probe attempt goes through (half-open). A success closes the
 // breaker; a failure reopens it for twice as long, up to MaxOpen.
 type Breakers struct {
@@ -29,7 +32,6 @@ type Breakers struct {
 
 	mu sync.Mutex
 	m  map[breakerKey]*breaker
-	r  *rand.Rand
 }
 
 type breakerKey struct{ tenant, url string }
@@ -40,6 +42,9 @@ type breaker struct {
 	openFor   time.Duration // the current open period
 	openUntil time.Time
 	probing   bool // the half-open probe is in flight
+	// probeUntil is when jobs shed while the probe is under way come due.
+	probeUntil time.Time
+	shed       map[string]bool // subscriptions shed since it left closed
 }
 
 // NewBreakers returns the breakers of a process, tuned by opts
@@ -56,14 +61,23 @@ func NewBreakers(opts config.Breaker, now func() time.Time, m *metrics.Metrics) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Breakers{opts: opts, now: now, metrics: m, m: make(map[breakerKey]*breaker), r: rand.New(rand.NewPCG(7, 11))}, nil
+	return &Breakers{opts: opts, now: now, metrics: m, m: make(map[breakerKey]*breaker)}, nil
 }
 
 // Allow reports whether an attempt to (tenant, url) may be made now. When
-// not, retryAt is when the job should come due again: the next probe time
-// plus jitter, so shed jobs do not return all at once. A true answer in the
+// not, retryAt is when the job should come due again: the same instant for
+// every job shed while the breaker stays in one state (open until the
+// probe time; then, while the probe is under way, one more open period),
+// so shed jobs keep their place in arrival order. A true answer in the
 // half-open state makes the caller the probe: it must Record the outcome.
 func (b *Breakers) Allow(tenant, url string) (ok bool, retryAt time.Time) {
+	return b.AllowFor(tenant, url, "")
+}
+
+// AllowFor is Allow for a job of subscription sub: a breaker remembers the
+// subscriptions it shed, so that when it closes their waiting jobs can be
+// made due at once (Record's and Close's answer).
+func (b *Breakers) AllowFor(tenant, url, sub string) (ok bool, retryAt time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	br := b.m[breakerKey{tenant, url}]
@@ -76,30 +90,38 @@ func (b *Breakers) Allow(tenant, url string) (ok bool, retryAt time.Time) {
 	}
 	if br.state == BreakerHalfOpen && !br.probing {
 		br.probing = true
+		br.probeUntil = now.Add(br.openFor)
 		return true, time.Time{}
 	}
-	// Open, or half-open with the probe under way.
-	at := br.openUntil
-	if at.Before(now) {
-		at = now
+	if sub != "" && len(br.shed) < maxShedRemembered {
+		if br.shed == nil {
+			br.shed = make(map[string]bool)
+		}
+		br.shed[sub] = true
 	}
-	return false, at.Add(b.jitter(br.openFor))
+	if br.state == BreakerOpen {
+		return false, br.openUntil
+	}
+	// Half-open with the probe under way: its answer decides.
+	return false, br.probeUntil
 }
 
-// Record reports the outcome of an attempt Allow let through.
-func (b *Breakers) Record(tenant, url string, success bool) {
+// maxShedRemembered bounds the subscriptions a breaker remembers having
+// shed; beyond it, their jobs simply wait out their shed time.
+const maxShedRemembered = 1024
+
+// Record reports the outcome of an attempt Allow let through. A success
+// that closes the breaker returns the subscriptions it shed meanwhile.
+func (b *Breakers) Record(tenant, url string, success bool) (woken []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := breakerKey{tenant, url}
 	br := b.m[k]
 	if success {
 		if br != nil {
-			if br.state != BreakerClosed {
-				b.set(br, BreakerClosed)
-			}
-			delete(b.m, k) // a healthy destination costs nothing
+			return b.closeLocked(k, br)
 		}
-		return
+		return nil
 	}
 	if br == nil {
 		br = &breaker{state: BreakerClosed}
@@ -114,6 +136,32 @@ func (b *Breakers) Record(tenant, url string, success bool) {
 	case BreakerHalfOpen:
 		b.open(br, min(2*br.openFor, b.opts.MaxOpen))
 	}
+	return nil
+}
+
+// Close closes the breaker of (tenant, url) at once, as a passing
+// verification probe does (SPEC 8), and returns the subscriptions it shed.
+func (b *Breakers) Close(tenant, url string) (woken []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := breakerKey{tenant, url}
+	if br := b.m[k]; br != nil {
+		return b.closeLocked(k, br)
+	}
+	return nil
+}
+
+func (b *Breakers) closeLocked(k breakerKey, br *breaker) []string {
+	if br.state != BreakerClosed {
+		b.set(br, BreakerClosed)
+	}
+	delete(b.m, k) // a healthy destination costs nothing
+	woken := make([]string, 0, len(br.shed))
+	for id := range br.shed {
+		woken = append(woken, id)
+	}
+	sort.Strings(woken)
+	return woken
 }
 
 // Blocked reports whether attempts to (tenant, url) are being shed now
@@ -167,12 +215,19 @@ func (b *Breakers) gauge() {
 	b.metrics.BreakersOpen.Set(float64(n))
 }
 
-// jitter spreads shed jobs over up to a quarter of the open period (at
-// most 30s) after the probe time.
-func (b *Breakers) jitter(openFor time.Duration) time.Duration {
-	span := min(openFor/4, 30*time.Second)
-	if span <= 0 {
-		return 0
+// Verified is what a passing verification probe of sub does to delivery
+// (SPEC 8): the breaker of its destination closes at once, and its waiting
+// jobs (and those of the other subscriptions the breaker shed) are made due
+// now and claimed without waiting for the idle poll.
+func (d *Dispatcher) Verified(ctx context.Context, sub hub.Subscription) error {
+	woken := []string{sub.ID}
+	if b := d.cfg.Breakers; b != nil {
+		woken = append(woken, b.Close(sub.TenantID, sub.Destination.URL)...)
 	}
-	return time.Duration(b.r.Int64N(int64(span)))
+	if _, err := d.cfg.Store.WakeJobs(ctx, woken); err != nil {
+		return err
+	}
+	d.hintSubs(woken)
+	d.Wake()
+	return nil
 }

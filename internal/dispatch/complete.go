@@ -48,10 +48,12 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 		d.cfg.Logger.Error("recording delivery results failed; retrying", "results", len(batch), "err", err)
 		if wait >= 5*time.Second {
 			d.cfg.Logger.Error("giving up on these results: their leases will expire and the jobs be delivered again", "results", len(batch))
+			d.forgetAll(batch)
 			return
 		}
 		if !d.sleep(ctx, wait) {
 			d.cfg.Logger.Error("stopped before these results were recorded: their leases will expire and the jobs be delivered again", "results", len(batch))
+			d.forgetAll(batch)
 			return
 		}
 	}
@@ -62,11 +64,14 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 	var next *store.ClaimParams
 	claimed := func() {}
-	// No hand-off to a destination whose breaker is shedding.
-	if subs, space := handOff(batch), q.space(); len(subs) > 0 && space > 0 {
+	// No hand-off to a destination whose breaker is shedding, nor while a
+	// claim across all subscriptions is due: that one goes first.
+	if subs, room := handOff(batch), d.room(); len(subs) > 0 && room > 0 && !d.fullWanted.Load() {
 		if done, ok := d.mayClaim(); ok {
 			claimed = done
-			next = &store.ClaimParams{Batch: min(space, d.cfg.ClaimBatch), Lease: d.cfg.Lease, Subscriptions: subs}
+			// A hand-off may take a whole run of an ordered subscription.
+			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.cfg.Lease, Subscriptions: subs,
+				Run: d.cfg.RunLength, Exclude: d.dests.excluded()}
 		}
 	}
 	// Not canceled by the stop: the results of attempts in flight are
@@ -94,6 +99,7 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 	if err != nil {
 		return res, err
 	}
+	d.forgetAll(cs) // written (or fenced): nothing left to renew
 	fenced := make(map[string]bool, len(res.Fenced))
 	for _, id := range res.Fenced {
 		fenced[id] = true
@@ -118,6 +124,15 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 	}
 	d.disabled(res.Disabled)
 	return res, nil
+}
+
+// forgetAll stops renewing the leases of a batch of results.
+func (d *Dispatcher) forgetAll(cs []store.Completion) {
+	leases := make([]store.JobLease, len(cs))
+	for i, c := range cs {
+		leases[i] = c.JobLease
+	}
+	d.forget(leases...)
 }
 
 // observeSuccess and observeFailure record an attempt's metrics.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -23,6 +24,8 @@ type Store interface {
 	ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error)
 	CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error)
 	ReleaseJobs(ctx context.Context, leases []store.JobLease) error
+	RenewLeases(ctx context.Context, p store.RenewParams) ([]string, error)
+	WakeJobs(ctx context.Context, subscriptionIDs []string) (int, error)
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
 	DeadLetterOrphans(ctx context.Context) (int, error)
 	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
@@ -59,6 +62,9 @@ func (c Config) check() error {
 	config.Positive(&ch, "PoisonThreshold", c.PoisonThreshold)
 	config.Positive(&ch, "MaintenanceInterval", c.MaintenanceInterval)
 	config.Positive(&ch, "FlushSize", c.FlushSize)
+	config.Positive(&ch, "MaxInFlight", c.MaxInFlight)
+	config.Positive(&ch, "MaxPerDestination", c.MaxPerDestination)
+	config.Positive(&ch, "RunLength", c.RunLength)
 	return ch.Err()
 }
 
@@ -66,6 +72,26 @@ func (c Config) check() error {
 type Dispatcher struct {
 	cfg  Config
 	wake chan struct{} // new jobs may exist anywhere: claim across all subscriptions
+	// fullWanted is set when a claim across all subscriptions is due (new
+	// jobs, the idle poll): until it has run, completions hand off
+	// nothing, so hand-offs to busy subscriptions never starve the claim
+	// that finds another tenant's new job.
+	fullWanted atomic.Bool
+
+	// local counts the jobs claimed here and not yet answered or given
+	// back; claims keep it within MaxInFlight, which bounds memory.
+	local     atomic.Int64
+	roomFreed chan struct{}
+
+	// slots is the in-flight set: one token per attempt (or run) awaiting
+	// its answer.
+	slots chan struct{}
+	dests destinations
+
+	// leases are the leases held here (job id -> token), renewed every
+	// third of a lease until the job's result is written or given back.
+	leaseMu sync.Mutex
+	leases  map[string]string
 
 	// freedSubs are subscriptions whose jobs just finished here: they have
 	// free slots, so the next claim can target them cheaply.
@@ -110,7 +136,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
 		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1),
-		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After}, nil
+		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
+		dests:  destinations{share: cfg.MaxPerDestination, count: make(map[string]int), subs: make(map[string]map[string]bool)},
+		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After}, nil
 }
 
 // Stop stops claiming: it returns once no claim of Run is in progress, and
@@ -171,6 +199,7 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 // Wake tells an idle dispatcher new jobs exist, so a fresh event does not
 // wait for the idle poll.
 func (d *Dispatcher) Wake() {
+	d.fullWanted.Store(true)
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -204,30 +233,28 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 	return len(claimed), err
 }
 
-// queue is the local queue of claimed jobs waiting for a worker. Claim loops
-// and completers (which claim the next jobs of the subscriptions they free)
+// queue is the local queue of claimed work waiting for a worker: single
+// jobs, and runs of an ordered subscription's jobs. Claim loops and
+// completers (which claim the next jobs of the subscriptions they free)
 // offer to it without blocking; once it is closed, offers are refused.
 type queue struct {
 	mu     sync.RWMutex
-	ch     chan store.Claimed
+	ch     chan []store.Claimed
 	closed bool
 }
 
-// space is how many more jobs fit.
-func (q *queue) space() int { return cap(q.ch) - len(q.ch) }
-
 // offer queues what fits and returns the rest.
-func (q *queue) offer(cs []store.Claimed) (rest []store.Claimed) {
+func (q *queue) offer(units [][]store.Claimed) (rest [][]store.Claimed) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
-	for i, c := range cs {
+	for i, u := range units {
 		if q.closed {
-			return cs[i:]
+			return units[i:]
 		}
 		select {
-		case q.ch <- c:
+		case q.ch <- u:
 		default:
-			return cs[i:]
+			return units[i:]
 		}
 	}
 	return nil
@@ -241,8 +268,8 @@ func (q *queue) close() []store.Claimed {
 	var left []store.Claimed
 	for {
 		select {
-		case c := <-q.ch:
-			left = append(left, c)
+		case u := <-q.ch:
+			left = append(left, u...)
 		default:
 			close(q.ch)
 			return left
@@ -256,10 +283,15 @@ func (q *queue) close() []store.Claimed {
 // keeps failing is retried until ctx is done (then its lease expires and
 // the job is delivered again): Stop is the graceful stop, and the end of
 // ctx also bounds the drain.
+//
+// Workers take claimed work, prepare it (load, decrypt in memory, sign)
+// and send it; the wait for each answer is held in the in-flight set
+// (MaxInFlight attempts, MaxPerDestination of them to one destination),
+// so the workers go on while destinations think. The leases of every job
+// held here are renewed while it is.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	q := &queue{ch: make(chan store.Claimed, d.cfg.Workers)}
-	results := make(chan store.Completion, d.cfg.Workers*4)
-	freed := make(chan struct{}, 1)
+	q := &queue{ch: make(chan []store.Claimed, d.cfg.MaxInFlight+3*d.cfg.ClaimBatch)}
+	results := make(chan store.Completion, d.cfg.MaxInFlight)
 	ran := make(chan struct{})
 	defer close(ran)
 	go func() {
@@ -270,27 +302,26 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}()
 
-	var workers sync.WaitGroup
+	renewStop, renewDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(renewDone); d.renewLoop(renewStop) }()
+
+	var workers, flying sync.WaitGroup
 	var unstartedMu sync.Mutex
 	var unstarted []store.Claimed // taken from the queue after the stop began
 	for range d.cfg.Workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for c := range q.ch {
+			for u := range q.ch {
 				if d.isStopping() {
 					unstartedMu.Lock()
-					unstarted = append(unstarted, c)
+					unstarted = append(unstarted, u...)
 					unstartedMu.Unlock()
 					continue
 				}
 				// An attempt in flight finishes even while stopping: its
 				// own timeout bounds it.
-				results <- d.deliver(context.WithoutCancel(ctx), c)
-				select {
-				case freed <- struct{}{}:
-				default:
-				}
+				d.start(context.WithoutCancel(ctx), u, results, &flying)
 			}
 		}()
 	}
@@ -303,18 +334,81 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	maintDone := make(chan struct{})
 	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
 
-	d.claimLoop(ctx, q, freed)
+	d.claimLoop(ctx, q)
 
 	// Stopping: give back what no worker has started.
 	d.Stop(context.Background()) // no hand-off claims from here on
 	d.release(q.close())
 	workers.Wait()
 	d.release(unstarted)
+	flying.Wait()
 	close(results)
 	completers.Wait()
+	close(renewStop)
+	<-renewDone
 	<-maintDone
 	return nil
 }
+
+// start admits one unit of work into the in-flight set and sends its
+// first request; the wait for the answer (and, for a run, the next jobs,
+// one at a time) goes on in its own goroutine. A destination at its share
+// makes the work wait without an attempt: it goes back to pending, and
+// claims here leave its subscriptions alone until the destination has
+// room again.
+func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
+	dest := destinationOf(u[0].Subscription.Destination.URL)
+	if !d.dests.admit(dest, u[0].Job.SubscriptionID) {
+		for _, c := range u {
+			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
+				SubscriptionID: c.Job.SubscriptionID}}
+			d.shed(a, time.Time{})
+			results <- a.out
+		}
+		d.answered(len(u))
+		return
+	}
+	d.slots <- struct{}{} // waits while the in-flight set is full
+	a := d.prepare(ctx, u[0])
+	flying.Add(1)
+	go func() {
+		defer flying.Done()
+		defer func() {
+			<-d.slots
+			if freed := d.dests.leave(dest); len(freed) > 0 {
+				d.hintSubs(freed) // no longer excluded from claims
+			}
+		}()
+		rest := u[1:]
+		for {
+			// The result is written behind, in a batch: the next job of a
+			// run does not wait for it.
+			results <- d.await(a)
+			d.answered(1)
+			if len(rest) == 0 {
+				return
+			}
+			if d.isStopping() {
+				d.release(rest)
+				d.answered(len(rest))
+				return
+			}
+			a, rest = d.prepare(ctx, rest[0]), rest[1:]
+		}
+	}()
+}
+
+// answered accounts for n jobs no longer waiting here for an answer.
+func (d *Dispatcher) answered(n int) {
+	d.local.Add(-int64(n))
+	select {
+	case d.roomFreed <- struct{}{}:
+	default:
+	}
+}
+
+// room is how many more jobs may be claimed.
+func (d *Dispatcher) room() int { return d.cfg.MaxInFlight - int(d.local.Load()) }
 
 // release gives back leases of claimed jobs no worker started.
 func (d *Dispatcher) release(cs []store.Claimed) {
@@ -325,6 +419,7 @@ func (d *Dispatcher) release(cs []store.Claimed) {
 	for i, c := range cs {
 		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
 	}
+	d.forget(leases...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
@@ -336,26 +431,29 @@ func (d *Dispatcher) release(cs []store.Claimed) {
 // (costing in proportion to them) run when woken by new jobs and on the
 // idle poll; in between, claims target the subscriptions whose jobs just
 // finished, which is what keeps a busy hub busy.
-func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{}) {
+func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 	idle := time.NewTimer(0)
 	defer idle.Stop()
-	full := true
+	d.fullWanted.Store(true)
+	more := false // the last full claim filled its batch
 	for !d.isStopping() {
-		space := q.space()
-		if space == 0 {
+		room := d.room()
+		if room <= 0 {
 			select {
 			case <-d.stopping:
-			case <-freed:
+			case <-d.roomFreed:
 			}
 			continue
 		}
-		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, space), Lease: d.cfg.Lease}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.cfg.Lease, Run: d.cfg.RunLength}
+		full := d.fullWanted.Swap(false) || more
 		if !full {
 			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
-				full = d.waitForWork(idle)
+				d.waitForWork(idle)
 				continue
 			}
 		}
+		p.Exclude = d.dests.excluded()
 		done, ok := d.mayClaim()
 		if !ok {
 			return
@@ -371,35 +469,36 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue, freed chan struct{
 		}
 		d.enqueue(q, claimed)
 		// A full claim that filled its batch may have left more: go on.
-		full = full && err == nil && len(claimed) == p.Batch
+		more = full && err == nil && len(claimed) == p.Batch
 		if err != nil {
-			full = d.waitForWork(idle)
+			d.waitForWork(idle)
 		}
 	}
 }
 
-// waitForWork waits for new jobs (a full claim), freed subscriptions (a
-// targeted claim) or the idle poll (a full claim). It reports whether the
-// next claim should be full.
-func (d *Dispatcher) waitForWork(idle *time.Timer) bool {
+// waitForWork waits for new jobs or the idle poll (then a full claim is
+// wanted) or freed subscriptions (a targeted claim).
+func (d *Dispatcher) waitForWork(idle *time.Timer) {
 	idle.Reset(d.cfg.IdleInterval)
 	select {
 	case <-d.stopping:
-		return false
 	case <-d.wake:
-		return true
+		d.fullWanted.Store(true)
 	case <-idle.C:
-		return true
+		d.fullWanted.Store(true)
 	case <-d.hinted:
-		return false
 	}
 }
 
 // hint records subscriptions whose jobs finished here.
 func (d *Dispatcher) hint(cs []store.Completion) {
+	d.hintSubs(store.SubscriptionsOf(cs))
+}
+
+func (d *Dispatcher) hintSubs(ids []string) {
 	d.hintMu.Lock()
-	for _, c := range cs {
-		d.freedSubs[c.SubscriptionID] = struct{}{}
+	for _, id := range ids {
+		d.freedSubs[id] = struct{}{}
 	}
 	d.hintMu.Unlock()
 	select {
@@ -420,8 +519,35 @@ func (d *Dispatcher) takeHints() []string {
 }
 
 // enqueue queues claimed jobs, oldest first so a tenant's jobs start in
-// arrival order, and gives back what does not fit.
+// arrival order, and gives back what does not fit. The jobs of an ordered
+// subscription (a run) go as one unit, attempted one at a time in order.
 func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
+	if len(claimed) == 0 {
+		return
+	}
 	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
-	d.release(q.offer(claimed))
+	var units [][]store.Claimed
+	run := make(map[string]int) // ordered subscription -> its unit
+	leases := make([]store.JobLease, len(claimed))
+	for i, c := range claimed {
+		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
+		if c.Subscription.MaxInFlight <= 1 {
+			if k, ok := run[c.Job.SubscriptionID]; ok {
+				units[k] = append(units[k], c)
+				continue
+			}
+			run[c.Job.SubscriptionID] = len(units)
+		}
+		units = append(units, []store.Claimed{c})
+	}
+	d.hold(leases)
+	d.local.Add(int64(len(claimed)))
+	var rest []store.Claimed
+	for _, u := range q.offer(units) {
+		rest = append(rest, u...)
+	}
+	if len(rest) > 0 {
+		d.release(rest)
+		d.answered(len(rest))
+	}
 }

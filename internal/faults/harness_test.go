@@ -83,32 +83,39 @@ func newWorld(t *testing.T, tenants, partitions int, failRate float64) *world {
 	w.kafka = testkit.Kafka(t, int32(partitions), topic)
 	w.prod = testkit.Producer(t, w.kafka)
 	w.sink = newSink(t, failRate)
+	for i := range tenants {
+		id := fmt.Sprintf("tenant-%02d", i)
+		w.tenants = append(w.tenants, id)
+		w.addTenant(id, w.sink.URL)
+	}
+	return w
+}
+
+// addTenant stores a tenant with one verified subscription (max_in_flight
+// 1) to url.
+func (w *world) addTenant(id, url string) {
+	t, ctx := w.t, context.Background()
 	keyring, err := envelope.NewKeyring(kek)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range tenants {
-		id := fmt.Sprintf("tenant-%02d", i)
-		w.tenants = append(w.tenants, id)
-		if _, err := w.db.CreateTenant(ctx, store.CreateTenantParams{ID: id, Name: id}); err != nil {
-			t.Fatal(err)
-		}
-		s := hub.Subscription{
-			ID: hub.NewID("sub", time.Now()), TenantID: id, Name: "faults",
-			EventTypes:  []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
-			Destination: hub.Destination{Type: "webhook", URL: w.sink.URL},
-			// Short, many steps: a flaky destination gets through.
-			RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"},
-			MaxInFlight:   1, Enabled: true, VerificationState: hub.VerificationActive,
-		}
-		if err := webhook.SealSecrets(keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: webhook.NewSecret()}}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.db.CreateSubscription(ctx, s); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := w.db.CreateTenant(ctx, store.CreateTenantParams{ID: id, Name: id}); err != nil {
+		t.Fatal(err)
 	}
-	return w
+	s := hub.Subscription{
+		ID: hub.NewID("sub", time.Now()), TenantID: id, Name: "faults",
+		EventTypes:  []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
+		Destination: hub.Destination{Type: "webhook", URL: url},
+		// Short, many steps: a flaky destination gets through.
+		RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"},
+		MaxInFlight:   1, Enabled: true, VerificationState: hub.VerificationActive,
+	}
+	if err := webhook.SealSecrets(keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: webhook.NewSecret()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.db.CreateSubscription(ctx, s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // produce sends n events round-robin over the tenants (key = tenant) at
@@ -226,6 +233,7 @@ type sink struct {
 	activeSub   map[string]int
 	overlaps    int // an event, or a max_in_flight 1 subscription, attempted concurrently
 	rnd         func() float64
+	delay       time.Duration // how long each answer takes (1ms when zero)
 }
 
 func newSink(t *testing.T, failRate float64) *sink {
@@ -254,7 +262,7 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		s.overlaps++
 	}
 	s.mu.Unlock()
-	time.Sleep(time.Millisecond) // a destination takes a moment: overlaps would show
+	time.Sleep(max(s.delay, time.Millisecond)) // a destination takes a moment: overlaps would show
 	fail := s.failRate > 0 && s.rnd() < s.failRate
 	s.mu.Lock()
 	s.activeEvent[ev]--

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -280,4 +282,70 @@ func metric(t *testing.T, p *proc, series string) float64 {
 		}
 	}
 	return 0
+}
+
+// Receivers that hang (answer after 30 s, beyond the 15 s delivery
+// timeout) beside healthy ones, at the default dispatch settings: the
+// healthy tenants get every event, and the hung ones hold only their own
+// attempts.
+func TestHungReceiversBesideHealthyOnes(t *testing.T) {
+	w := newWorld(t, 20, 4, 0)
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	t.Cleanup(hung.Close)
+	t.Cleanup(func() { close(release) })
+	var hungTenants []string
+	for i := range 5 {
+		id := fmt.Sprintf("hung-%02d", i)
+		hungTenants = append(hungTenants, id)
+		w.addTenant(id, hung.URL)
+	}
+	w.start("STREAMING_HUB_DISPATCH_WORKERS=8", "STREAMING_HUB_DISPATCH_LEASE=30s", "STREAMING_HUB_DELIVERY_TIMEOUT=15s")
+	var recs []*kgo.Record
+	for n := range 50 {
+		for i, tenant := range hungTenants {
+			r := testkit.CERecord(topic, int32(i%w.partitions()), tenant, fmt.Sprintf("hung-%02d-%03d", i, n))
+			recs = append(recs, r)
+		}
+	}
+	testkit.Produce(t, w.prod, recs...)
+	ids := w.produce(3_000, 500)
+	got := w.waitDelivered(ids, 20*time.Second)
+	w.report("5 hung receivers beside 20 healthy ones (default workers, lease and timeout)", got)
+	if got.duplicated > 0 || got.overlaps > 0 {
+		t.Errorf("%d duplicates, %d overlaps with no failure on the healthy side", got.duplicated, got.overlaps)
+	}
+}
+
+// A lease shorter than the delivery timeout, with a receiver slower than
+// the lease: the leases are renewed while the attempts wait, so no attempt
+// is recovered beside itself, sent twice, or counted toward poison.
+func TestLeaseShorterThanTheDeliveryTimeout(t *testing.T) {
+	w := newWorld(t, 4, 2, 0)
+	w.sink.delay = 2500 * time.Millisecond
+	w.start("STREAMING_HUB_DISPATCH_LEASE=1s", "STREAMING_HUB_DELIVERY_TIMEOUT=15s")
+	ids := w.produce(24, 100)
+	got := w.waitDelivered(ids, 2*time.Minute)
+	w.report("1 s lease, 15 s timeout, a receiver answering in 2.5 s", got)
+	if got.duplicated > 0 || got.overlaps > 0 {
+		t.Errorf("%d duplicates, %d overlaps: an attempt slower than its lease was recovered beside itself", got.duplicated, got.overlaps)
+	}
+	ctx := context.Background()
+	for _, tenant := range w.tenants {
+		subs, _ := w.db.ListSubscriptions(ctx, store.ListSubscriptionsParams{TenantID: tenant, Limit: 10})
+		for _, s := range subs {
+			jobs, _ := w.db.ListJobs(ctx, store.ListJobsParams{TenantID: tenant, SubscriptionID: s.ID, Limit: 100})
+			for _, j := range jobs {
+				if j.Recoveries != 0 || j.Attempts != 1 {
+					t.Errorf("job %+v: recovered or attempted more than once", j)
+				}
+			}
+		}
+	}
 }

@@ -21,10 +21,23 @@ type Dispatch interface {
 	CompleteJobs(ctx context.Context, p CompleteParams) (CompleteResult, error)
 	// ReleaseJobs gives leased jobs back, unattempted and due at once.
 	ReleaseJobs(ctx context.Context, leases []JobLease) error
+	// RenewLeases extends the leases of jobs still worked on to now +
+	// Lease, each fenced on its token, and returns the ids of those it
+	// could not renew (no longer theirs: recovered, or completed).
+	RenewLeases(ctx context.Context, p RenewParams) (lost []string, err error)
 	// RecoverLeases returns jobs whose lease expired without a result to
 	// pending, dead-lettering as poison those recovered PoisonThreshold
-	// times.
+	// times. A recovery that may have interrupted an attempt counts: the
+	// job's recoveries and attempts grow by one and its attempt log gets
+	// an attempt with the error RecoveredAttemptError. The jobs of a run
+	// behind the first one still in flight were never attempted: they go
+	// back to pending without counting.
 	RecoverLeases(ctx context.Context, p RecoverParams) (RecoverResult, error)
+	// WakeJobs makes the waiting (pending) jobs of these subscriptions due
+	// now: their destination was found healthy again (a passing
+	// verification, a breaker that closed), so they need not wait out a
+	// retry or a shed.
+	WakeJobs(ctx context.Context, subscriptionIDs []string) (int, error)
 	// DeadLetterOrphans dead-letters pending jobs of disabled or deleted
 	// subscriptions (those that were in flight when it happened).
 	DeadLetterOrphans(ctx context.Context) (int, error)
@@ -56,6 +69,22 @@ type ClaimParams struct {
 	// slots, and a targeted claim costs in proportion to the list, not to
 	// every subscription.
 	Subscriptions []string
+	// Exclude lists subscriptions not to claim for: their destination has
+	// all its share of the process's attempts in flight.
+	Exclude []string
+	// Run, when above 1, lets an ordered subscription (max_in_flight 1)
+	// with nothing in flight offer up to Run of its next due jobs, in
+	// arrival order: a run the claimer attempts strictly one at a time.
+	// The jobs after the first are marked run-ahead (see RecoverLeases).
+	Run int
+}
+
+// RecoveredAttemptError is the error of the attempt a lease recovery logs.
+const RecoveredAttemptError = "the worker stopped mid-attempt"
+
+type RenewParams struct {
+	Leases []JobLease
+	Lease  time.Duration
 }
 
 // Claimed is a job under a lease with what its attempt needs.
@@ -84,7 +113,8 @@ type Completion struct {
 	// Attempt is the request made; nil when none was (shed): then the
 	// job's attempt count does not move.
 	Attempt *hub.Attempt
-	// Shed: the destination's breaker was open, so nothing was sent.
+	// Shed: the destination's breaker was open, or the process had its
+	// share of attempts to the destination in flight, so nothing was sent.
 	Shed bool
 	// SubscriptionID and AttemptAt feed the subscription's failure span.
 	SubscriptionID string
@@ -128,6 +158,7 @@ type RecoverParams struct {
 type RecoverResult struct {
 	Recovered int // back to pending
 	Poisoned  int // dead-lettered as poison
+	Unstarted int // run-ahead jobs back to pending, uncounted
 }
 
 // ListJobsParams pages one subscription's jobs newest first.
@@ -144,4 +175,27 @@ type ReplayParams struct {
 	SubscriptionID string
 	Status         hub.JobStatus
 	Since          time.Time
+}
+
+// Lost lists the leases of asked that are not among renewed: RenewLeases'
+// answer.
+func Lost(asked []JobLease, renewed []string) []string {
+	ok := make(map[string]bool, len(renewed))
+	for _, id := range renewed {
+		ok[id] = true
+	}
+	var lost []string
+	for _, l := range asked {
+		if !ok[l.JobID] {
+			lost = append(lost, l.JobID)
+		}
+	}
+	return lost
+}
+
+// RecoveredAttempt is the attempt a lease recovery logs for a job claimed
+// at claimedAt and found abandoned at now: no answer came.
+func RecoveredAttempt(claimedAt, now time.Time) *hub.Attempt {
+	return &hub.Attempt{ID: hub.NewID("att", now), StartedAt: claimedAt, Duration: max(now.Sub(claimedAt), 0),
+		Error: RecoveredAttemptError}
 }

@@ -38,21 +38,27 @@ func prefixed(alias, columns string) string {
 // claim names the subscriptions whose jobs just finished; a full claim
 // looks for due jobs everywhere.
 var claimJobs = `
-WITH subs AS (
-	SELECT s.id, s.tenant_id, s.max_in_flight - s.in_flight AS free
+WITH locked AS (
+	SELECT s.id, s.tenant_id, s.max_in_flight, s.in_flight
 	FROM subscriptions s
 	JOIN (
 		SELECT c.id, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.id) AS rn
 		FROM subscriptions c %s
 		WHERE c.enabled AND c.verification_state = 'active' AND c.deleted_at IS NULL
-		  AND c.in_flight < c.max_in_flight %s
+		  AND c.in_flight < c.max_in_flight AND NOT (c.id = ANY($6)) %s
 	) r ON r.id = s.id
 	WHERE s.in_flight < s.max_in_flight
 	ORDER BY r.rn, s.tenant_id
 	LIMIT $2
 	FOR NO KEY UPDATE OF s SKIP LOCKED
+), subs AS (
+	-- An ordered subscription with nothing in flight may offer a run.
+	SELECT id, tenant_id, ($5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
+		CASE WHEN $5 > 1 AND max_in_flight = 1 AND in_flight = 0 THEN $5 ELSE max_in_flight - in_flight END AS free
+	FROM locked
 ), offered AS (
-	SELECT j.id, j.tenant_id, j.event_sequence
+	SELECT j.id, j.tenant_id, j.event_sequence,
+		subs.run AND row_number() OVER (PARTITION BY subs.id ORDER BY j.event_sequence) > 1 AS run_ahead
 	FROM subs CROSS JOIN LATERAL (
 		SELECT j.id, j.tenant_id, j.event_sequence FROM delivery_jobs j
 		WHERE j.subscription_id = subs.id AND j.status = 'pending' AND j.next_attempt_at <= $1
@@ -64,7 +70,8 @@ WITH subs AS (
 	-- the predicate of delivery_jobs_pending: on a big table the statistics
 	-- see almost no pending jobs, and the planner would otherwise scan every
 	-- waiting job for each chosen one instead of looking each up by id.
-	UPDATE delivery_jobs d SET status = 'in_flight', lease_token = $3, lease_expires_at = $4, updated_at = $1
+	UPDATE delivery_jobs d SET status = 'in_flight', lease_token = $3, lease_expires_at = $4, updated_at = $1,
+		run_ahead = chosen.run_ahead
 	FROM chosen WHERE d.id = chosen.id AND d.status IS NOT DISTINCT FROM 'pending'
 	RETURNING ` + jobColumnsOf("d") + `
 ), counted AS (
@@ -89,7 +96,7 @@ var (
 	claimAll = fmt.Sprintf(claimJobs, `CROSS JOIN LATERAL (SELECT 1 FROM delivery_jobs j
 		WHERE j.subscription_id = c.id AND j.status = 'pending' AND j.next_attempt_at <= $1 AND j.lease_token IS NULL
 		LIMIT 1) due`, "")
-	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($5)")
+	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($7)")
 )
 
 func jobColumnsOf(alias string) string { return prefixed(alias+".", jobColumns) }
@@ -134,10 +141,12 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Cla
 func queueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time, out *[]store.Claimed) {
 	token := hub.NewID("lease", now)
 	var q *pgx.QueuedQuery
+	// Never NULL: "NOT (id = ANY(NULL))" would exclude everything.
+	exclude := append([]string{}, p.Exclude...)
 	if p.Subscriptions != nil {
-		q = b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Subscriptions)
+		q = b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Run, exclude, p.Subscriptions)
 	} else {
-		q = b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease))
+		q = b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease), p.Run, exclude)
 	}
 	q.Query(func(rows pgx.Rows) error {
 		var err error
@@ -230,6 +239,59 @@ func leaseArrays(leases []store.JobLease) (ids, tokens []string) {
 	return ids, tokens
 }
 
+// RenewLeases extends the leases in one statement, fenced on their tokens.
+func (db *DB) RenewLeases(ctx context.Context, p store.RenewParams) (_ []string, err error) {
+	defer wrap(&err, "RenewLeases")
+	if len(p.Leases) == 0 {
+		return nil, nil
+	}
+	ids, tokens := leaseArrays(p.Leases)
+	now := db.opts.Stamp()
+	rows, err := db.pool.Query(ctx, `UPDATE delivery_jobs d SET lease_expires_at = $3
+		FROM unnest($1::text[], $2::text[]) AS v(id, token)
+		WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'
+		RETURNING d.id`, ids, tokens, now.Add(p.Lease))
+	if err != nil {
+		return nil, err
+	}
+	renewed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	return store.Lost(p.Leases, renewed), nil
+}
+
+// recoverExpired returns expired jobs (named by $3) to pending or to the
+// poison dead letter. A job counts (recoveries and attempts grow) unless
+// it is run-ahead behind another job of its run still in flight: that
+// one was never attempted. The subquery reads the jobs as they were
+// before this statement, so of a whole run recovered at once only its
+// first job counts.
+const recoverExpired = `
+WITH done AS (
+	UPDATE delivery_jobs d SET
+		recoveries = d.recoveries + c.n,
+		attempts = d.attempts + c.n,
+		status = CASE WHEN c.n = 1 AND d.recoveries + 1 >= $2 THEN 'dead_lettered' ELSE 'pending' END,
+		dead_letter_reason = CASE WHEN c.n = 1 AND d.recoveries + 1 >= $2 THEN 'poison' ELSE d.dead_letter_reason END,
+		completed_at = CASE WHEN c.n = 1 AND d.recoveries + 1 >= $2 THEN $1::timestamptz END,
+		last_error = CASE WHEN c.n = 1 THEN 'lease expired without a result: ' || $4 ELSE d.last_error END,
+		lease_token = NULL, lease_expires_at = NULL, run_ahead = false, next_attempt_at = $1, updated_at = $1
+	FROM (
+		SELECT e.id, e.updated_at AS claimed_at, CASE WHEN e.run_ahead AND EXISTS (
+			SELECT 1 FROM delivery_jobs o WHERE o.subscription_id = e.subscription_id AND o.status = 'in_flight'
+			  AND o.lease_token = e.lease_token AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END AS n
+		FROM delivery_jobs e WHERE e.id = ANY($3)
+	) c
+	WHERE d.id = c.id AND d.status IS NOT DISTINCT FROM 'in_flight' AND d.lease_expires_at < $1
+	RETURNING d.id, d.subscription_id, d.status, c.n, c.claimed_at
+), uncounted AS (
+	UPDATE subscriptions s SET in_flight = greatest(s.in_flight - c.n, 0)
+	FROM (SELECT subscription_id, count(*) AS n FROM done GROUP BY subscription_id) c
+	WHERE s.id = c.subscription_id
+)
+SELECT id, status, n, claimed_at FROM done`
+
 func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
 	defer wrap(&err, "RecoverLeases")
 	now := db.opts.Stamp()
@@ -248,29 +310,38 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 		if _, err := tx.Exec(ctx, lockSubscriptionsOf, expired); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET
-				recoveries = d.recoveries + 1,
-				status = CASE WHEN d.recoveries + 1 >= $2 THEN 'dead_lettered' ELSE 'pending' END,
-				dead_letter_reason = CASE WHEN d.recoveries + 1 >= $2 THEN 'poison' ELSE d.dead_letter_reason END,
-				completed_at = CASE WHEN d.recoveries + 1 >= $2 THEN $1::timestamptz END,
-				last_error = 'lease expired without a result: the worker stopped mid-attempt',
-				lease_token = NULL, lease_expires_at = NULL, next_attempt_at = $1, updated_at = $1
-			WHERE d.id = ANY($3) AND d.status IS NOT DISTINCT FROM 'in_flight' AND d.lease_expires_at < $1`), now, p.PoisonThreshold, expired)
+		rows, err = tx.Query(ctx, recoverExpired, now, p.PoisonThreshold, expired, store.RecoveredAttemptError)
 		if err != nil {
 			return err
 		}
+		var log attemptArrays
 		for rows.Next() {
 			var id, status string
-			if err := rows.Scan(&id, &status); err != nil {
+			var n int
+			var claimedAt time.Time
+			if err := rows.Scan(&id, &status, &n, &claimedAt); err != nil {
 				return err
 			}
-			if status == string(hub.JobDeadLettered) {
+			switch {
+			case n == 0:
+				res.Unstarted++
+			case status == string(hub.JobDeadLettered):
 				res.Poisoned++
-			} else {
+			default:
 				res.Recovered++
 			}
+			if n == 1 {
+				log.add(id, store.RecoveredAttempt(claimedAt.UTC(), now))
+			}
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(log.ids) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, insertAttempts, log.ids, log.jobs, log.started, log.ms, log.status, log.errs, log.bodies)
+		return err
 	})
 	if err != nil {
 		return res, err
@@ -279,6 +350,18 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 		return res, fmt.Errorf("reconcile in-flight counts: %w", err)
 	}
 	return res, nil
+}
+
+// WakeJobs makes the subscriptions' waiting jobs due now.
+func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, err error) {
+	defer wrap(&err, "WakeJobs")
+	if len(subscriptionIDs) == 0 {
+		return 0, nil
+	}
+	now := db.opts.Stamp()
+	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs SET next_attempt_at = $2, updated_at = $2
+		WHERE subscription_id = ANY($1) AND status = 'pending' AND next_attempt_at > $2`, subscriptionIDs, now)
+	return int(tag.RowsAffected()), err
 }
 
 // reconcileInFlight repairs in-flight counts that disagree with the jobs

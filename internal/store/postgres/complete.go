@@ -43,9 +43,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 	})
 	if a := attemptsOf(p.Completions); len(a.ids) > 0 {
 		// Logged even when fenced: the request was sent.
-		b.Queue(`INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])`,
-			a.ids, a.jobs, a.started, a.ms, a.status, a.errs, a.bodies)
+		b.Queue(insertAttempts, a.ids, a.jobs, a.started, a.ms, a.status, a.errs, a.bodies)
 	}
 	if spans := store.Spans(p.Completions); len(spans) > 0 {
 		queueSpans(b, spans)
@@ -119,6 +117,10 @@ func queueNext(b *pgx.Batch, p store.CompleteParams, now time.Time, out *[]store
 	next.Subscriptions = store.NextTargets(p.Completions, p.Next.Subscriptions)
 	queueClaim(b, next, now, out)
 }
+
+// insertAttempts logs attempts given as column arrays (attemptArrays).
+const insertAttempts = `INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])`
 
 // attemptArrays are attempts as column arrays, for one INSERT from unnest.
 type attemptArrays struct {

@@ -33,14 +33,19 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Cla
 // to the backlog. ?5 is the list of subscriptions of a targeted claim
 // (%s), empty for a full one.
 const claimJobs = `
-WITH subs AS (
-	SELECT s.id, s.max_in_flight -
-		(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS free
+WITH counted AS (
+	SELECT s.id, s.max_in_flight,
+		(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS in_flight
 	FROM subscriptions s
 	WHERE s.enabled = 1 AND s.verification_state = 'active' AND s.deleted_at IS NULL %s
+), subs AS (
+	-- An ordered subscription with nothing in flight may offer a run.
+	SELECT id, (?5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
+		CASE WHEN ?5 > 1 AND max_in_flight = 1 AND in_flight = 0 THEN ?5 ELSE max_in_flight - in_flight END AS free
+	FROM counted
 ), offered AS (
-	SELECT id, tenant_id, event_sequence FROM (
-		SELECT j.id, j.tenant_id, j.event_sequence, subs.free,
+	SELECT id, tenant_id, event_sequence, run AND k > 1 AS run_ahead FROM (
+		SELECT j.id, j.tenant_id, j.event_sequence, subs.free, subs.run,
 			row_number() OVER (PARTITION BY j.subscription_id ORDER BY j.event_sequence) AS k
 		FROM subs JOIN delivery_jobs j ON j.id IN (
 			SELECT p.id FROM delivery_jobs p
@@ -49,7 +54,8 @@ WITH subs AS (
 		WHERE subs.free > 0
 	) WHERE k <= free
 ), ` + "%s" + `
-UPDATE delivery_jobs SET status = 'in_flight', lease_token = ?3, lease_expires_at = ?4, updated_at = ?1
+UPDATE delivery_jobs SET status = 'in_flight', lease_token = ?3, lease_expires_at = ?4, updated_at = ?1,
+	run_ahead = (SELECT c.run_ahead FROM chosen c WHERE c.id = delivery_jobs.id)
 WHERE id IN (SELECT id FROM chosen) AND status = 'pending'
 RETURNING ` + jobColumns
 
@@ -60,11 +66,15 @@ func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) 
 		return nil, nil // targeted at nothing
 	}
 	token := hub.NewID("lease", now)
-	args := []any{micros(now), p.Batch, token, micros(now.Add(p.Lease))}
+	args := []any{micros(now), p.Batch, token, micros(now.Add(p.Lease)), p.Run}
 	for _, id := range p.Subscriptions {
 		args = append(args, id)
 	}
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimJobs, only(len(p.Subscriptions)), store.FairClaim("?2")), args...)
+	for _, id := range p.Exclude {
+		args = append(args, id)
+	}
+	narrow := only(" AND s.id IN", 6, len(p.Subscriptions)) + only(" AND s.id NOT IN", 6+len(p.Subscriptions), len(p.Exclude))
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimJobs, narrow, store.FairClaim("?2")), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,17 +85,17 @@ func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) 
 	return loadClaimed(ctx, tx, jobs, token)
 }
 
-// only restricts the subscriptions of a claim to the ids numbered ?5 on,
-// when there are any.
-func only(n int) string {
+// only narrows the subscriptions of a claim with a condition on n ids
+// numbered from ?first on, when there are any.
+func only(cond string, first, n int) string {
 	if n == 0 {
 		return ""
 	}
 	ps := make([]string, n)
 	for i := range ps {
-		ps[i] = fmt.Sprintf("?%d", i+5)
+		ps[i] = fmt.Sprintf("?%d", i+first)
 	}
-	return " AND s.id IN (" + strings.Join(ps, ", ") + ")"
+	return cond + " (" + strings.Join(ps, ", ") + ")"
 }
 
 func loadClaimed(ctx context.Context, tx *sql.Tx, jobs []hub.Job, token string) ([]store.Claimed, error) {
@@ -136,38 +146,115 @@ func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) (err err
 	})
 }
 
-func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
-	defer wrap(&err, "RecoverLeases")
-	now := micros(db.opts.Stamp())
-	var res store.RecoverResult
+func (db *DB) RenewLeases(ctx context.Context, p store.RenewParams) (_ []string, err error) {
+	defer wrap(&err, "RenewLeases")
+	if len(p.Leases) == 0 {
+		return nil, nil
+	}
+	until := micros(db.opts.Stamp().Add(p.Lease))
+	var renewed []string
 	err = db.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET
-				recoveries = recoveries + 1,
-				status = CASE WHEN recoveries + 1 >= ?1 THEN 'dead_lettered' ELSE 'pending' END,
-				dead_letter_reason = CASE WHEN recoveries + 1 >= ?1 THEN 'poison' ELSE dead_letter_reason END,
-				completed_at = CASE WHEN recoveries + 1 >= ?1 THEN ?2 END,
-				last_error = 'lease expired without a result: the worker stopped mid-attempt',
-				lease_token = NULL, lease_expires_at = NULL, next_attempt_at = ?2, updated_at = ?2
-			WHERE id IN (SELECT id FROM delivery_jobs WHERE status = 'in_flight' AND lease_expires_at < ?2
-			             ORDER BY lease_expires_at LIMIT ?3)
-			RETURNING status`, p.PoisonThreshold, now, max(p.Limit, 1))
+		renewed = renewed[:0]
+		st, err := tx.PrepareContext(ctx, `UPDATE delivery_jobs SET lease_expires_at = ?
+			WHERE id = ? AND lease_token = ? AND status = 'in_flight'`)
 		if err != nil {
 			return err
 		}
-		statuses, err := collect(rows, func(r scanner) (string, error) {
-			var s string
-			return s, r.Scan(&s)
-		})
-		for _, s := range statuses {
-			if s == string(hub.JobDeadLettered) {
-				res.Poisoned++
-			} else {
-				res.Recovered++
+		defer st.Close()
+		for _, l := range p.Leases {
+			r, err := st.ExecContext(ctx, until, l.JobID, l.LeaseToken)
+			if err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n == 1 {
+				renewed = append(renewed, l.JobID)
 			}
 		}
-		return err
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return store.Lost(p.Leases, renewed), nil
+}
+
+// RecoverLeases: with one writer, what it reads cannot change before it
+// writes. A job counts unless it is run-ahead behind another job of its run
+// still in flight (that one was never attempted); see PostgreSQL's.
+func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
+	defer wrap(&err, "RecoverLeases")
+	now := db.opts.Stamp()
+	nowUS := micros(now)
+	var res store.RecoverResult
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		res = store.RecoverResult{}
+		rows, err := tx.QueryContext(ctx, `SELECT e.id, e.updated_at, CASE WHEN e.run_ahead = 1 AND EXISTS (
+				SELECT 1 FROM delivery_jobs o WHERE o.subscription_id = e.subscription_id AND o.status = 'in_flight'
+				  AND o.lease_token = e.lease_token AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END
+			FROM delivery_jobs e WHERE e.status = 'in_flight' AND e.lease_expires_at < ?
+			ORDER BY e.lease_expires_at LIMIT ?`, nowUS, max(p.Limit, 1))
+		if err != nil {
+			return err
+		}
+		type expired struct {
+			id        string
+			claimedAt int64
+			n         int
+		}
+		found, err := collect(rows, func(r scanner) (expired, error) {
+			var e expired
+			return e, r.Scan(&e.id, &e.claimedAt, &e.n)
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range found {
+			var status string
+			if err := tx.QueryRowContext(ctx, `UPDATE delivery_jobs SET
+					recoveries = recoveries + ?3, attempts = attempts + ?3,
+					status = CASE WHEN ?3 = 1 AND recoveries + 1 >= ?1 THEN 'dead_lettered' ELSE 'pending' END,
+					dead_letter_reason = CASE WHEN ?3 = 1 AND recoveries + 1 >= ?1 THEN 'poison' ELSE dead_letter_reason END,
+					completed_at = CASE WHEN ?3 = 1 AND recoveries + 1 >= ?1 THEN ?2 END,
+					last_error = CASE WHEN ?3 = 1 THEN 'lease expired without a result: ' || ?5 ELSE last_error END,
+					lease_token = NULL, lease_expires_at = NULL, run_ahead = 0, next_attempt_at = ?2, updated_at = ?2
+				WHERE id = ?4 RETURNING status`, p.PoisonThreshold, nowUS, e.n, e.id, store.RecoveredAttemptError).Scan(&status); err != nil {
+				return err
+			}
+			switch {
+			case e.n == 0:
+				res.Unstarted++
+				continue
+			case status == string(hub.JobDeadLettered):
+				res.Poisoned++
+			default:
+				res.Recovered++
+			}
+			a := store.RecoveredAttempt(fromMicros(e.claimedAt), now)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts
+				(id, job_id, started_at, duration_ms, status_code, error, response_body) VALUES (?, ?, ?, ?, 0, ?, '')`,
+				a.ID, e.id, micros(a.StartedAt), a.Duration.Milliseconds(), a.Error); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return res, err
+}
+
+func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, err error) {
+	defer wrap(&err, "WakeJobs")
+	if len(subscriptionIDs) == 0 {
+		return 0, nil
+	}
+	now := micros(db.opts.Stamp())
+	r, err := db.w.ExecContext(ctx, `UPDATE delivery_jobs SET next_attempt_at = ?1, updated_at = ?1
+		WHERE status = 'pending' AND next_attempt_at > ?1 AND subscription_id IN (`+placeholders(len(subscriptionIDs))+`)`,
+		append([]any{now}, anys(subscriptionIDs)...)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
 }
 
 func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {

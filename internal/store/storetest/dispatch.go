@@ -91,6 +91,7 @@ func seqs(cs []store.Claimed) string {
 }
 
 func testDispatch(t *testing.T, open Opener) {
+	testLeases(t, open)
 	t.Run("MatchingCreatesJobsOnlyForDeliverableSubscriptions", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", "")
@@ -217,11 +218,12 @@ func testDispatch(t *testing.T, open Opener) {
 			t.Fatalf("the current lease was fenced: %+v", ok)
 		}
 		j, attempts := e.job(t, "acme", current.Job.ID)
-		if j.Status != hub.JobSucceeded || j.Attempts != 1 || j.CompletedAt == nil {
+		// The recovery counts as an attempt (SPEC 6), the success another.
+		if j.Status != hub.JobSucceeded || j.Attempts != 2 || j.CompletedAt == nil {
 			t.Fatalf("job = %+v", j)
 		}
-		if len(attempts) != 2 {
-			t.Fatalf("%d attempts logged, want both requests that were sent", len(attempts))
+		if len(attempts) != 3 || attempts[0].Error != store.RecoveredAttemptError {
+			t.Fatalf("attempts logged = %+v, want the recovered one and both requests that were sent", attempts)
 		}
 	})
 
@@ -246,9 +248,19 @@ func testDispatch(t *testing.T, open Opener) {
 				t.Fatalf("round %d: %+v", i, res)
 			}
 		}
-		j, _ := e.job(t, "acme", id)
-		if j.Status != hub.JobDeadLettered || j.DeadLetterReason != hub.DeadLetterPoison || j.Recoveries != 5 || j.Attempts != 0 {
+		// Poison keeps its history: each recovered attempt is logged and
+		// counted (SPEC 6).
+		j, attempts := e.job(t, "acme", id)
+		if j.Status != hub.JobDeadLettered || j.DeadLetterReason != hub.DeadLetterPoison || j.Recoveries != 5 || j.Attempts != 5 {
 			t.Fatalf("job = %+v", j)
+		}
+		if len(attempts) != 5 {
+			t.Fatalf("%d attempts logged, want the 5 recovered", len(attempts))
+		}
+		for _, a := range attempts {
+			if a.Error != store.RecoveredAttemptError || a.StatusCode != 0 || a.JobID != id {
+				t.Fatalf("recovered attempt = %+v", a)
+			}
 		}
 		if c := e.claim(t, 1); len(c) != 0 {
 			t.Fatal("a poison job was claimed again")

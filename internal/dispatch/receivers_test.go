@@ -1,0 +1,470 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/dispatch"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+// run starts r's dispatcher and stops it when the test ends (after the
+// test's own cleanups, such as releasing a hung sink).
+func (r *rig) run() {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.d.Run(ctx) }()
+	r.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			r.t.Error(err)
+		}
+	})
+}
+
+// gate is a receiver that holds every request until opened, counting how
+// many it holds at once.
+type gate struct {
+	mu      sync.Mutex
+	open    chan struct{}
+	once    sync.Once
+	holding int
+	most    int
+	total   int
+}
+
+func newGate(t testing.TB, s *sink) *gate {
+	g := &gate{open: make(chan struct{})}
+	s.script(func(int, *http.Request) (int, http.Header, string) {
+		g.mu.Lock()
+		g.holding++
+		g.total++
+		g.most = max(g.most, g.holding)
+		g.mu.Unlock()
+		<-g.open
+		g.mu.Lock()
+		g.holding--
+		g.mu.Unlock()
+		return 200, nil, "ok"
+	})
+	t.Cleanup(g.release) // before the sink closes
+	return g
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+func (g *gate) counts() (holding, most, total int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holding, g.most, g.total
+}
+
+func (r *rig) jobsOf(tenant, sub string) []hub.Job {
+	r.t.Helper()
+	var all []hub.Job
+	before := ""
+	for {
+		jobs, err := r.store.ListJobs(r.ctx, store.ListJobsParams{TenantID: tenant, SubscriptionID: sub, Before: before, Limit: 500})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		all = append(all, jobs...)
+		if len(jobs) < 500 {
+			return all
+		}
+		before = jobs[len(jobs)-1].ID
+	}
+}
+
+func (r *rig) allSucceeded(tenant, sub string, n int) bool {
+	jobs := r.jobsOf(tenant, sub)
+	ok := 0
+	for _, j := range jobs {
+		if j.Status == hub.JobSucceeded {
+			ok++
+		}
+	}
+	return len(jobs) == n && ok == n
+}
+
+// An attempt slower than three leases keeps its lease: renewed while the
+// process lives, it is attempted once, never recovered beside itself, and
+// never counted toward poison.
+func TestRenewal_AnAttemptLastingThreeLeasesIsAttemptedOnceAndNeverPoisoned(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		const lease = 3 * time.Second
+		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
+			c.Lease = lease // shorter than the delivery timeout: fine now
+			c.Client = privateClient(t, time.Minute)
+		}})
+		g := newGate(t, r.sink)
+		r.publish(event("acme", "evt-1"))
+		r.run()
+		testkit.Eventually(t, 10*time.Second, "the attempt is under way", func() bool { h, _, _ := g.counts(); return h == 1 })
+		// Four leases pass on the clock; the process renews as it goes
+		// (every third of a lease in Run; here at each step) and
+		// maintenance runs after every step.
+		for range 8 {
+			r.clock.Advance(lease / 2)
+			if err := r.d.RenewLeases(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.d.Maintain(r.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.release()
+		testkit.Eventually(t, 10*time.Second, "the slow attempt's result", func() bool { return r.allSucceeded("acme", r.sub.ID, 1) })
+		j, attempts := r.onlyJob()
+		if _, _, total := g.counts(); total != 1 || j.Attempts != 1 || j.Recoveries != 0 || len(attempts) != 1 {
+			t.Fatalf("%d requests; job %+v with %d attempts logged: want one attempt, no recovery", total, j, len(attempts))
+		}
+	})
+}
+
+// One destination holds at most its share of the attempts in flight: a
+// hung destination's further jobs wait without an attempt, and another
+// destination's deliveries go on beside it.
+func TestInFlight_AHungDestinationHoldsOnlyItsShare(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
+			c.MaxPerDestination, c.MaxInFlight, c.Workers = 3, 100, 2
+			c.IdleInterval = 20 * time.Millisecond
+			c.Client = privateClient(t, time.Minute)
+		}})
+		g := newGate(t, r.sink)
+		healthy := newSink(t)
+		if _, err := r.store.CreateTenant(r.ctx, store.CreateTenantParams{ID: "globex", Name: "Globex"}); err != nil {
+			t.Fatal(err)
+		}
+		other := r.subscribe("globex", "sub_healthy", healthy.URL, rigOptions{})
+		for i := range 10 {
+			r.publish(event("acme", fmt.Sprintf("hung-%d", i)))
+		}
+		for i := range 30 {
+			r.publish(event("globex", fmt.Sprintf("ok-%d", i)))
+		}
+		r.run()
+		testkit.Eventually(t, 30*time.Second, "every delivery to the healthy destination", func() bool {
+			return r.allSucceeded("globex", other.ID, 30)
+		})
+		if holding, most, _ := g.counts(); holding != 3 || most != 3 {
+			t.Fatalf("the hung destination holds %d attempts (at most %d), want its share of 3", holding, most)
+		}
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if j.Status == hub.JobPending && (j.Attempts != 0 || j.Recoveries != 0) {
+				t.Fatalf("a job waiting for its destination's share used an attempt: %+v", j)
+			}
+		}
+		// Once it answers, the rest is attempted, once each.
+		g.release()
+		testkit.Eventually(t, 30*time.Second, "the hung destination's jobs", func() bool { return r.allSucceeded("acme", r.sub.ID, 10) })
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if j.Attempts != 1 {
+				t.Fatalf("job %+v", j)
+			}
+		}
+	})
+}
+
+// The in-flight set is bounded: with MaxInFlight attempts waiting for
+// their answers, nothing more is sent until one answers.
+func TestInFlight_TheSetIsBounded(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{maxInFlight: 20, cfg: func(c *dispatch.Config) {
+			c.MaxPerDestination, c.MaxInFlight, c.Workers = 64, 4, 8
+			c.IdleInterval = 20 * time.Millisecond
+			c.Client = privateClient(t, time.Minute)
+		}})
+		g := newGate(t, r.sink)
+		for i := range 20 {
+			r.publish(event("acme", fmt.Sprintf("evt-%d", i)))
+		}
+		r.run()
+		testkit.Eventually(t, 10*time.Second, "the in-flight set filled", func() bool { h, _, _ := g.counts(); return h == 4 })
+		time.Sleep(200 * time.Millisecond) // ten idle polls: nothing more goes out
+		if _, most, total := g.counts(); most != 4 || total != 4 {
+			t.Fatalf("%d requests, %d at once; want the bound of 4", total, most)
+		}
+		counts, _ := r.store.CountJobs(r.ctx)
+		if counts[hub.JobInFlight] > 4 {
+			t.Fatalf("%d jobs leased with 4 attempts in flight: claims must stay within the set", counts[hub.JobInFlight])
+		}
+		g.release()
+		testkit.Eventually(t, 30*time.Second, "every delivery", func() bool { return r.allSucceeded("acme", r.sub.ID, 20) })
+	})
+}
+
+// claimLog records the claims a dispatcher makes: full claims, targeted
+// ones, and the hand-offs of completions, in the order they start.
+type claimLog struct {
+	dispatch.Store
+	mu     sync.Mutex
+	marked int      // index of the first claim started after mark
+	kinds  []string // "full", "targeted", "handoff"
+	gotB   int      // index of the claim that returned tenant B's job; -1 before
+}
+
+func (l *claimLog) note(kind string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kinds = append(l.kinds, kind)
+	return len(l.kinds) - 1
+}
+
+func (l *claimLog) found(i int, cs []store.Claimed) {
+	for _, c := range cs {
+		if c.Job.TenantID == "globex" {
+			l.mu.Lock()
+			if l.gotB < 0 {
+				l.gotB = i
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *claimLog) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	kind := "full"
+	if p.Subscriptions != nil {
+		kind = "targeted"
+	}
+	i := l.note(kind)
+	cs, err := l.Store.ClaimJobs(ctx, p)
+	l.found(i, cs)
+	return cs, err
+}
+
+func (l *claimLog) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+	if p.Next == nil {
+		return l.Store.CompleteJobs(ctx, p)
+	}
+	i := l.note("handoff")
+	res, err := l.Store.CompleteJobs(ctx, p)
+	l.found(i, res.Claimed)
+	return res, err
+}
+
+func (l *claimLog) mark() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.marked = len(l.kinds)
+}
+
+// While tenant A drains a backlog at max_in_flight 64 through hand-offs,
+// tenant B's single new job is claimed by the first claim across all
+// subscriptions after the wake-up: no hand-off that starts after it goes
+// first, so B waits one claim round, not for A's backlog.
+func TestFairness_ANewTenantsJobIsClaimedInTheNextRoundDespiteHandOffs(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		log := &claimLog{gotB: -1}
+		r := newRig(t, d, rigOptions{maxInFlight: 64, cfg: func(c *dispatch.Config) {
+			log.Store = c.Store
+			c.Store = log
+			c.IdleInterval = time.Hour // no idle poll: only the wake-up finds B
+		}})
+		r.sink.script(func(int, *http.Request) (int, http.Header, string) {
+			time.Sleep(2 * time.Millisecond)
+			return 200, nil, ""
+		})
+		const backlog = 3000
+		var evs []hub.Event
+		for i := range backlog {
+			evs = append(evs, event("acme", fmt.Sprintf("a-%05d", i)))
+		}
+		for start := 0; start < backlog; start += 500 {
+			r.publish(evs[start : start+500]...)
+		}
+		if _, err := r.store.CreateTenant(r.ctx, store.CreateTenantParams{ID: "globex", Name: "Globex"}); err != nil {
+			t.Fatal(err)
+		}
+		b := r.subscribe("globex", "sub_b", r.sink.URL, rigOptions{})
+		r.run()
+		testkit.Eventually(t, 60*time.Second, "A drained through hand-offs", func() bool {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			n := 0
+			for _, k := range log.kinds {
+				if k == "handoff" {
+					n++
+				}
+			}
+			return n >= 20
+		})
+		r.publish(event("globex", "b-1"))
+		log.mark()
+		r.d.Wake()
+		testkit.Eventually(t, 30*time.Second, "B's job delivered", func() bool { return r.allSucceeded("globex", b.ID, 1) })
+
+		log.mu.Lock()
+		kinds, marked, gotB := log.kinds, log.marked, log.gotB
+		log.mu.Unlock()
+		firstFull := -1
+		for i := marked; i < len(kinds); i++ {
+			if kinds[i] == "full" {
+				firstFull = i
+				break
+			}
+		}
+		if firstFull < 0 || gotB != firstFull {
+			t.Fatalf("B's job was claimed by claim %d (%v), want the first full claim after the wake-up (%d)", gotB, kinds[marked:min(gotB+1, len(kinds))], firstFull)
+		}
+		// Only hand-offs already deciding when the wake-up came (one per
+		// completer) may start before it.
+		if handoffs := firstFull - marked; handoffs > 2 {
+			t.Fatalf("%d claims started between the wake-up and the claim that found B: %v", handoffs, kinds[marked:firstFull+1])
+		}
+		pending := 0
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if j.Status != hub.JobSucceeded {
+				pending++
+			}
+		}
+		if pending == 0 {
+			t.Fatal("A's backlog was drained before B was delivered: the test proves nothing")
+		}
+	})
+}
+
+// breakerRig: one ordered subscription whose destination fails five times
+// (its breaker opens), then is healthy again, behind a backlog.
+func breakerRig(t *testing.T, d testkit.Driver) (*rig, *dispatch.Breakers, *ordered) {
+	var breakers *dispatch.Breakers
+	r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
+		var err error
+		if breakers, err = dispatch.NewBreakers(config.Defaults(config.Serve).Breaker, c.Now, c.Metrics); err != nil {
+			t.Fatal(err)
+		}
+		c.Breakers = breakers
+		c.IdleInterval = 20 * time.Millisecond
+	}})
+	o := &ordered{}
+	r.sink.script(func(n int, req *http.Request) (int, http.Header, string) {
+		if n <= 5 {
+			return 500, nil, ""
+		}
+		seq, _ := strconv.Atoi(req.Header.Get("X-Lerian-Sequence"))
+		o.mu.Lock()
+		o.seqs = append(o.seqs, seq)
+		o.mu.Unlock()
+		return 200, nil, ""
+	})
+	var evs []hub.Event
+	for i := range 200 {
+		evs = append(evs, event("acme", fmt.Sprintf("evt-%03d", i)))
+	}
+	r.publish(evs...)
+	r.run()
+	testkit.Eventually(t, 30*time.Second, "the breaker open and the whole backlog shed", func() bool {
+		waiting := 0
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if j.Status == hub.JobPending && j.NextAttemptAt.After(r.clock.Now()) {
+				waiting++
+			}
+		}
+		return len(r.sink.got()) == 5 && waiting == 200
+	})
+	if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerOpen {
+		t.Fatalf("breaker %s", s)
+	}
+	return r, breakers, o
+}
+
+type ordered struct {
+	mu   sync.Mutex
+	seqs []int
+}
+
+// inOrder checks that every one of n sequences was delivered once, in
+// arrival order.
+func (o *ordered) inOrder(t *testing.T, n int) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.seqs) != n {
+		t.Fatalf("%d successful deliveries, want %d", len(o.seqs), n)
+	}
+	for i, s := range o.seqs {
+		if s != i+1 {
+			t.Fatalf("delivery %d carried sequence %d: the backlog did not drain in arrival order (%v...)", i+1, s, o.seqs[:min(len(o.seqs), i+5)])
+		}
+	}
+}
+
+// Shedding keeps order: every job shed while the breaker was open keeps
+// its place, so when the probe closes the breaker the 200-job backlog
+// drains in arrival order, and a shed never used an attempt.
+func TestBreaker_ABacklogDrainsInArrivalOrderWhenTheBreakerCloses(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r, breakers, o := breakerRig(t, d)
+		r.clock.Advance(31 * time.Second) // the probe is due
+		r.d.Wake()
+		testkit.Eventually(t, 60*time.Second, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
+		o.inOrder(t, 200)
+		if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerClosed {
+			t.Fatalf("breaker %s", s)
+		}
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if want := 1 + btoi(j.EventSequence <= 5); j.Attempts != want {
+				t.Fatalf("job %d used %d attempts, want %d", j.EventSequence, j.Attempts, want)
+			}
+		}
+	})
+}
+
+// A passing verification closes the breaker at once and makes the waiting
+// jobs due now: the backlog drains without waiting for the breaker's own
+// probe time (the clock does not move), in arrival order.
+func TestBreaker_APassingVerifyClosesItAndTheWaitingJobsGoAtOnce(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r, breakers, o := breakerRig(t, d)
+		if err := r.d.Verified(r.ctx, r.sub); err != nil {
+			t.Fatal(err)
+		}
+		if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerClosed {
+			t.Fatalf("breaker %s after a passing verify", s)
+		}
+		testkit.Eventually(t, 60*time.Second, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
+		o.inOrder(t, 200)
+	})
+}
+
+// A timeout is a failure: a destination that never answers in time opens
+// its breaker like one that answers 500.
+func TestBreaker_TimeoutsCountAsFailures(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		var breakers *dispatch.Breakers
+		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
+			var err error
+			if breakers, err = dispatch.NewBreakers(config.Defaults(config.Serve).Breaker, c.Now, c.Metrics); err != nil {
+				t.Fatal(err)
+			}
+			c.Breakers, c.Workers = breakers, 1
+			c.Client = privateClient(t, 50*time.Millisecond)
+		}})
+		newGate(t, r.sink)
+		for i := range 8 {
+			r.publish(event("acme", fmt.Sprintf("evt-%d", i)))
+		}
+		r.step()
+		if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerOpen {
+			t.Fatalf("breaker %s after 5 timeouts", s)
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
