@@ -158,3 +158,16 @@ func sslMode(dsn string) string {
 	}
 	return u.Query().Get("sslmode")
 }
+
+// DatabaseURL reads only STREAMING_HUB_DATABASE_URL or its alias
+// POSTGRES_DSN, for the commands that open the database without being a
+// hub (`streaming-hub migrate`); "" when neither is set.
+func DatabaseURL(getenv func(string) string) (string, error) {
+	r := reader{getenv: getenv}
+	var url string
+	r.str("DATABASE_URL", &url)
+	if len(r.errs) > 0 {
+		return "", r.errs
+	}
+	return url, nil
+}
