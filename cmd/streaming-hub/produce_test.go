@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,13 +30,13 @@ func TestProduce_OverTLSWithSCRAM(t *testing.T) {
 		"STREAMING_HUB_KAFKA_SASL_PASSWORD":   "scram-secret",
 		"STREAMING_HUB_TENANT":                "acme",
 	}
-	code, out, errOut := runCmd(vars, "produce", "--ca-cert", pki.CA.CertFile, "--id", "evt-tls-1", "--timeout", "10s")
+	code, out, errOut := runCmd(vars, "produce", "--ca-cert", pki.CA.CertFile, "--id", "evt-tls-1", "--timeout", "1m")
 	if code != exitOK || !strings.HasPrefix(out, "produced ce-id=evt-tls-1 tenant=acme topic="+topic) {
 		t.Fatalf("produce: exit %d\n%s%s", code, out, errOut)
 	}
 	cl := testkit.Producer(t, kafka, kgo.DialTLSConfig(pki.ClientTLS()),
 		kgo.SASL(scram.Auth{User: "hub", Pass: "scram-secret"}.AsSha512Mechanism()), kgo.ConsumeTopics(topic))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 	defer cancel()
 	fetches := cl.PollFetches(ctx)
 	if recs := fetches.Records(); len(recs) != 1 || string(recs[0].Key) != "acme" {
@@ -46,13 +45,13 @@ func TestProduce_OverTLSWithSCRAM(t *testing.T) {
 
 	// A wrong password: one line naming the cause, without the password.
 	vars["STREAMING_HUB_KAFKA_SASL_PASSWORD"] = "wrong-secret-77"
-	code, out, errOut = runCmd(vars, "produce", "--ca-cert", pki.CA.CertFile, "--timeout", "3s")
+	code, out, errOut = runCmd(vars, "produce", "--ca-cert", pki.CA.CertFile, "--timeout", "10s")
 	if code != exitError || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, ": kafka: SASL authentication failed") || strings.Contains(errOut, "wrong-secret-77") {
 		t.Fatalf("wrong password: exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 	// Without --ca-cert the system roots do not know the test's CA.
 	vars["STREAMING_HUB_KAFKA_SASL_PASSWORD"] = "scram-secret"
-	code, _, errOut = runCmd(vars, "produce", "--timeout", "3s")
+	code, _, errOut = runCmd(vars, "produce", "--timeout", "10s")
 	if code != exitError || !strings.Contains(errOut, ": kafka: certificate signed by unknown authority") {
 		t.Fatalf("unknown CA: exit %d, %q", code, errOut)
 	}

@@ -116,14 +116,14 @@ func TestSecuredKafka_TheHubConsumesCommitsAndDelivers(t *testing.T) {
 					want++
 				}
 			}
-			testkit.Eventually(t, 20*time.Second, "the deliveries", func() bool { return sink.count() == want })
+			testkit.WaitFor(t, "the deliveries", func() bool { return sink.count() == want })
 			for i := range want {
 				req, _ := sink.request(i)
 				if req.Header.Get("X-Lerian-Event-Type") != "transaction.posted" || req.Header.Get("X-Lerian-Tenant-Id") != "acme" {
 					t.Errorf("delivery %d: headers %v", i, req.Header)
 				}
 			}
-			testkit.Eventually(t, 10*time.Second, "the offset committed", func() bool {
+			testkit.WaitFor(t, "the offset committed", func() bool {
 				return testkit.CommittedOffsets(t, prod, h.Config.Ingest.Group, securedTopic)[0] == int64(want)
 			})
 		})
@@ -221,7 +221,7 @@ func TestSecuredKafka_ARefusedConnectionFailsReadinessWithTheCause(t *testing.T)
 			})
 
 			var body string
-			testkit.Eventually(t, 20*time.Second, "/readyz to name "+c.cause, func() bool {
+			testkit.WaitFor(t, "/readyz to name "+c.cause, func() bool {
 				status, b := readyz(t, h)
 				var r struct{ Checks map[string]string }
 				json.Unmarshal([]byte(b), &r)
@@ -236,7 +236,7 @@ func TestSecuredKafka_ARefusedConnectionFailsReadinessWithTheCause(t *testing.T)
 				conns.Add(1)
 				return nil, nil, false
 			})
-			testkit.Eventually(t, 30*time.Second, "three more connection attempts", func() bool {
+			testkit.WaitFor(t, "three more connection attempts", func() bool {
 				return conns.Load()+int64(strings.Count(logs.String(), `level=DEBUG msg="kafka: unable to`)) >= 3
 			})
 			if n := strings.Count(logs.String(), c.cause); n != 1 {

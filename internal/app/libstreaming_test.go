@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -46,7 +45,7 @@ func TestEndToEnd_LibStreamingV3FactsAreDeliveredAndSystemEventsDiscarded(t *tes
 		}
 		defer prod.Close()
 		testkit.Produce(t, prod, testkit.LibRecord(testkit.LibSystemEvent("sys-1")), testkit.LibRecord(testkit.LibFact("acme", "fact-1")))
-		testkit.Eventually(t, 20*time.Second, "the delivery", func() bool { return sink.count() == 1 })
+		testkit.WaitFor(t, "the delivery", func() bool { return sink.count() == 1 })
 		req, body := sink.request(0)
 		for k, v := range map[string]string{
 			"X-Lerian-Event-Type": "transaction.created",
@@ -64,7 +63,7 @@ func TestEndToEnd_LibStreamingV3FactsAreDeliveredAndSystemEventsDiscarded(t *tes
 			t.Errorf("body %s", body)
 		}
 
-		testkit.Eventually(t, 10*time.Second, "the system event counted", func() bool {
+		testkit.WaitFor(t, "the system event counted", func() bool {
 			return strings.Contains(get(t, l.Hub.Hub, "/metrics"), `streaming_hub_ingest_records_total{reason="system_event",verdict="discard"} 1`)
 		})
 		var rej struct{ Data []any }

@@ -3,7 +3,6 @@ package ingest_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,7 +50,7 @@ func TestConsumer_LibStreamingV3Records(t *testing.T) {
 			r.Partition = 0
 		}
 		testkit.Produce(t, prod, recs...)
-		testkit.Eventually(t, 10*time.Second, "offset 5 committed", func() bool {
+		testkit.WaitFor(t, "offset 5 committed", func() bool {
 			return testkit.CommittedOffsets(t, prod, cfg.Group, libTopic)[0] == 5
 		})
 
