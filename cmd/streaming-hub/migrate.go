@@ -27,7 +27,11 @@ Safe to run from several processes at once and to run again.
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	url := e.getenv(config.Prefix + "DATABASE_URL")
+	url, err := config.DatabaseURL(e.getenv)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "streaming-hub:", err)
+		return exitUsage
+	}
 	if url == "" {
 		fmt.Fprintln(e.stderr, "streaming-hub: STREAMING_HUB_DATABASE_URL: required")
 		return exitUsage

@@ -15,11 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
 )
 
 const defaultBrokers = "127.0.0.1:9092"
 
 func runProduce(args []string, e env) int {
+	secValues := map[string]string{} // variable -> value given by its flag
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	brokers := e.getenv("STREAMING_HUB_KAFKA_BROKERS")
@@ -44,6 +47,26 @@ func runProduce(args []string, e env) int {
 	var headers multiFlag
 	fs.Var(&headers, "header", "extra record header `NAME=VALUE`, such as ce-dataschema=...; naming a header set\nabove (ce-time=...) replaces it (repeatable)")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up when the broker has not acknowledged within this long")
+	// Kafka security: the hub's variables, each flag overriding its own.
+	security := map[string]string{} // flag -> variable, for the flags given
+	secFlag := func(name, variable, usage string) {
+		fs.Func(name, usage+" (env "+config.Prefix+variable+")", func(v string) error {
+			security[name] = variable
+			secValues[variable] = v
+			return nil
+		})
+	}
+	secFlag("ca-cert", "KAFKA_CA_CERT", "`PEM` of the CAs to trust, inline or a file path (default: the system roots)")
+	secFlag("tls-cert", "KAFKA_TLS_CERT", "client certificate `PEM` for mutual TLS, inline or a file path")
+	secFlag("tls-key", "KAFKA_TLS_KEY", "its private key `PEM`, inline or a file path")
+	secFlag("tls-server-name", "KAFKA_TLS_SERVER_NAME", "`name` to verify when the broker's certificate holds another than its address")
+	secFlag("sasl-mechanism", "KAFKA_SASL_MECHANISM", "SASL `mechanism`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (the password only from\n"+config.Prefix+"KAFKA_SASL_PASSWORD: a flag would show it to ps)")
+	secFlag("sasl-username", "KAFKA_SASL_USERNAME", "SASL `user`")
+	fs.BoolFunc("tls", "TLS to the brokers (env "+config.Prefix+"KAFKA_TLS_ENABLED)", func(v string) error {
+		security["tls"] = "KAFKA_TLS_ENABLED"
+		secValues["KAFKA_TLS_ENABLED"] = v
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: streaming-hub produce [flags]
 
@@ -61,6 +84,10 @@ Flags:
 		fs.PrintDefaults()
 		fmt.Fprintf(fs.Output(), "\nEnvironment:\n  %-28s default of --brokers (else %s)\n  %-28s default of --tenant (else default)\n",
 			"STREAMING_HUB_KAFKA_BROKERS", defaultBrokers, envTenant)
+		fmt.Fprint(fs.Output(), `  and the hub's Kafka security variables: STREAMING_HUB_KAFKA_TLS_ENABLED, _CA_CERT, _TLS_CERT,
+  _TLS_KEY, _TLS_SERVER_NAME, _SASL_MECHANISM, _SASL_USERNAME, _SASL_PASSWORD (or the chart's
+  _KAFKA_SCRAM_*), STREAMING_HUB_ALLOW_INSECURE_KAFKA. SASL PLAIN is refused without TLS.
+`)
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -74,6 +101,32 @@ Flags:
 	}
 	if *timeout <= 0 {
 		return usageErr("--timeout must be positive")
+	}
+	kafka, err := config.LoadKafka(func(name string) string {
+		if v, ok := secValues[strings.TrimPrefix(name, config.Prefix)]; ok {
+			return v
+		}
+		return e.getenv(name)
+	})
+	if err != nil {
+		byVar := map[string]string{}
+		for f, v := range security {
+			byVar[v] = f
+		}
+		var cerrs config.Errors
+		errors.As(err, &cerrs)
+		for _, ce := range cerrs {
+			if f, ok := byVar[ce.Var]; ok {
+				fmt.Fprintf(e.stderr, "streaming-hub produce: --%s: %s\n", f, ce.Problem)
+			} else {
+				fmt.Fprintf(e.stderr, "streaming-hub produce: %s\n", ce)
+			}
+		}
+		return exitUsage
+	}
+	sec, err := kafkasec.New(kafka, nil)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	seeds := splitList(brokers)
 	if len(seeds) == 0 {
@@ -124,13 +177,13 @@ Flags:
 		}
 	}
 
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.AllowAutoTopicCreation(), // the dev broker creates topics on first produce
 		kgo.DisableIdempotentWrite(), // one record: no producer id (or its ACL) needed
 		kgo.RecordDeliveryTimeout(*timeout),
 		kgo.DialTimeout(min(*timeout, 10*time.Second)),
-	)
+	}, sec.Opts()...)...)
 	if err != nil {
 		return usageErr("--brokers: %v", err)
 	}
@@ -138,6 +191,10 @@ Flags:
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if err := cl.Ping(ctx); err != nil {
+		if cause := sec.Cause(); cause != nil {
+			fmt.Fprintf(e.stderr, "streaming-hub: produce: %s: %s\n", brokers, cause)
+			return exitError
+		}
 		fmt.Fprintf(e.stderr, "streaming-hub: produce: no Kafka broker reachable at %s: %s\n", brokers, describeKafkaErr(err, *timeout))
 		return exitError
 	}

@@ -155,8 +155,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 	}
 	if cfg.Role.Ingests() {
+		kafka := cfg.Kafka
+		if h.Broker != nil {
+			kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
+		}
 		h.Consumer, err = ingest.New(ingest.Config{
 			Ingest:   cfg.Ingest,
+			Kafka:    kafka,
 			Store:    h.Store,
 			Metrics:  h.Metrics,
 			Logger:   h.Logger.With("component", "ingest"),

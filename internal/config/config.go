@@ -65,6 +65,14 @@ type Config struct {
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
 
+	// Kafka is how the hub (and `streaming-hub produce`) secures its
+	// connections to the brokers: TLS and SASL (SPEC section 18).
+	Kafka Kafka
+	// AllowInsecureDBTLS (ALLOW_INSECURE_DB_TLS) lets serve with
+	// ENV=production use a PostgreSQL URL without sslmode=require,
+	// verify-ca or verify-full.
+	AllowInsecureDBTLS bool
+
 	AdminToken        string
 	KEK               []byte   // nil in dev until generated
 	PreviousKEKs      [][]byte // older keys, still accepted for decryption
@@ -136,6 +144,8 @@ func loadInto(r *reader, mode Mode) Config {
 	r.duration("KAFKA_SESSION_TIMEOUT", &k.SessionTimeout)
 	r.positiveInt("MAX_RECORD_BYTES", &k.MaxRecordBytes)
 	r.str("DEV_KAFKA_ADDR", &c.DevKafkaAddr)
+	r.kafka(&c.Kafka)
+	r.boolean("ALLOW_INSECURE_DB_TLS", &c.AllowInsecureDBTLS)
 
 	d := &c.Dispatch
 	r.positiveInt("DISPATCH_WORKERS", &d.Workers)
@@ -209,6 +219,7 @@ func (c Config) check(r *reader) {
 	case len(c.AdminToken) < 16:
 		r.fail("ADMIN_TOKEN", "must be at least 16 characters")
 	}
+	c.checkProduction(r)
 }
 
 // checkListenAddr checks a listen address before anything starts: host:port
@@ -232,9 +243,21 @@ func SQLitePath(url string) (string, bool) {
 
 type reader struct {
 	getenv func(string) string
-	errs   Errors          // every problem, one per variable
-	bad    map[string]bool // variables already reported
-	read   map[string]bool // every name read: the known variables
+	errs   Errors            // every problem, one per variable
+	bad    map[string]bool   // variables already reported
+	read   map[string]bool   // every name read: the known variables
+	from   map[string]string // variable -> the alias its value came from
+}
+
+// aliases are the names Lerian's chart uses for some of the hub's
+// variables (SPEC section 18): either name may be set; both set to
+// different values is an error naming both.
+var aliases = map[string]string{
+	"KAFKA_SASL_MECHANISM": "KAFKA_SCRAM_MECHANISM",
+	"KAFKA_SASL_USERNAME":  "KAFKA_SCRAM_USERNAME",
+	"KAFKA_SASL_PASSWORD":  "KAFKA_SCRAM_PASSWORD",
+	"HTTP_ADDR":            "HTTP_LISTEN_ADDR",
+	"DATABASE_URL":         "POSTGRES_DSN",
 }
 
 func (r *reader) raw(name string) (string, bool) {
@@ -243,16 +266,41 @@ func (r *reader) raw(name string) (string, bool) {
 	}
 	r.read[name] = true
 	v := strings.TrimSpace(r.getenv(Prefix + name))
+	alias, ok := aliases[name]
+	if !ok {
+		return v, v != ""
+	}
+	r.read[alias] = true
+	a := strings.TrimSpace(r.getenv(Prefix + alias))
+	switch {
+	case a == "" || a == v:
+	case v != "":
+		// Neither value is echoed: one of these is a password.
+		r.fail(name, "and %s%s are both set, to different values: set only one of them", Prefix, alias)
+		return "", false
+	default:
+		if r.from == nil {
+			r.from = make(map[string]string)
+		}
+		r.from[name] = alias
+		v = a
+	}
 	return v, v != ""
 }
 
+// fail reports a problem of the variable name, under the name the operator
+// set: the alias when the value came from one.
 func (r *reader) fail(name, format string, args ...any) {
 	if r.bad == nil {
 		r.bad = make(map[string]bool)
 	}
 	if !r.bad[name] {
 		r.bad[name] = true
-		r.errs = append(r.errs, &Error{name, fmt.Sprintf(format, args...)})
+		shown := name
+		if a := r.from[name]; a != "" {
+			shown = a
+		}
+		r.errs = append(r.errs, &Error{shown, fmt.Sprintf(format, args...)})
 	}
 }
 

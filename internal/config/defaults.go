@@ -41,7 +41,15 @@ func Defaults(mode Mode) Config {
 			MaintenanceInterval: 5 * time.Second,
 			FlushSize:           128,
 		},
-		DeliveryTimeout: 15 * time.Second,
+		// Plaintext, no SASL: serve with ENV=production refuses this
+		// unless ALLOW_INSECURE_KAFKA (SPEC section 18).
+		Kafka: Kafka{
+			TLS:           false,
+			SASLMechanism: "",
+			AllowInsecure: false,
+		},
+		AllowInsecureDBTLS: false,
+		DeliveryTimeout:    15 * time.Second,
 		Breaker: Breaker{
 			Failures: 5,
 			OpenFor:  30 * time.Second,
@@ -110,6 +118,27 @@ type Ingest struct {
 	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
 	// 0 keeps franz-go's own (5m). Dev mode lowers it.
 	MetadataMaxAge time.Duration
+}
+
+// Kafka secures the connections to the brokers (SPEC section 18). There is
+// no option that skips certificate verification.
+type Kafka struct {
+	TLS bool // KAFKA_TLS_ENABLED
+	// CACert (KAFKA_CA_CERT) is the PEM of the CAs to trust, read from the
+	// variable or the file it names; nil trusts the system roots.
+	CACert []byte
+	// TLSCert and TLSKey (KAFKA_TLS_CERT, KAFKA_TLS_KEY) are the client's
+	// certificate and key in PEM, for mutual TLS; nil for none.
+	TLSCert, TLSKey []byte
+	ServerName      string // KAFKA_TLS_SERVER_NAME: name to verify instead of the broker's host
+
+	SASLMechanism string // KAFKA_SASL_MECHANISM: "", PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+	SASLUsername  string // KAFKA_SASL_USERNAME
+	SASLPassword  string // KAFKA_SASL_PASSWORD
+
+	// AllowInsecure (ALLOW_INSECURE_KAFKA) accepts plaintext Kafka with
+	// ENV=production, and SASL PLAIN without TLS anywhere.
+	AllowInsecure bool
 }
 
 // Dispatch configures the dispatcher.

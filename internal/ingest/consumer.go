@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
@@ -25,6 +26,8 @@ type Persister interface {
 // Config configures a Consumer; config.Defaults fills the settings.
 type Config struct {
 	config.Ingest
+	// Kafka is TLS and SASL to the brokers (SPEC section 18).
+	Kafka config.Kafka
 
 	Store   Persister
 	Metrics *metrics.Metrics
@@ -75,6 +78,7 @@ type topicPartition struct {
 type Consumer struct {
 	cfg Config
 	cl  *kgo.Client
+	sec *kafkasec.Security
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition
@@ -115,7 +119,11 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Consumer{cfg: cfg, parts: make(map[topicPartition]*partition)}
+	sec, err := kafkasec.New(cfg.Kafka, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	c := &Consumer{cfg: cfg, sec: sec, parts: make(map[topicPartition]*partition)}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),
@@ -128,13 +136,14 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.OnPartitionsAssigned(c.assigned),
 		kgo.OnPartitionsRevoked(c.revoked),
 		kgo.OnPartitionsLost(c.lost),
-		kgo.WithLogger(kgoLogger{cfg.Logger}),
+		kgo.WithLogger(kgoLogger{cfg.Logger, sec}),
 		kgo.SessionTimeout(cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 	}
 	if cfg.MetadataMaxAge > 0 {
 		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))
 	}
+	opts = append(opts, sec.Opts()...)
 	opts = append(opts, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -190,7 +199,13 @@ func (c *Consumer) close() {
 }
 
 // Ready reports whether the consumer has joined its group and Kafka answers.
+// A broker that refuses the hub's certificate or credentials is named as
+// the cause (kafka: SASL authentication failed, kafka: certificate signed
+// by unknown authority, ...).
 func (c *Consumer) Ready(ctx context.Context) error {
+	if err := c.sec.Cause(); err != nil {
+		return err
+	}
 	if member, gen := c.cl.GroupMetadata(); member == "" || gen < 0 {
 		return errors.New("kafka consumer has not joined its group yet")
 	}

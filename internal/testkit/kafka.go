@@ -14,14 +14,21 @@ import (
 // topics, each with partitions partitions, closed when the test ends.
 func Kafka(t testing.TB, partitions int32, topics ...string) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(
+	return KafkaWith(t, partitions, topics)
+}
+
+// KafkaWith is Kafka with more broker options: kfake.TLS, kfake.EnableSASL,
+// kfake.Superuser.
+func KafkaWith(t testing.TB, partitions int32, topics []string, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.SeedTopics(partitions, topics...),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(int(partitions)),
 		// Lets tests that kill a member see it evicted in about a second.
-		kfake.GroupMinSessionTimeout(100*time.Millisecond),
-	)
+		kfake.GroupMinSessionTimeout(100 * time.Millisecond),
+	}, opts...)...)
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
 	}
@@ -30,14 +37,14 @@ func Kafka(t testing.TB, partitions int32, topics ...string) *kfake.Cluster {
 }
 
 // Producer returns a franz-go client that produces to c, records going to
-// the partition they name.
-func Producer(t testing.TB, c *kfake.Cluster) *kgo.Client {
+// the partition they name; opts add to its options (TLS, SASL).
+func Producer(t testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(c.ListenAddrs()...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.AllowAutoTopicCreation(),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatalf("kafka producer: %v", err)
 	}
