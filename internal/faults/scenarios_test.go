@@ -316,7 +316,7 @@ func TestHungReceiversBesideHealthyOnes(t *testing.T) {
 	}
 	testkit.Produce(t, w.prod, recs...)
 	ids := w.produce(3_000, 500)
-	got := w.waitDelivered(ids, 20*time.Second)
+	got := w.waitDelivered(ids)
 	w.report("5 hung receivers beside 20 healthy ones (default workers, lease and timeout)", got)
 	if got.duplicated > 0 || got.overlaps > 0 {
 		t.Errorf("%d duplicates, %d overlaps with no failure on the healthy side", got.duplicated, got.overlaps)
@@ -331,7 +331,7 @@ func TestLeaseShorterThanTheDeliveryTimeout(t *testing.T) {
 	w.sink.delay = 2500 * time.Millisecond
 	w.start("STREAMING_HUB_DISPATCH_LEASE=1s", "STREAMING_HUB_DELIVERY_TIMEOUT=15s")
 	ids := w.produce(24, 100)
-	got := w.waitDelivered(ids, 2*time.Minute)
+	got := w.waitDelivered(ids)
 	w.report("1 s lease, 15 s timeout, a receiver answering in 2.5 s", got)
 	if got.duplicated > 0 || got.overlaps > 0 {
 		t.Errorf("%d duplicates, %d overlaps: an attempt slower than its lease was recovered beside itself", got.duplicated, got.overlaps)
