@@ -73,13 +73,14 @@ func (o Options) Normalize() (Options, error) {
 		return o, fmt.Errorf("events, duration and rate cannot be negative")
 	}
 	if o.Duration > 0 {
-		if o.Events > 0 {
-			return o, fmt.Errorf("give either events or duration, not both")
-		}
 		if o.Rate <= 0 {
 			return o, fmt.Errorf("duration needs a rate (events per second)")
 		}
-		o.Events = max(int(o.Duration.Seconds()*float64(o.Rate)), 1)
+		n := max(int(o.Duration.Seconds()*float64(o.Rate)), 1)
+		if o.Events > 0 && o.Events != n { // equal: normalized already
+			return o, fmt.Errorf("give either events or duration, not both")
+		}
+		o.Events = n
 	}
 	if o.Events <= 0 {
 		o.Events = 100_000
@@ -243,7 +244,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	defer prod.Close()
 
-	cpu0 := cpuTime()
+	cpu0, load0 := cpuTime(), loadAverage()
 	start := time.Now()
 	var produced, lastSent atomic.Int64
 	var produceErr atomic.Value
@@ -304,7 +305,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	res := Result{Events: o.Events, Database: describeDB(db), Settings: settings, Drain: o.Drain,
 		IngestRate: float64(o.Events) / lastIngest.Sub(start).Seconds(), Elapsed: time.Since(start),
-		PeakRSS: peakRSS(), CPU: cpuTime() - cpu0, Sink: sinkProfile(o)}
+		PeakRSS: peakRSS(), CPU: cpuTime() - cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{load0, loadAverage()}}
 	lastProduce := time.Unix(0, lastSent.Load())
 	var first, last time.Time
 	for c := range numClasses {

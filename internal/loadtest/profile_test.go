@@ -13,6 +13,9 @@ func TestNormalize_ProfilesAndTheirMistakes(t *testing.T) {
 	if err != nil || o.Events != 3000 || o.MaxInFlight != 1 || o.Hang != 30*time.Second || o.Workers != 0 || o.ClaimBatch != 0 {
 		t.Fatalf("rate × duration: %+v, %v", o, err)
 	}
+	if again, err := o.Normalize(); err != nil || again.Events != o.Events { // Run normalizes what the CLI normalized
+		t.Fatalf("normalized twice: %+v, %v", again, err)
+	}
 	if o, err := (Options{Set: map[string]string{"DELIVERY_TIMEOUT": "5s"}}).Normalize(); err != nil || o.Set["STREAMING_HUB_DELIVERY_TIMEOUT"] != "5s" || o.Events != 100_000 {
 		t.Fatalf("set without prefix: %+v, %v", o.Set, err)
 	}

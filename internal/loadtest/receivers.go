@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -156,6 +157,7 @@ const (
 type classStats struct {
 	attempts, received, delivered, duplicates, outOfOrder int
 	latencies                                             []time.Duration // produce -> first receipt
+	firstLate                                             string          // the first out-of-order receipt, for a look in the database
 	firstOK, lastOK                                       time.Time
 }
 
@@ -178,8 +180,11 @@ func (rc *recorder) received(c Class, tenant int, id string, seq int64, now, sen
 		s.latencies = append(s.latencies, now.Sub(sent))
 	}
 	if seq > 0 {
-		if seq < rc.lastSeq[tenant] {
+		if prev := rc.lastSeq[tenant]; seq < prev {
 			s.outOfOrder++
+			if s.firstLate == "" {
+				s.firstLate = fmt.Sprintf("tenant-%03d: event %s (sequence %d) after sequence %d", tenant, id, seq, prev)
+			}
 		} else {
 			rc.lastSeq[tenant] = seq
 		}
@@ -245,7 +250,7 @@ func (rc *recorder) class(c Class, tenants, expected int, lastProduce time.Time)
 	res := ClassResult{
 		Class: c, Tenants: tenants, Expected: expected,
 		Delivered: s.delivered, Received: s.received, Attempts: s.attempts,
-		Duplicates: s.duplicates, OutOfOrder: s.outOfOrder,
+		Duplicates: s.duplicates, OutOfOrder: s.outOfOrder, FirstLate: s.firstLate,
 		P50: quantile(lat, 0.50), P95: quantile(lat, 0.95), P99: quantile(lat, 0.99),
 	}
 	if len(lat) > 0 {

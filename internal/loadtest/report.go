@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ type Result struct {
 	CPUPerDelivery                time.Duration // CPU / Delivered
 	Elapsed                       time.Duration
 	Drain                         time.Duration // the -drain the run had (0: until every healthy event was delivered)
+	LoadAverage                   [2]string     // the machine's 1-minute load average at the start and the end (/proc/loadavg)
 	Classes                       []ClassResult
 	Sink                          SinkProfile
 }
@@ -44,8 +46,9 @@ type ClassResult struct {
 	// waiting; Received unique events that reached the receiver at all;
 	// Attempts every request.
 	Delivered, Received, Attempts int
-	Duplicates                    int // 2xx answers for an event already delivered
-	OutOfOrder                    int // first receipts with a lower sequence than an earlier one of the tenant
+	Duplicates                    int    // 2xx answers for an event already delivered
+	OutOfOrder                    int    // first receipts with a lower sequence than an earlier one of the tenant
+	FirstLate                     string // the first of them
 	P50, P95, P99, Max            time.Duration
 	DeliveryRate                  float64       // delivered/s, first to last
 	LastAfterProduce              time.Duration // last delivery, counted from the last produce
@@ -68,6 +71,9 @@ func Report(w io.Writer, res Result) {
 	fmt.Fprintf(w, "  CPU             %.2f ms per delivery (%v in all, bench process: broker, hub, receivers)\n",
 		float64(res.CPUPerDelivery)/float64(time.Millisecond), res.CPU.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "  peak RSS        %d MB\n", res.PeakRSS>>20)
+	if res.LoadAverage[0] != "" {
+		fmt.Fprintf(w, "  machine         load average %s at the start, %s at the end (%d CPUs)\n", res.LoadAverage[0], res.LoadAverage[1], runtime.NumCPU())
+	}
 	drain := "until every healthy event was delivered"
 	if res.Drain > 0 {
 		drain = fmt.Sprintf("up to %v after the last produce", res.Drain)
@@ -87,6 +93,11 @@ func Report(w io.Writer, res Result) {
 		fmt.Fprintf(w, "  %-8s %7d %17s %8d %9v %9v %9v %9v %9.0f/s %8s %s\n",
 			c.Class, c.Tenants, fmt.Sprintf("%d/%d %s", c.Delivered, c.Expected, percent(c.Delivered, c.Expected)),
 			c.Attempts, round(c.P50), round(c.P95), round(c.P99), round(c.Max), c.DeliveryRate, order, last)
+	}
+	for _, c := range res.Classes {
+		if c.FirstLate != "" {
+			fmt.Fprintf(w, "  %s, first late receipt: %s\n", c.Class, c.FirstLate)
+		}
 	}
 }
 
@@ -128,6 +139,20 @@ func parseHWM(status string) int64 {
 		}
 	}
 	return 0
+}
+
+// loadAverage is the 1-minute load average: the other work a run shared
+// the machine with.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // userHZ is the unit of /proc/<pid>/stat's CPU times: USER_HZ, 100 on every
