@@ -364,9 +364,8 @@ func describeLatency(o Options) string {
 // describeSettings names the dispatch settings the hub runs with, and any
 // variable set for the run.
 func describeSettings(cfg config.Config, set map[string]string) string {
-	d := cfg.Dispatch
-	s := fmt.Sprintf("%d workers, claim batch %d, idle poll %v, lease %v, delivery timeout %v",
-		d.Workers, d.ClaimBatch, d.IdleInterval, d.Lease, cfg.DeliveryTimeout)
+	// %+v names every dispatch setting, whichever the hub has.
+	s := fmt.Sprintf("dispatch %+v, delivery timeout %v", cfg.Dispatch, cfg.DeliveryTimeout)
 	keys := make([]string, 0, len(set))
 	for k := range set {
 		keys = append(keys, k)

@@ -79,7 +79,7 @@ func Report(w io.Writer, res Result) {
 		drain = fmt.Sprintf("up to %v after the last produce", res.Drain)
 	}
 	fmt.Fprintf(w, "\nby class of tenant (watched %s; latency: produce to first receipt)\n", drain)
-	fmt.Fprintf(w, "  %-8s %7s %17s %8s %9s %9s %9s %9s %11s %8s %s\n",
+	fmt.Fprintf(w, "  %-8s %7s %21s %8s %9s %9s %9s %9s %11s %8s %s\n",
 		"class", "tenants", "delivered", "attempts", "p50", "p95", "p99", "max", "deliveries", "order", "last delivery")
 	for _, c := range res.Classes {
 		last := "-"
@@ -90,7 +90,7 @@ func Report(w io.Writer, res Result) {
 		if c.OutOfOrder > 0 {
 			order = strconv.Itoa(c.OutOfOrder) + " late"
 		}
-		fmt.Fprintf(w, "  %-8s %7d %17s %8d %9v %9v %9v %9v %9.0f/s %8s %s\n",
+		fmt.Fprintf(w, "  %-8s %7d %21s %8d %9v %9v %9v %9v %9.0f/s %8s %s\n",
 			c.Class, c.Tenants, fmt.Sprintf("%d/%d %s", c.Delivered, c.Expected, percent(c.Delivered, c.Expected)),
 			c.Attempts, round(c.P50), round(c.P95), round(c.P99), round(c.Max), c.DeliveryRate, order, last)
 	}
