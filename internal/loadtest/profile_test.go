@@ -108,7 +108,7 @@ func TestProc_CPUAndPeakRSSAreRead(t *testing.T) {
 }
 
 func TestReport_OneLinePerClassWithItsCounts(t *testing.T) {
-	res := Result{Events: 3000, Delivered: 2519, Database: "SQLite", Settings: "8 workers", Drain: 20 * time.Second,
+	res := Result{Events: 3000, Elapsed: 4 * time.Second, Delivered: 2519, Database: "SQLite", Settings: "8 workers", Drain: 20 * time.Second,
 		CPU: 2 * time.Second, CPUPerDelivery: 794 * time.Microsecond, PeakRSS: 80 << 20,
 		Sink: SinkProfile{Median: 100 * time.Millisecond, Spread: 0.25, P50: 100 * time.Millisecond, P99: 179 * time.Millisecond},
 		Classes: []ClassResult{
@@ -121,7 +121,7 @@ func TestReport_OneLinePerClassWithItsCounts(t *testing.T) {
 	Report(&b, res)
 	out := b.String()
 	for _, want := range []string{
-		"0.79 ms per delivery", "peak RSS        80 MB", "up to 20s after the last produce",
+		"0.79 ms per delivery (2s in all, 50% of one core", "peak RSS        80 MB", "up to 20s after the last produce",
 		"median 100ms, log-normal spread 0.25", "2519 delivered (0 duplicate deliveries) of 3000",
 	} {
 		if !strings.Contains(out, want) {

@@ -68,8 +68,12 @@ func Report(w io.Writer, res Result) {
 	fmt.Fprintf(w, "  ingest          %.0f events/s\n", res.IngestRate)
 	fmt.Fprintf(w, "  deliveries      %.0f/s sustained\n", res.DeliveryRate)
 	fmt.Fprintf(w, "  end to end      p50 %v  p95 %v  p99 %v  max %v\n", round(res.P50), round(res.P95), round(res.P99), round(res.Max))
-	fmt.Fprintf(w, "  CPU             %.2f ms per delivery (%v in all, bench process: broker, hub, receivers)\n",
-		float64(res.CPUPerDelivery)/float64(time.Millisecond), res.CPU.Round(10*time.Millisecond))
+	share := 0.0
+	if res.Elapsed > 0 {
+		share = 100 * res.CPU.Seconds() / res.Elapsed.Seconds()
+	}
+	fmt.Fprintf(w, "  CPU             %.2f ms per delivery (%v in all, %.0f%% of one core; bench process: broker, hub, receivers)\n",
+		float64(res.CPUPerDelivery)/float64(time.Millisecond), res.CPU.Round(10*time.Millisecond), share)
 	fmt.Fprintf(w, "  peak RSS        %d MB\n", res.PeakRSS>>20)
 	if res.LoadAverage[0] != "" {
 		fmt.Fprintf(w, "  machine         load average %s at the start, %s at the end (%d CPUs)\n", res.LoadAverage[0], res.LoadAverage[1], runtime.NumCPU())
