@@ -4,7 +4,6 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,15 +11,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,36 +33,131 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
-// Options shape one run.
+// Options shape one run. Zero values take the defaults written in
+// Normalize; dispatch settings left zero are the hub's own defaults.
 type Options struct {
-	Events      int           // events to produce
+	Events      int           // events to produce; 0 with Duration: Rate × Duration
+	Duration    time.Duration // produce for this long at Rate (instead of Events)
 	Tenants     int           // tenants (one subscription each), spread over partitions
 	Partitions  int           // partitions of the topic
 	Rate        int           // events per second; 0 produces as fast as possible
 	PayloadSize int           // bytes of each event body
 	DatabaseURL string        // postgres://... (a fresh schema is used) or "" for a temp SQLite file
-	Workers     int           // STREAMING_HUB_DISPATCH_WORKERS
-	ClaimBatch  int           // STREAMING_HUB_DISPATCH_CLAIM_BATCH
-	Timeout     time.Duration // give up after this long
-	Progress    time.Duration // progress line interval; 0 for none
+	Workers     int           // STREAMING_HUB_DISPATCH_WORKERS; 0: the hub's default
+	ClaimBatch  int           // STREAMING_HUB_DISPATCH_CLAIM_BATCH; 0: the hub's default
+	// Set holds further hub variables (STREAMING_HUB_ prefix optional),
+	// e.g. DELIVERY_TIMEOUT; they override Workers and ClaimBatch.
+	Set         map[string]string
+	MaxInFlight int // each subscription's max_in_flight (default 1, the API's default)
+
+	// Receiver profiles: each tenant has its own receiver (its own HTTP
+	// server on a loopback port, so its own destination).
+	SinkLatency    time.Duration // median answer time; 0 answers at once
+	SinkSpread     float64       // σ of the log-normal spread around SinkLatency; 0 for none
+	HungTenants    int           // tenants whose receivers answer after Hang
+	FailingTenants int           // tenants whose receivers answer 500
+	Hang           time.Duration // how long a hung receiver holds a request (default 30s)
+
+	// Drain bounds the watch after the last produce: the run ends then, or
+	// as soon as every event is delivered when every receiver is healthy.
+	// 0 watches until every healthy tenant's event is delivered and every
+	// hung or failing receiver has had a request.
+	Drain    time.Duration
+	Timeout  time.Duration // give up after this long
+	Progress time.Duration // progress line interval; 0 for none
 }
 
-// Result is what a run measured.
-type Result struct {
-	Events, Delivered, Duplicates int
-	Database                      string
-	IngestRate                    float64 // events/s from the first produce to the last event in the inbox
-	DeliveryRate                  float64 // unique deliveries/s from the first to the last
-	P50, P95, P99, Max            time.Duration
-	PeakRSS                       int64 // bytes (VmHWM)
-	Elapsed                       time.Duration
+// Normalize fills in the defaults and checks the profile.
+func (o Options) Normalize() (Options, error) {
+	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 {
+		return o, fmt.Errorf("events, duration and rate cannot be negative")
+	}
+	if o.Duration > 0 {
+		if o.Rate <= 0 {
+			return o, fmt.Errorf("duration needs a rate (events per second)")
+		}
+		n := max(int(o.Duration.Seconds()*float64(o.Rate)), 1)
+		if o.Events > 0 && o.Events != n { // equal: normalized already
+			return o, fmt.Errorf("give either events or duration, not both")
+		}
+		o.Events = n
+	}
+	if o.Events <= 0 {
+		o.Events = 100_000
+	}
+	if o.Tenants <= 0 {
+		o.Tenants = 100
+	}
+	if o.Partitions <= 0 {
+		o.Partitions = 8
+	}
+	if o.PayloadSize <= 0 {
+		o.PayloadSize = 512
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = 1
+	}
+	if err := hub.ValidateMaxInFlight(o.MaxInFlight); err != nil {
+		return o, err
+	}
+	if o.Hang <= 0 {
+		o.Hang = 30 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	switch {
+	case o.Workers < 0 || o.ClaimBatch < 0:
+		return o, fmt.Errorf("workers and claim batch cannot be negative")
+	case o.SinkLatency < 0 || o.SinkSpread < 0 || o.Drain < 0:
+		return o, fmt.Errorf("sink latency, sink spread and drain cannot be negative")
+	case o.HungTenants < 0 || o.FailingTenants < 0:
+		return o, fmt.Errorf("hung and failing tenants cannot be negative")
+	case o.HungTenants+o.FailingTenants > o.Tenants:
+		return o, fmt.Errorf("%d hung and %d failing tenants are more than the %d tenants", o.HungTenants, o.FailingTenants, o.Tenants)
+	case o.HungTenants+o.FailingTenants == o.Tenants && o.Drain == 0:
+		return o, fmt.Errorf("no tenant is healthy: give a drain, or the run never ends")
+	case o.Drain > 0 && o.Drain >= o.Timeout:
+		return o, fmt.Errorf("drain %v is not shorter than the timeout %v", o.Drain, o.Timeout)
+	}
+	set := make(map[string]string, len(o.Set))
+	var environ []string
+	for k, v := range o.Set {
+		if !strings.HasPrefix(k, config.Prefix) {
+			k = config.Prefix + k
+		}
+		set[k] = v
+		environ = append(environ, k+"="+v)
+	}
+	if unknown := config.Unknown(environ); len(unknown) > 0 {
+		return o, fmt.Errorf("%s", strings.Join(unknown, "\n"))
+	}
+	o.Set = set
+	return o, nil
+}
+
+// expected counts the events each class's tenants get: event i goes to
+// tenant i mod Tenants.
+func (o Options) expected() [numClasses]int {
+	var n [numClasses]int
+	for t := range o.Tenants {
+		events := o.Events / o.Tenants
+		if t < o.Events%o.Tenants {
+			events++
+		}
+		n[o.classOf(t)] += events
+	}
+	return n
 }
 
 const topic = "lerian.streaming.ledger_transaction.posted"
 
 // Run runs one load and reports progress to out.
 func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
-	o = defaults(o)
+	o, err := o.Normalize()
+	if err != nil {
+		return Result{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 
@@ -75,27 +167,24 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	defer cleanup()
 
-	s := newSink(o.Events)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Result{}, err
-	}
-	srv := &http.Server{Handler: s}
-	go srv.Serve(ln)
-	defer srv.Close()
-
 	vars := map[string]string{
-		"STREAMING_HUB_HTTP_ADDR":                 "127.0.0.1:0",
-		"STREAMING_HUB_DEV_KAFKA_ADDR":            "127.0.0.1:0",
-		"STREAMING_HUB_DATABASE_URL":              db,
-		"STREAMING_HUB_DISPATCH_WORKERS":          strconv.Itoa(o.Workers),
-		"STREAMING_HUB_DISPATCH_CLAIM_BATCH":      strconv.Itoa(o.ClaimBatch),
-		"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "50",
-		"STREAMING_HUB_LOG_LEVEL":                 "error",
+		"STREAMING_HUB_HTTP_ADDR":      "127.0.0.1:0",
+		"STREAMING_HUB_DEV_KAFKA_ADDR": "127.0.0.1:0",
+		"STREAMING_HUB_DATABASE_URL":   db,
+		"STREAMING_HUB_LOG_LEVEL":      "error",
 		// The hub gets its own secrets, as internal/devhub gives them: dev
 		// mode would otherwise keep generated ones on disk.
 		"STREAMING_HUB_KEK":         base64.StdEncoding.EncodeToString(randomBytes(32)),
 		"STREAMING_HUB_ADMIN_TOKEN": "bench_" + hex.EncodeToString(randomBytes(24)),
+	}
+	if o.Workers > 0 {
+		vars["STREAMING_HUB_DISPATCH_WORKERS"] = strconv.Itoa(o.Workers)
+	}
+	if o.ClaimBatch > 0 {
+		vars["STREAMING_HUB_DISPATCH_CLAIM_BATCH"] = strconv.Itoa(o.ClaimBatch)
+	}
+	for k, v := range o.Set {
+		vars[k] = v
 	}
 	cfg, err := config.Load(config.Dev, func(k string) string { return vars[k] })
 	if err != nil {
@@ -113,12 +202,40 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	if err := h.Broker.CreateTopic(topic, int32(o.Partitions), nil); err != nil && !strings.Contains(err.Error(), "exists") {
 		return Result{}, fmt.Errorf("create topic: %w", err)
 	}
-	tenants, err := setup(ctx, h, o.Tenants, "http://"+ln.Addr().String()+"/hook")
+
+	// The receivers stop before the hub does (deferred after it): a hung
+	// request is released at once, so the hub's shutdown does not wait
+	// for it.
+	rec := newRecorder(o.Events)
+	stopReceivers := make(chan struct{})
+	receivers := make([]*receiver, o.Tenants)
+	defer func() {
+		close(stopReceivers)
+		for _, r := range receivers {
+			if r != nil && r.srv != nil {
+				r.srv.Close()
+			}
+		}
+	}()
+	urls := make([]string, o.Tenants)
+	for t := range receivers {
+		r := &receiver{tenant: t, class: o.classOf(t), latency: newLatency(o.SinkLatency, o.SinkSpread, uint64(t)),
+			hang: o.Hang, stop: stopReceivers, rec: rec}
+		if err := startReceiver(r); err != nil {
+			return Result{}, err
+		}
+		receivers[t], urls[t] = r, r.url
+	}
+	tenants, err := setup(ctx, h, urls, o.MaxInFlight)
 	if err != nil {
 		return Result{}, err
 	}
-	fmt.Fprintf(out, "bench: %d events over %d tenants and %d partitions, %s, rate %s, %d workers, claim batch %d\n",
-		o.Events, o.Tenants, o.Partitions, describeDB(db), rate(o.Rate), o.Workers, o.ClaimBatch)
+	settings := describeSettings(cfg, o.Set)
+	expected := o.expected()
+	fmt.Fprintf(out, "bench: %d events over %d tenants and %d partitions, %s, rate %s, %s\n",
+		o.Events, o.Tenants, o.Partitions, describeDB(db), rate(o.Rate), settings)
+	fmt.Fprintf(out, "bench: receivers %s; %d healthy, %d hung (answer after %v), %d failing (answer 500); max_in_flight %d\n",
+		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, o.HungTenants, o.Hang, o.FailingTenants, o.MaxInFlight)
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.ProducerLinger(2*time.Millisecond),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.MaxBufferedRecords(50_000))
@@ -127,11 +244,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	defer prod.Close()
 
+	cpu0, load0 := cpuTime(), loadAverage()
 	start := time.Now()
-	var produced atomic.Int64
+	var produced, lastSent atomic.Int64
 	var produceErr atomic.Value
 	go func() {
-		if err := produce(ctx, prod, o, tenants, &produced); err != nil {
+		if err := produce(ctx, prod, o, tenants, &produced, &lastSent); err != nil {
 			produceErr.Store(err)
 		}
 	}()
@@ -140,10 +258,17 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	tick := time.NewTicker(100 * time.Millisecond) // measurement; printing follows o.Progress
 	defer tick.Stop()
 	ingestedEvents := func() int64 { return int64(counterValue(h.Metrics.InboxEvents)) }
+	unhealthy := o.HungTenants+o.FailingTenants > 0
+	var unhealthyTenants []int
+	for t := range o.HungTenants + o.FailingTenants {
+		unhealthyTenants = append(unhealthyTenants, t)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return Result{}, fmt.Errorf("bench: %w after %v: %d of %d delivered", ctx.Err(), time.Since(start).Round(time.Second), s.unique(), o.Events)
+			d, _ := rec.totals()
+			return Result{}, fmt.Errorf("bench: %w after %v: %d of %d healthy events delivered (%d in all)",
+				ctx.Err(), time.Since(start).Round(time.Second), rec.delivered(Healthy), expected[Healthy], d)
 		case <-tick.C:
 		}
 		if v := produceErr.Load(); v != nil {
@@ -155,47 +280,101 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		el := time.Since(start)
 		if o.Progress > 0 && time.Since(lastPrint) >= o.Progress {
 			lastPrint = time.Now()
-			fmt.Fprintf(out, "  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)  rss %4d MB\n",
-				el.Seconds(), produced.Load(), ingestedEvents(), s.unique(), float64(s.unique())/el.Seconds(), peakRSS()>>20)
+			d, bad := rec.totals()
+			line := fmt.Sprintf("  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)", el.Seconds(), produced.Load(), ingestedEvents(), d, float64(d)/el.Seconds())
+			if unhealthy {
+				line += fmt.Sprintf("  attempts at hung/failing %6d", bad)
+			}
+			fmt.Fprintf(out, "%s  rss %4d MB\n", line, peakRSS()>>20)
 		}
-		if s.unique() >= o.Events {
+		if produced.Load() < int64(o.Events) {
+			continue
+		}
+		sinceLast := time.Since(time.Unix(0, lastSent.Load()))
+		if o.Drain > 0 && sinceLast >= o.Drain {
+			break
+		}
+		// Without a drain the run also waits for every hung or failing
+		// receiver's first request, so each class has been exercised.
+		if rec.delivered(Healthy) >= expected[Healthy] && (!unhealthy || (o.Drain == 0 && rec.reachedAll(unhealthyTenants))) {
 			break
 		}
 	}
 	if lastIngest.IsZero() {
 		lastIngest = time.Now()
 	}
-	res := s.result(o.Events)
-	res.Database = describeDB(db)
-	res.IngestRate = float64(o.Events) / lastIngest.Sub(start).Seconds()
-	res.Elapsed = time.Since(start)
-	res.PeakRSS = peakRSS()
+	res := Result{Events: o.Events, Database: describeDB(db), Settings: settings, Drain: o.Drain,
+		IngestRate: float64(o.Events) / lastIngest.Sub(start).Seconds(), Elapsed: time.Since(start),
+		PeakRSS: peakRSS(), CPU: cpuTime() - cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{load0, loadAverage()}}
+	lastProduce := time.Unix(0, lastSent.Load())
+	var first, last time.Time
+	for c := range numClasses {
+		tenants := 0
+		for t := range o.Tenants {
+			if o.classOf(t) == c {
+				tenants++
+			}
+		}
+		if tenants == 0 {
+			continue
+		}
+		cr := rec.class(c, tenants, expected[c], lastProduce)
+		res.Classes = append(res.Classes, cr)
+		res.Delivered += cr.Delivered
+		res.Duplicates += cr.Duplicates
+		if c == Healthy {
+			res.P50, res.P95, res.P99, res.Max = cr.P50, cr.P95, cr.P99, cr.Max
+		}
+		f, l := rec.span(c)
+		if !f.IsZero() && (first.IsZero() || f.Before(first)) {
+			first = f
+		}
+		if l.After(last) {
+			last = l
+		}
+	}
+	if span := last.Sub(first).Seconds(); span > 0 {
+		res.DeliveryRate = float64(res.Delivered) / span
+	}
+	if res.Delivered > 0 {
+		res.CPUPerDelivery = res.CPU / time.Duration(res.Delivered)
+	}
 	return res, nil
 }
 
-func defaults(o Options) Options {
-	if o.Events <= 0 {
-		o.Events = 100_000
+// sinkProfile describes the receivers' latency, with its own quantiles.
+func sinkProfile(o Options) SinkProfile {
+	p := SinkProfile{Median: o.SinkLatency, Spread: o.SinkSpread, Hang: o.Hang, P50: o.SinkLatency}
+	const z99 = 2.3263 // the standard normal's 99th percentile
+	p.P99 = min(time.Duration(float64(o.SinkLatency)*math.Exp(o.SinkSpread*z99)), maxLatencyFactor*o.SinkLatency)
+	return p
+}
+
+func describeLatency(o Options) string {
+	if o.SinkLatency <= 0 {
+		return "answer at once"
 	}
-	if o.Tenants <= 0 {
-		o.Tenants = 100
+	if o.SinkSpread == 0 {
+		return fmt.Sprintf("answer in %v", o.SinkLatency)
 	}
-	if o.Partitions <= 0 {
-		o.Partitions = 8
+	p := sinkProfile(o)
+	return fmt.Sprintf("answer in a median %v (log-normal, spread %.2f: p99 %v)", o.SinkLatency, o.SinkSpread, round(p.P99))
+}
+
+// describeSettings names the dispatch settings the hub runs with, and any
+// variable set for the run.
+func describeSettings(cfg config.Config, set map[string]string) string {
+	// %+v names every dispatch setting, whichever the hub has.
+	s := fmt.Sprintf("dispatch %+v, delivery timeout %v", cfg.Dispatch, cfg.DeliveryTimeout)
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
 	}
-	if o.PayloadSize <= 0 {
-		o.PayloadSize = 512
+	sort.Strings(keys)
+	for _, k := range keys {
+		s += ", " + k + "=" + set[k]
 	}
-	if o.Workers <= 0 {
-		o.Workers = 64
-	}
-	if o.ClaimBatch <= 0 {
-		o.ClaimBatch = 64
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Minute
-	}
-	return o
+	return s
 }
 
 func rate(r int) string {
@@ -250,10 +429,10 @@ func describeDB(u string) string {
 	return "PostgreSQL"
 }
 
-// setup creates the tenants, each with one verified subscription to the
-// sink.
-func setup(ctx context.Context, h *app.Hub, n int, sinkURL string) ([]string, error) {
-	tenants := make([]string, n)
+// setup creates the tenants, each with one verified subscription to its
+// own receiver.
+func setup(ctx context.Context, h *app.Hub, urls []string, maxInFlight int) ([]string, error) {
+	tenants := make([]string, len(urls))
 	secret := webhook.NewSecret()
 	for i := range tenants {
 		tenants[i] = fmt.Sprintf("tenant-%03d", i)
@@ -263,8 +442,8 @@ func setup(ctx context.Context, h *app.Hub, n int, sinkURL string) ([]string, er
 		sub := hub.Subscription{
 			ID: hub.NewID("sub", time.Now()), TenantID: tenants[i], Name: "bench",
 			EventTypes:  []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
-			Destination: hub.Destination{Type: "webhook", URL: sinkURL},
-			MaxInFlight: 1, Enabled: true, VerificationState: hub.VerificationActive,
+			Destination: hub.Destination{Type: "webhook", URL: urls[i]},
+			MaxInFlight: maxInFlight, Enabled: true, VerificationState: hub.VerificationActive,
 		}
 		if err := webhook.SealSecrets(h.Keyring, &sub, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: secret}}}); err != nil {
 			return nil, err
@@ -277,35 +456,40 @@ func setup(ctx context.Context, h *app.Hub, n int, sinkURL string) ([]string, er
 }
 
 // produce sends the events, round-robin over tenants (key = tenant), paced
-// at o.Rate when set. Each body carries its send time for latency.
-func produce(ctx context.Context, cl *kgo.Client, o Options, tenants []string, produced *atomic.Int64) error {
+// at o.Rate when set: every 10 ms it catches up with rate × elapsed, so
+// any rate is kept, not only multiples of 100. Each body carries its send
+// time for latency; lastSent keeps the latest.
+func produce(ctx context.Context, cl *kgo.Client, o Options, tenants []string, produced, lastSent *atomic.Int64) error {
 	pad := strings.Repeat("x", max(o.PayloadSize-48, 0))
 	var firstErr atomic.Value
 	var tick *time.Ticker
-	perTick := o.Events
 	if o.Rate > 0 {
 		tick = time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		perTick = max(o.Rate/100, 1)
 	}
+	start := time.Now()
 	for i := 0; i < o.Events; {
+		due := o.Events
 		if tick != nil {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-tick.C:
 			}
+			due = min(o.Events, int(time.Since(start).Seconds()*float64(o.Rate))+1)
 		}
-		for j := 0; j < perTick && i < o.Events; j, i = j+1, i+1 {
+		for ; i < due; i++ {
 			tenant := tenants[i%len(tenants)]
 			id := fmt.Sprintf("bench-%08d", i)
-			body := fmt.Sprintf(`{"sent_ns":%d,"pad":"%s"}`, time.Now().UnixNano(), pad)
+			now := time.Now()
+			body := fmt.Sprintf(`{"sent_ns":%d,"pad":"%s"}`, now.UnixNano(), pad)
 			r := &kgo.Record{Topic: topic, Key: []byte(tenant), Value: []byte(body), Headers: []kgo.RecordHeader{
 				{Key: "ce-specversion", Value: []byte("1.0")}, {Key: "ce-id", Value: []byte(id)},
 				{Key: "ce-source", Value: []byte("//bench")}, {Key: "ce-type", Value: []byte("studio.lerian.transaction.posted")},
-				{Key: "ce-time", Value: []byte(time.Now().UTC().Format(time.RFC3339Nano))}, {Key: "ce-tenantid", Value: []byte(tenant)},
+				{Key: "ce-time", Value: []byte(now.UTC().Format(time.RFC3339Nano))}, {Key: "ce-tenantid", Value: []byte(tenant)},
 				{Key: "ce-schemaversion", Value: []byte("1.0.0")}, {Key: "content-type", Value: []byte("application/json")},
 			}}
+			lastSent.Store(now.UnixNano())
 			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
@@ -319,93 +503,6 @@ func produce(ctx context.Context, cl *kgo.Client, o Options, tenants []string, p
 		}
 	}
 	return cl.Flush(ctx)
-}
-
-// sink counts unique deliveries and their end-to-end latency: from the
-// producer's send to the sink's receipt.
-type sink struct {
-	mu        sync.Mutex
-	seen      map[string]bool
-	latencies []time.Duration
-	dups      int
-	first     time.Time
-	last      time.Time
-}
-
-func newSink(n int) *sink {
-	return &sink{seen: make(map[string]bool, n), latencies: make([]time.Duration, 0, n)}
-}
-
-var sentKey = []byte(`"sent_ns":`)
-
-func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	now := time.Now()
-	var lat time.Duration
-	if i := bytes.Index(body, sentKey); i >= 0 {
-		rest := body[i+len(sentKey):]
-		if j := bytes.IndexByte(rest, ','); j > 0 {
-			if ns, err := strconv.ParseInt(string(rest[:j]), 10, 64); err == nil {
-				lat = now.Sub(time.Unix(0, ns))
-			}
-		}
-	}
-	id := r.Header.Get("X-Lerian-Event-Id")
-	s.mu.Lock()
-	if s.seen[id] {
-		s.dups++
-	} else {
-		s.seen[id] = true
-		s.latencies = append(s.latencies, lat)
-		if s.first.IsZero() {
-			s.first = now
-		}
-		s.last = now
-	}
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *sink) unique() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.seen)
-}
-
-func (s *sink) result(events int) Result {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lat := append([]time.Duration(nil), s.latencies...)
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	q := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
-	}
-	res := Result{Events: events, Delivered: len(s.seen), Duplicates: s.dups, P50: q(0.50), P95: q(0.95), P99: q(0.99)}
-	if len(lat) > 0 {
-		res.Max = lat[len(lat)-1]
-	}
-	if span := s.last.Sub(s.first).Seconds(); span > 0 {
-		res.DeliveryRate = float64(len(s.seen)) / span
-	}
-	return res
-}
-
-// peakRSS is the process's peak resident set (VmHWM), in bytes.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // counterValue reads a counter's current value.
