@@ -42,9 +42,13 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	// The history the old binary left: four steps, the last the retention index.
-	if _, err := raw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = 5;
-		UPDATE schema_migrations SET name = 'retention' WHERE version = 4`); err != nil {
+	// The history the old binary left: four steps, the last the retention
+	// index. The steps that came after version 5 are undone as well: that
+	// binary never ran them.
+	if _, err := raw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version >= 5;
+		UPDATE schema_migrations SET name = 'retention' WHERE version = 4;
+		ALTER TABLE events DROP COLUMN trace_parent;
+		ALTER TABLE events DROP COLUMN trace_state`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {
