@@ -40,11 +40,13 @@ func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Complet
 	}
 	attempt := &hub.Attempt{ID: hub.NewID("att", now), JobID: c.Job.ID, StartedAt: now}
 	out.Attempt = attempt
-	status, header, err := d.send(ctx, c, attempt, now)
+	ctx, span, traceparent := d.traceAttempt(ctx, c, attempt)
+	status, header, err := d.send(ctx, c, attempt, now, traceparent)
 	attempt.StatusCode = status
 	if err == nil && (status < 200 || status > 299) {
 		err = fmt.Errorf("destination answered %d", status)
 	}
+	endAttempt(span, status, err)
 	if b := d.cfg.Breakers; b != nil {
 		b.Record(tenant, url, err == nil)
 	}
@@ -65,7 +67,7 @@ func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Complet
 
 // send makes the HTTP request. It returns the status (0 when no answer
 // came), the answer's headers, and the error that kept it from answering.
-func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, now time.Time) (int, http.Header, error) {
+func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, now time.Time, traceparent string) (int, http.Header, error) {
 	sec, err := webhook.OpenSecrets(d.cfg.Keyring, c.Subscription)
 	if err != nil {
 		return 0, nil, fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
@@ -74,7 +76,7 @@ func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, 
 		ID:          c.Event.ID,
 		Body:        c.Event.Data,
 		ContentType: c.Event.DataContentType,
-		Headers:     eventHeaders(c.Event, a.ID),
+		Headers:     eventHeaders(c.Event, a.ID, traceparent),
 	}, now)
 	if err != nil {
 		return 0, nil, err
@@ -83,6 +85,7 @@ func (d *Dispatcher) send(ctx context.Context, c store.Claimed, a *hub.Attempt, 
 	resp, err := d.cfg.Client.Do(req)
 	a.Duration = time.Since(start)
 	if err != nil {
+		noteTransportError(ctx, err)
 		return 0, nil, errors.New(webhook.Describe(err))
 	}
 	defer resp.Body.Close()

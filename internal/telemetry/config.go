@@ -5,6 +5,7 @@ package telemetry
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -65,6 +66,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Protocol = v
 		break
+	}
+	if c.Protocol == ProtocolHTTP {
+		for name, v := range map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": c.Endpoint, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": c.TracesEndpoint} {
+			if u, err := url.Parse(v); v != "" && (err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https") {
+				return Config{}, fmt.Errorf("%s: must be an http:// or https:// URL such as http://collector:4318", name) // the value may hold credentials: not repeated
+			}
+		}
 	}
 	return c, nil
 }

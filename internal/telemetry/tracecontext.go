@@ -63,11 +63,18 @@ func TraceParent(sc trace.SpanContext) string {
 // WithNewSpan is traceparent with a new random span id: the header of one
 // attempt when no span is recorded. It is "" when traceparent is not valid.
 func WithNewSpan(traceparent string) string {
-	sc, ok := parse(traceparent)
-	if !ok {
+	if _, ok := parse(traceparent); !ok {
 		return ""
 	}
-	return format(sc.TraceID(), NewSpanID(), sc.TraceFlags())
+	// Stored trace context is in version 00 form: keep its trace id and
+	// flags, write the new span id in place.
+	var b [traceParentLen]byte
+	copy(b[:], "00-")
+	copy(b[3:36], traceparent[3:36])
+	s := NewSpanID()
+	hex.Encode(b[36:52], s[:])
+	copy(b[52:], traceparent[52:55])
+	return string(b[:])
 }
 
 // NewTraceID and NewSpanID are random, never all zeros. They are not
