@@ -26,6 +26,15 @@ type Event struct {
 
 	Data []byte
 
+	// TraceParent and TraceState are the event's W3C trace context: the
+	// producer's (traceparent / tracestate, or ce-traceparent /
+	// ce-tracestate, headers of the record) or, without a valid one, a
+	// trace started at ingest. Every attempt sends TraceParent's trace id
+	// with a span id of its own, and TraceState unchanged. Empty for events
+	// stored before the hub kept trace context.
+	TraceParent string
+	TraceState  string
+
 	Topic      string
 	Partition  int32
 	Offset     int64

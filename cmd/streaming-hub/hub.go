@@ -13,6 +13,7 @@ import (
 
 	"github.com/lerianstudio/streaming-hub/internal/app"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 )
 
 func runDev(args []string, e env) int {
@@ -74,11 +75,16 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 		printLines(e.stderr, err)
 		return exitUsage
 	}
+	tel, err := telemetry.FromEnv(e.getenv)
+	if err != nil {
+		printLines(e.stderr, err)
+		return exitUsage
+	}
 	log := app.NewLogger(cfg, e.stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	h := &app.Hub{Config: cfg, Logger: log, Out: e.stdout, NoMigrate: noMigrate}
+	h := &app.Hub{Config: cfg, Logger: log, Out: e.stdout, NoMigrate: noMigrate, Telemetry: tel}
 	if err := h.Start(ctx); err != nil {
 		printLines(e.stderr, err)
 		var cerr *config.Error

@@ -35,6 +35,8 @@ type eventJSON struct {
 	TenantID        string          `json:"tenant_id"`
 	SchemaVersion   string          `json:"schema_version"`
 	DataContentType string          `json:"data_content_type"`
+	TraceParent     string          `json:"traceparent,omitempty"`
+	TraceState      string          `json:"tracestate,omitempty"`
 	Data            json.RawMessage `json:"data,omitempty"`
 	DataBase64      []byte          `json:"data_base64,omitempty"`
 }
@@ -59,7 +61,7 @@ func toEventJSON(ev hub.Event) eventJSON {
 	out := eventJSON{
 		ID: ev.ID, Sequence: ev.Sequence, Type: ev.EventType, CEType: ev.Type, Source: ev.Source,
 		Subject: ev.Subject, Time: ev.Time, TenantID: ev.TenantID, SchemaVersion: ev.SchemaVersion,
-		DataContentType: ev.DataContentType,
+		DataContentType: ev.DataContentType, TraceParent: ev.TraceParent, TraceState: ev.TraceState,
 	}
 	// JSON payloads are embedded as they are; anything else (or JSON that
 	// does not parse) goes as base64, so the answer is always valid JSON.

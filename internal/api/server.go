@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
@@ -48,6 +50,8 @@ type Deps struct {
 	// Ready are the readiness checks by name (store, kafka, ...): /readyz
 	// answers 200 only when every one passes.
 	Ready map[string]func(context.Context) error
+	// Tracer records a SERVER span per request; nil records none.
+	Tracer trace.Tracer
 }
 
 // Server routes requests to handlers.
@@ -125,7 +129,11 @@ func (s *Server) now() time.Time {
 
 // Handler returns the server with its middleware.
 func (s *Server) Handler() http.Handler {
-	return withRequestLog(s.deps.Logger, http.HandlerFunc(s.route))
+	var h http.Handler = http.HandlerFunc(s.route)
+	if s.deps.Tracer != nil {
+		h = withTracing(s.deps.Tracer, h)
+	}
+	return withRequestLog(s.deps.Logger, h)
 }
 
 // plain registers a handler that writes its own answer.

@@ -22,6 +22,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
@@ -34,6 +35,9 @@ type Hub struct {
 	// Now is the clock of the store, the dispatcher and the API; nil means
 	// time.Now. Tests move it to drive retries without waiting.
 	Now func() time.Time
+	// Telemetry is what the OTEL_* variables say (telemetry.FromEnv); the
+	// zero value exports no span.
+	Telemetry telemetry.Config
 
 	Store      store.Store
 	Metrics    *metrics.Metrics
@@ -47,6 +51,7 @@ type Hub struct {
 	// Housekeeper runs retention and job counts; every role has one, and
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
+	Tracing     *telemetry.Provider // spans of ingest, attempts and the API
 
 	ln     net.Listener
 	http   *http.Server
@@ -114,6 +119,10 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 
 	h.Metrics = metrics.New()
+	if h.Tracing, err = telemetry.New(ctx, h.Telemetry, hub.Version, h.Logger.With("component", "telemetry")); err != nil {
+		return err
+	}
+	tracer := h.Tracing.Tracer()
 	h.Waiters = api.NewWaiters()
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
 	if cfg.KEK == nil {
@@ -149,6 +158,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Now:         h.Now,
 			AutoDisable: autoDisable,
 			Breakers:    h.Breakers,
+			Tracer:      tracer,
 		})
 		if err != nil {
 			return err
@@ -167,6 +177,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Logger:   h.Logger.With("component", "ingest"),
 			OnJobs:   h.wakeDispatcher,
 			OnEvents: h.Waiters.Notify,
+			Tracer:   tracer,
 		})
 		if err != nil {
 			return err
@@ -200,6 +211,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Waiters:           h.Waiters,
 		Pull:              cfg.Pull,
 		AuthFailureLimit:  cfg.AuthFailureLimit,
+		Tracer:            tracer,
 	})
 	if err != nil {
 		return err
@@ -305,6 +317,10 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("shutdown: %w", ctx.Err()))
 	}
+	// The spans of the work that just finished are exported before exit.
+	if err := h.Tracing.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("telemetry: %w", err))
+	}
 	h.Close()
 	return errors.Join(errs...)
 }
@@ -325,6 +341,12 @@ func (h *Hub) Close() {
 	}
 	if h.Broker != nil {
 		h.Broker.Close()
+	}
+	if h.Tracing != nil {
+		// Without waiting: spans not exported yet are dropped.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		h.Tracing.Shutdown(ctx)
 	}
 }
 

@@ -198,3 +198,11 @@ type Housekeeping struct {
 	Batch  int
 	Budget time.Duration
 }
+
+// OpenTelemetry defaults (SPEC section 19), for what the standard OTEL_*
+// variables leave unset: service.name, and the OTLP protocol (the
+// OpenTelemetry specification's default).
+const (
+	DefaultOTELServiceName = "streaming-hub"
+	DefaultOTLPProtocol    = "http/protobuf"
+)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lerianstudio/streaming-hub/internal/app"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
@@ -29,6 +30,8 @@ type Options struct {
 	Now func() time.Time
 	// Out receives dev mode's banner (nil: none).
 	Out io.Writer
+	// Telemetry is the OpenTelemetry export (zero: none).
+	Telemetry telemetry.Config
 }
 
 // Hub is a started dev-mode hub, shut down when the test ends.
@@ -64,7 +67,7 @@ func Start(t testing.TB, o Options) *Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &app.Hub{Config: cfg, Now: o.Now, Out: o.Out}
+	h := &app.Hub{Config: cfg, Now: o.Now, Out: o.Out, Telemetry: o.Telemetry}
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -11,17 +11,19 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // attempt is one claimed job on its way: prepared (its request built and
 // signed, or its outcome already known), then sent and answered.
 type attempt struct {
-	c   store.Claimed
-	out store.Completion
-	now time.Time
-	req *http.Request // nil when done needs no request (shed, no event, bad secrets)
-	rec *hub.Attempt
-	err error // why no request could be built (the attempt fails)
+	c    store.Claimed
+	out  store.Completion
+	now  time.Time
+	req  *http.Request // nil when done needs no request (shed, no event, bad secrets)
+	rec  *hub.Attempt
+	err  error      // why no request could be built (the attempt fails)
+	span trace.Span // the attempt's CLIENT span; nil when nothing is exported
 }
 
 // deliver makes exactly one attempt of a claimed job and returns its
@@ -55,6 +57,8 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 	}
 	a.rec = &hub.Attempt{ID: hub.NewID("att", now), JobID: c.Job.ID, StartedAt: now}
 	a.out.Attempt = a.rec
+	ctx, span, traceparent := d.traceAttempt(ctx, c, a.rec)
+	a.span = span
 	sec, err := webhook.OpenSecrets(d.cfg.Keyring, c.Subscription)
 	if err != nil {
 		a.err = fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
@@ -64,7 +68,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		ID:          c.Event.ID,
 		Body:        c.Event.Data,
 		ContentType: c.Event.DataContentType,
-		Headers:     eventHeaders(c.Event, a.rec.ID),
+		Headers:     eventHeaders(c.Event, a.rec.ID, traceparent),
 	}, now)
 	return a
 }
@@ -74,6 +78,10 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 func (d *Dispatcher) shed(a *attempt, at time.Time) {
 	a.out.Status, a.out.NextAttemptAt, a.out.Shed = hub.JobPending, at, true
 	a.out.LastError, a.out.Attempt, a.rec, a.req = a.c.Job.LastError, nil, nil, nil
+	if a.span != nil {
+		a.span.End() // nothing was sent after all
+		a.span = nil
+	}
 }
 
 // attempted reports whether await will send a request or count a failure.
@@ -94,6 +102,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	if err == nil && (status < 200 || status > 299) {
 		err = fmt.Errorf("destination answered %d", status)
 	}
+	endAttempt(a.span, status, err)
 	if b := d.cfg.Breakers; b != nil {
 		// A timeout is a failure like any other (SPEC 8).
 		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.URL, err == nil); len(woken) > 0 {
@@ -122,6 +131,7 @@ func (d *Dispatcher) send(req *http.Request, a *hub.Attempt) (int, http.Header, 
 	resp, err := d.cfg.Client.Do(req)
 	a.Duration = time.Since(start)
 	if err != nil {
+		noteTransportError(req.Context(), err)
 		return 0, nil, errors.New(webhook.Describe(err))
 	}
 	defer resp.Body.Close()

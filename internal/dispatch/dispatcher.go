@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
@@ -47,6 +49,9 @@ type Config struct {
 	AutoDisable *store.AutoDisable
 	// Breakers are the process's circuit breakers; nil means none.
 	Breakers *Breakers
+	// Tracer records a span per attempt; nil records none (each attempt
+	// still sends its traceparent).
+	Tracer trace.Tracer
 }
 
 func (c Config) check() error {

@@ -8,9 +8,11 @@ import (
 )
 
 // eventHeaders are the hub's headers of an attempt: X-Lerian-* and the
-// CloudEvents HTTP binary-mode ce-* attributes as ingested. The Standard
+// CloudEvents HTTP binary-mode ce-* attributes as ingested, and the W3C
+// trace context: traceparent (the attempt's own, "" for an event without
+// trace context) and the event's tracestate unchanged. The Standard
 // Webhooks signature, auth and custom headers are added by webhook.NewRequest.
-func eventHeaders(ev hub.Event, deliveryID string) http.Header {
+func eventHeaders(ev hub.Event, deliveryID, traceparent string) http.Header {
 	h := http.Header{
 		"X-Lerian-Event-Id":    {ev.ID},
 		"X-Lerian-Delivery-Id": {deliveryID},
@@ -34,6 +36,12 @@ func eventHeaders(ev hub.Event, deliveryID string) http.Header {
 	}
 	for k, v := range ev.Extensions {
 		h[k] = []string{v}
+	}
+	if traceparent != "" {
+		h["traceparent"] = []string{traceparent}
+		if ev.TraceState != "" {
+			h["tracestate"] = []string{ev.TraceState}
+		}
 	}
 	return h
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
@@ -42,6 +43,8 @@ type Config struct {
 	// AfterPersist, when set, runs after a partition's transaction commits
 	// and before its offset is committed: the crash window, for tests.
 	AfterPersist func(topic string, partition int32)
+	// Tracer records a span per persisted batch; nil records none.
+	Tracer trace.Tracer
 	// ClientOpts are appended to the franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 	// Now is the clock of the stall check; nil means time.Now.

@@ -13,6 +13,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 )
 
 // Bounds of the wire contract (SPEC section 2).
@@ -203,7 +204,22 @@ func Parse(r *kgo.Record, maxValueBytes int) (hub.Event, Outcome) {
 	if system {
 		return hub.Event{}, Outcome{System: true}
 	}
+	ev.TraceParent, ev.TraceState = traceContext(h)
 	return ev, Outcome{}
+}
+
+// traceContext is the record's W3C trace context: the traceparent and
+// tracestate headers, else the CloudEvents distributed-tracing extension
+// (ce-traceparent, ce-tracestate, which also travel on as extensions). An
+// invalid one is ignored: the event gets a trace of its own at ingest.
+func traceContext(h map[string]string) (string, string) {
+	if tp, ts, ok := telemetry.Incoming(h["traceparent"], h["tracestate"]); ok {
+		return tp, ts
+	}
+	if tp, ts, ok := telemetry.Incoming(h["ce-traceparent"], h["ce-tracestate"]); ok {
+		return tp, ts
+	}
+	return "", ""
 }
 
 // read reports whether the hub reads a header: ce- attributes, the content

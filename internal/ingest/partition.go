@@ -162,6 +162,7 @@ func (w *partition) advance(n int) {
 func (w *partition) persist(batch []*kgo.Record) bool {
 	cfg := w.c.cfg
 	params := split(batch, cfg.MaxRecordBytes)
+	span := w.c.traceBatch(w.topic, w.partition, len(batch), &params)
 	wait := cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
@@ -174,6 +175,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		if err == nil {
 			w.setFailing(nil)
 			cfg.Metrics.InboxWrites.WithLabelValues("ok").Inc()
+			endBatch(span, params, res, attempt, nil)
 			w.c.count(params, res)
 			if res.Jobs > 0 && cfg.OnJobs != nil {
 				cfg.OnJobs()
@@ -186,6 +188,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 			return true
 		}
 		if w.ctx.Err() != nil {
+			endBatch(span, params, res, attempt, err)
 			return false
 		}
 		w.setFailing(err)
@@ -199,6 +202,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		select {
 		case <-w.ctx.Done():
 			t.Stop()
+			endBatch(span, params, res, attempt, w.ctx.Err())
 			return false
 		case <-t.C:
 		}

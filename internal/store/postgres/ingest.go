@@ -14,7 +14,7 @@ import (
 var eventColumns = []string{
 	"tenant_id", "sequence", "ce_id", "spec_version", "ce_type", "event_type", "source", "subject",
 	"time", "schema_version", "schema_major", "data_content_type", "data_schema", "extensions", "data",
-	"topic", "kafka_partition", "kafka_offset", "received_at",
+	"topic", "kafka_partition", "kafka_offset", "received_at", "trace_parent", "trace_state",
 }
 
 var rejectionColumns = []string{
@@ -118,7 +118,7 @@ func (db *DB) admit(ctx context.Context, tx pgx.Tx, events []hub.Event, now time
 		copyRows = append(copyRows, []any{
 			ev.TenantID, outcomes[i].Sequence, ev.ID, ev.SpecVersion, ev.Type, ev.EventType, ev.Source, ev.Subject,
 			ev.Time, ev.SchemaVersion, ev.SchemaMajor, ev.DataContentType, ev.DataSchema, ext, data,
-			ev.Topic, ev.Partition, ev.Offset, now,
+			ev.Topic, ev.Partition, ev.Offset, now, ev.TraceParent, ev.TraceState,
 		})
 	}
 	if len(copyRows) == 0 {

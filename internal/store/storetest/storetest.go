@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Dispatch", func(t *testing.T) { testDispatch(t, open) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, open) })
+	t.Run("TraceContext", func(t *testing.T) { testTraceContext(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
