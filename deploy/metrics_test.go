@@ -131,11 +131,24 @@ func checkNames(t *testing.T, what string, queries []string, exported map[string
 	t.Logf("%s: %d metrics named, all exported", what, len(named))
 }
 
-// exportedByARunningHub starts a dev hub, exercises it, and returns the
-// series names of its /metrics (histograms as _bucket, _sum and _count).
-// A labelled metric appears only once it has a series, so the hub is made
-// to do each thing the dashboard and alerts watch before it is read.
+// exportedByARunningHub starts a busy dev hub and returns the series names
+// of its /metrics (histograms as _bucket, _sum and _count). A labelled
+// metric appears only once it has a series, so the hub has done each thing
+// the dashboard and alerts watch before it is read.
 func exportedByARunningHub(t *testing.T) map[string]bool {
+	h, _ := startBusyHub(t)
+	var names map[string]bool
+	testkit.Eventually(t, 30*time.Second, "a housekeeping pass and a completed job in /metrics", func() bool {
+		names = scrape(t, h.URL()+"/metrics")
+		return names["streaming_hub_housekeeping_passes_total"] && names["streaming_hub_jobs_completed_total"]
+	})
+	return names
+}
+
+// startBusyHub starts a dev hub whose tenant "default" has a verified
+// subscription to a local sink, and makes it ingest and deliver one event,
+// reject one record and answer a pull. It returns the subscription's id.
+func startBusyHub(t *testing.T) (*devhub.Hub, string) {
 	h := devhub.Start(t, devhub.Options{Env: map[string]string{
 		"STREAMING_HUB_HOUSEKEEPING_INTERVAL": "200ms",
 	}})
@@ -150,8 +163,8 @@ func exportedByARunningHub(t *testing.T) map[string]bool {
 	t.Cleanup(sink.Close)
 
 	var sub struct{ ID string }
-	if st := h.Do("POST", "/v1/subscriptions", "default", `{"name":"metrics","event_types":[{"type":"transaction.posted","schema_major":1}],
-		"destination":{"type":"webhook","url":"`+sink.URL+`/hook"}}`, &sub); st != 201 {
+	if st := h.Do("POST", "/v1/subscriptions", "default", `{"name":"busy","event_types":[{"type":"transaction.posted","schema_major":1}],
+		"destination":{"type":"webhook","url":"`+sink.URL+`/hook","auth":{"type":"header","name":"X-Key","value":"k"}}}`, &sub); st != 201 {
 		t.Fatalf("create subscription: %d", st)
 	}
 	if st := h.Do("POST", "/v1/subscriptions/"+sub.ID+"/verify", "default", "", nil); st != 200 {
@@ -164,21 +177,16 @@ func exportedByARunningHub(t *testing.T) map[string]bool {
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rec := testkit.CERecord("lerian.streaming.ledger_transaction.posted", 0, "default", "evt-metrics-1")
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	topic := "lerian.streaming.ledger_transaction.posted"
+	bad := testkit.CERecord(topic, 0, "default", "bad-1", kgo.RecordHeader{Key: "ce-specversion", Value: []byte("0.3")})
+	if err := cl.ProduceSync(ctx, testkit.CERecord(topic, 0, "default", "evt-busy-1"), bad).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	testkit.Eventually(t, 30*time.Second, "the event to be delivered", func() bool { return delivered.Load() > 0 })
 	if st := h.Do("GET", "/v1/events?limit=1", "default", "", nil); st != 200 {
 		t.Fatalf("pull: %d", st)
 	}
-
-	var names map[string]bool
-	testkit.Eventually(t, 30*time.Second, "a housekeeping pass and a completed job in /metrics", func() bool {
-		names = scrape(t, h.URL()+"/metrics")
-		return names["streaming_hub_housekeeping_passes_total"] && names["streaming_hub_jobs_completed_total"]
-	})
-	return names
+	return h, sub.ID
 }
 
 func scrape(t *testing.T, url string) map[string]bool {
