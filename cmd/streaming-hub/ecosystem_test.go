@@ -65,7 +65,7 @@ func TestHelp_ShowsLongFlagsWithTwoDashes(t *testing.T) {
 			helps = append(helps, []string{g.name, s.name})
 		}
 	}
-	helps = append(helps, []string{"serve"}, []string{"migrate"}, []string{"version"})
+	helps = append(helps, []string{"serve"}, []string{"migrate"}, []string{"version"}, []string{"rewrap"})
 	for _, args := range helps {
 		_, out, _ := runCmd(nil, append([]string{"help"}, args...)...)
 		for _, line := range strings.Split(out, "\n") {
