@@ -5,6 +5,7 @@ package main
 // flags mixed with positional arguments, and --help.
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,9 +43,16 @@ func (g group) run(args []string, e env) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		g.usage(e.stdout)
 		return exitOK
+	case "help":
+		// `tenants help list` is `tenants list --help`, on stdout.
+		if len(args) == 1 {
+			g.usage(e.stdout)
+			return exitOK
+		}
+		return g.run([]string{args[1], "--help"}, helpEnv(e))
 	}
 	for _, s := range g.subs {
 		if s.name == args[0] {
@@ -101,12 +109,12 @@ func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...str
 	if scoped {
 		c.fs.StringVar(&c.tenant, "tenant", e.getenv(envTenant), "tenant to act on when the token is the admin token, sent as X-Tenant-Id (env "+envTenant+")")
 	}
-	c.fs.StringVar(&c.output, "o", "table", "output: table or json (the API's answer as is)")
+	c.fs.StringVar(&c.output, "o", "table", "print a `table|json|yaml`: json and yaml show the API's answer as it came,\nand with json errors are JSON too, on stderr")
 	c.fs.StringVar(&c.output, "output", "table", "same as -o")
 	c.fs.Usage = func() {
 		w := c.fs.Output()
 		fmt.Fprintf(w, "Usage: streaming-hub %s %s\n\n%s\n\nFlags (before or after the arguments):\n", name, synopsis, strings.TrimSpace(about))
-		c.fs.PrintDefaults()
+		printFlags(c.fs)
 		fmt.Fprintf(w, "\nEnvironment:\n")
 		fmt.Fprintf(w, "  %-21s the admin token or a tenant API key, sent as Authorization: Bearer (required)\n", envToken)
 		fmt.Fprintf(w, "  %-21s default of --server (else %s)\n", envServer, defaultServer)
@@ -131,15 +139,17 @@ func (c *apiCmd) parse(args []string) (code int, ok bool) {
 		}
 		return c.usageError("want %s, got %d argument(s)", want, len(pos)), false
 	}
-	if c.output != "table" && c.output != "json" {
-		return c.usageError("-o: table or json, not %q", c.output), false
+	if !validOutput(c.output) {
+		output := c.output
+		c.output = "table" // the error itself cannot be in an unknown form
+		return c.usageError("-o: table, json or yaml, not %q", output), false
 	}
 	c.args = pos
 	c.set = map[string]bool{}
 	c.fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	token := c.e.getenv(envToken)
 	if token == "" {
-		fmt.Fprintf(c.e.stderr, "streaming-hub: %s: required (the admin token or a tenant API key)\n", envToken)
+		c.errorLine("usage", 0, envToken+": required (the admin token or a tenant API key)")
 		return exitUsage, false
 	}
 	cl, err := newClient(c.server, token, c.tenant)
@@ -153,9 +163,34 @@ func (c *apiCmd) parse(args []string) (code int, ok bool) {
 // usageError prints one line about bad arguments and where help is, and
 // returns exitUsage.
 func (c *apiCmd) usageError(format string, args ...any) int {
-	fmt.Fprintf(c.e.stderr, "streaming-hub %s: %s (see --help)\n", c.name, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if c.output == "json" {
+		c.errorLine("usage", 0, c.name+": "+msg)
+		return exitUsage
+	}
+	fmt.Fprintf(c.e.stderr, "streaming-hub %s: %s (see --help)\n", c.name, msg)
 	return exitUsage
 }
+
+// errorLine prints one error on stderr: with -o json as
+// {"error":{"code","message"[,"status"]}} (status: the API's, when it
+// answered), else as "streaming-hub: message".
+func (c *apiCmd) errorLine(code string, status int, msg string) {
+	msg = oneLine(msg)
+	if c.output != "json" {
+		fmt.Fprintf(c.e.stderr, "streaming-hub: %s\n", msg)
+		return
+	}
+	body := map[string]any{"code": code, "message": msg}
+	if status != 0 {
+		body["status"] = status
+	}
+	line, _ := json.Marshal(map[string]any{"error": body})
+	fmt.Fprintf(c.e.stderr, "%s\n", line)
+}
+
+// validOutput tells the forms -o takes.
+func validOutput(o string) bool { return o == "table" || o == "json" || o == "yaml" }
 
 // parseInterleaved parses flags wherever they are among the positional
 // arguments (the flag package alone stops at the first non-flag), so

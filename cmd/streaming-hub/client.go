@@ -133,12 +133,20 @@ func waitOf(q url.Values) time.Duration {
 // fail prints an error of the API or of the transport as one line and
 // returns exitError.
 func (c *apiCmd) fail(err error) int {
-	msg := err.Error()
 	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusBadRequest && strings.HasPrefix(ae.message, "X-Tenant-Id") {
-		msg += " (give --tenant or set " + envTenant + ")"
+	if !errors.As(err, &ae) {
+		c.errorLine("request_failed", 0, err.Error())
+		return exitError
 	}
-	fmt.Fprintf(c.e.stderr, "streaming-hub: %s\n", oneLine(msg))
+	hint := ""
+	if ae.status == http.StatusBadRequest && strings.HasPrefix(ae.message, "X-Tenant-Id") {
+		hint = " (give --tenant or set " + envTenant + ")"
+	}
+	if c.output == "json" {
+		c.errorLine(ae.code, ae.status, ae.message+hint)
+	} else {
+		c.errorLine(ae.code, ae.status, err.Error()+hint)
+	}
 	return exitError
 }
 
@@ -174,14 +182,18 @@ func (c *apiCmd) send(ctx context.Context, method, path string, query url.Values
 	return raw, exitOK
 }
 
-// print shows an answer: pretty-printed as it came with -o json, else
-// decoded into v and written by table.
+// print shows an answer: as it came with -o json (pretty-printed) or -o
+// yaml, else decoded into v and written by table.
 func (c *apiCmd) print(raw []byte, v any, table func(w io.Writer)) int {
-	if c.output == "json" {
+	if c.output == "json" || c.output == "yaml" {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			return exitOK // 204: nothing to show
 		}
-		if err := printJSON(c.e.stdout, raw); err != nil {
+		write := printJSON
+		if c.output == "yaml" {
+			write = printYAML
+		}
+		if err := write(c.e.stdout, raw); err != nil {
 			return c.fail(err)
 		}
 		return exitOK

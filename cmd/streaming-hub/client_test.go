@@ -471,11 +471,11 @@ func TestCLI_Errors(t *testing.T) {
 		t.Fatalf("bad wait: %q", errOut)
 	}
 	for _, args := range [][]string{
-		{"tenants", "get"},                // missing id
-		{"tenants", "get", "a", "b"},      // one too many
-		{"tenants", "list", "-o", "yaml"}, // bad output
-		{"tenants", "update", "acme"},     // nothing to change
-		{"tenants", "create"},             // no --id
+		{"tenants", "get"},               // missing id
+		{"tenants", "get", "a", "b"},     // one too many
+		{"tenants", "list", "-o", "xml"}, // bad output
+		{"tenants", "update", "acme"},    // nothing to change
+		{"tenants", "create"},            // no --id
 		{"subscriptions", "update", "s", "--enabled", "maybe"},
 		{"subscriptions", "create", "--name", "n", "--url", "u", "--event-type", "t.p:x"},
 	} {

@@ -73,8 +73,8 @@ cursor --after. Without --follow it prints one page and, on stderr, the --after 
 continues it. With --follow it long-polls for new events, passing each next_cursor back,
 and prints them as they arrive until interrupted (or --count events).
 
-With -o json each page is printed as the API answered it (empty pages are skipped when
-following).`, true)
+With -o json or -o yaml each page is printed as the API answered it (empty pages are
+skipped when following; with yaml each page is one document after "---").`, true)
 	after := c.fs.String("after", "", "start after this cursor (a next_cursor); default: the oldest retained event")
 	types := c.fs.String("types", "", "only these event types, comma-separated, such as transaction.posted,balance.updated")
 	limit := c.fs.Int("limit", 0, "events per page, 1 to 1000 (default 100)")
@@ -148,11 +148,18 @@ following).`, true)
 			return code
 		}
 		if len(page.Data) > 0 {
-			if c.output == "json" {
+			switch c.output {
+			case "json":
 				if err := printJSON(e.stdout, raw); err != nil {
 					return c.fail(err)
 				}
-			} else {
+			case "yaml":
+				// One YAML document per page.
+				fmt.Fprintln(e.stdout, "---")
+				if err := printYAML(e.stdout, raw); err != nil {
+					return c.fail(err)
+				}
+			default:
 				rows := make([][]string, len(page.Data))
 				for i := range page.Data {
 					rows[i] = page.Data[i].row()

@@ -52,7 +52,7 @@ Runs the hub in production: external Kafka and PostgreSQL, nothing generated,
 and it refuses to start without STREAMING_HUB_KEK and STREAMING_HUB_ADMIN_TOKEN.
 It applies pending migrations first unless --no-migrate.
 `)
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprintln(fs.Output())
 		fmt.Fprintln(fs.Output(), envHelp)
 	}

@@ -48,7 +48,22 @@ var commands = map[string]command{
 	"subscriptions": {"manage a tenant's webhook subscriptions (API)", runSubscriptions},
 	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
 	"events":        {"pull a tenant's events (API)", runEvents},
-	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce},
+	"rejections":    {"list the records ingest rejected (admin API)", runRejections},
+	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce}}
+
+// completion reads the command table, so it joins it at init.
+func init() {
+	commands["completion"] = command{"print a shell completion script: bash, zsh or fish", runCompletion}
+}
+
+// groups are the commands made of subcommands, for help and completion.
+var groups = map[string]*group{
+	"tenants":       &tenantsGroup,
+	"keys":          &keysGroup,
+	"subscriptions": &subscriptionsGroup,
+	"deliveries":    &deliveriesGroup,
+	"events":        &eventsGroup,
+	"rejections":    &rejectionsGroup,
 }
 
 func main() {
@@ -61,9 +76,24 @@ func run(args []string, e env) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(e.stdout)
 		return exitOK
+	case "--version", "-version":
+		return runVersion(args[1:], e)
+	case "help":
+		if len(args) == 1 {
+			usage(e.stdout)
+			return exitOK
+		}
+		// `help tenants` is `tenants --help`, `help tenants list` is
+		// `tenants list --help`: the command's own help, on stdout.
+		if _, ok := commands[args[1]]; !ok {
+			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q\n\n", args[1])
+			usage(e.stderr)
+			return exitUsage
+		}
+		return run(append(append([]string{}, args[1:]...), "--help"), helpEnv(e))
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -87,7 +117,15 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, name, commands[name].summary)
 	}
-	fmt.Fprintln(w, "\nRun `streaming-hub <command> --help` for a command's flags and variables.")
+	fmt.Fprintln(w, "\nRun `streaming-hub help <command>` (or `streaming-hub <command> --help`) for a command's")
+	fmt.Fprintln(w, "flags and variables, `streaming-hub --version` for the version.")
+}
+
+// helpEnv is e with help, which flag packages write on stderr, on stdout:
+// asked-for help is output, not a diagnostic.
+func helpEnv(e env) env {
+	e.stderr = e.stdout
+	return e
 }
 
 // envHelp is the configuration summary every hub command's --help shows.

@@ -22,7 +22,7 @@ Applies the schema migrations embedded in this binary to
 STREAMING_HUB_DATABASE_URL (postgres://... or sqlite:///path/to/file.db).
 Safe to run from several processes at once and to run again.
 `)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)

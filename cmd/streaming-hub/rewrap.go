@@ -30,7 +30,7 @@ Reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK, STREAMING_HUB_KEK_PREVIOUS.
 
 Flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)

@@ -57,3 +57,51 @@ func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 		t.Fatalf("routes not documented: %v\ndocumented but not registered: %v", missing, extra)
 	}
 }
+
+// The document is one a client generator can use: OpenAPI 3.1 throughout
+// (nullable as a "null" type, never the 3.0 keyword), a unique camelCase
+// operationId on every operation, servers and the license.
+func TestOpenAPI_IsReadyForClientGenerators(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if doc["openapi"] != "3.1.0" {
+		t.Errorf("openapi = %v, want 3.1.0", doc["openapi"])
+	}
+	info, _ := doc["info"].(map[string]any)
+	if lic, _ := info["license"].(map[string]any); lic["identifier"] != "Apache-2.0" {
+		t.Errorf("info.license = %v, want Apache-2.0", info["license"])
+	}
+	if servers, _ := doc["servers"].([]any); len(servers) == 0 {
+		t.Error("no servers")
+	}
+	if strings.Contains(string(openapiDoc), `"nullable"`) {
+		t.Error(`"nullable" is OpenAPI 3.0; this document is 3.1: use "type": [..., "null"]`)
+	}
+	seen := map[string]string{}
+	paths, _ := doc["paths"].(map[string]any)
+	for path, item := range paths {
+		for method, op := range item.(map[string]any) {
+			if method == "parameters" {
+				continue
+			}
+			id, _ := op.(map[string]any)["operationId"].(string)
+			where := strings.ToUpper(method) + " " + path
+			switch {
+			case id == "":
+				t.Errorf("%s: no operationId", where)
+			case id[0] < 'a' || id[0] > 'z' || strings.ContainsAny(id, "_- "):
+				t.Errorf("%s: operationId %q is not camelCase", where, id)
+			case seen[id] != "":
+				t.Errorf("%s: operationId %q also names %s", where, id, seen[id])
+			}
+			seen[id] = where
+		}
+	}
+	for _, id := range []string{"listSubscriptions", "replayDelivery", "pullEvents", "listRejections"} {
+		if seen[id] == "" {
+			t.Errorf("no operation %s", id)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# helm lint and helm template of deploy/helm/streaming-hub, for the default
+# values and for examples/production.yaml, then check-rendered.py on what
+# was rendered. Installs helm with `go install` when it is missing; skips,
+# saying so, when it cannot.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+chart=deploy/helm/streaming-hub
+HELM_VERSION=v3.22.0
+
+helm=$(command -v helm || true)
+[ -z "$helm" ] && [ -x "$HOME/go/bin/helm" ] && helm="$HOME/go/bin/helm"
+if [ -z "$helm" ]; then
+  echo "helm not found: go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION into \$HOME/go/bin"
+  if GOBIN="$HOME/go/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; then
+    helm="$HOME/go/bin/helm"
+  else
+    echo "SKIP helm chart checks: helm could not be installed (go install failed)"; exit 0
+  fi
+fi
+"$helm" version --short
+
+if ! python3 -c 'import yaml' 2>/dev/null; then
+  apt-get install -y -q python3-yaml >/dev/null 2>&1 || true
+fi
+if ! python3 -c 'import yaml' 2>/dev/null; then
+  echo "SKIP helm chart checks: python3 with PyYAML is needed to read the rendered YAML (apt-get install python3-yaml)"; exit 0
+fi
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for case in default production; do
+  args=()
+  [ "$case" = production ] && args=(-f "$chart/examples/production.yaml")
+  echo "-- $case values"
+  "$helm" lint --strict "$chart" "${args[@]}"
+  "$helm" template hub "$chart" "${args[@]}" > "$out/$case.yaml"
+  check=()
+  [ "$case" = production ] && check=(--production)
+  python3 deploy/helm/check-rendered.py "$out/$case.yaml" "${check[@]}"
+done

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# promtool check rules and promtool test rules on deploy/prometheus. Debian's
+# prometheus package brings promtool; skips, saying so, when it cannot be had.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! command -v promtool >/dev/null 2>&1; then
+  apt-get install -y -q prometheus >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q prometheus >/dev/null 2>&1; } || true
+fi
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "SKIP alert rules: promtool is not installed and could not be (apt-get install prometheus)"; exit 0
+fi
+promtool --version 2>&1 | head -1
+promtool check rules deploy/prometheus/alerts.yaml
+promtool test rules deploy/prometheus/alerts_test.yaml

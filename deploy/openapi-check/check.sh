@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Lints internal/api/openapi.json with Redocly (no errors allowed), generates
+# TypeScript types from it with openapi-typescript, and type-checks sample.ts
+# under tsc --strict (and checks that must-fail.ts does not type-check).
+# The node packages, pinned in package.json, go into a temporary folder:
+# nothing is installed in the repository. Skips, saying so, without npm or
+# without the registry.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+doc="$root/internal/api/openapi.json"
+
+if ! command -v npm >/dev/null 2>&1; then
+  echo "SKIP OpenAPI checks: npm is not installed"; exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$here/package.json" "$here/tsconfig.json" "$here/sample.ts" "$here/must-fail.ts" "$work/"
+if ! (cd "$work" && npm install --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+  echo "SKIP OpenAPI checks: npm install failed (registry unreachable?):"; tail -3 "$work/npm.log"; exit 0
+fi
+bin="$work/node_modules/.bin"
+
+echo "-- redocly lint (recommended rules; errors fail)"
+"$bin/redocly" lint --format=summary "$doc" 2>&1 | grep -vE '^\s*(║|╔|╚)' | sed '/^$/d'
+
+if grep -nE '[A-Za-z0-9_)\]]![.[]' "$here/sample.ts"; then
+  echo "sample.ts uses a non-null assertion (!): it must not"; exit 1
+fi
+echo "-- openapi-typescript, then tsc --strict on sample.ts"
+# Request fields with a default are optional to send: without
+# --default-non-nullable=false the generator would make them required.
+"$bin/openapi-typescript" "$doc" --default-non-nullable=false -o "$work/generated/hub.ts" 2>&1 | tail -1
+(cd "$work" && "$bin/tsc" -p tsconfig.json)
+echo "sample.ts type-checks under --strict"
+if (cd "$work" && "$bin/tsc" --strict --noEmit --target ES2022 --module ES2022 --moduleResolution bundler --skipLibCheck must-fail.ts >"$work/fail.log" 2>&1); then
+  echo "must-fail.ts type-checks: optional and nullable fields are not typed as such"; exit 1
+fi
+echo "must-fail.ts is refused as it should be: $(grep -c 'error TS' "$work/fail.log") errors ($(grep -o 'error TS[0-9]*' "$work/fail.log" | sort -u | tr '\n' ' '))"
