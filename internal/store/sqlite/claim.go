@@ -150,22 +150,28 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 				lease_token = NULL, lease_expires_at = NULL, next_attempt_at = ?2, updated_at = ?2
 			WHERE id IN (SELECT id FROM delivery_jobs WHERE status = 'in_flight' AND lease_expires_at < ?2
 			             ORDER BY lease_expires_at LIMIT ?3)
-			RETURNING status`, p.PoisonThreshold, now, max(p.Limit, 1))
+			RETURNING id, status`, p.PoisonThreshold, now, max(p.Limit, 1))
 		if err != nil {
 			return err
 		}
-		statuses, err := collect(rows, func(r scanner) (string, error) {
-			var s string
-			return s, r.Scan(&s)
+		type result struct{ id, status string }
+		results, err := collect(rows, func(r scanner) (result, error) {
+			var s result
+			return s, r.Scan(&s.id, &s.status)
 		})
-		for _, s := range statuses {
-			if s == string(hub.JobDeadLettered) {
+		if err != nil {
+			return err
+		}
+		var rep store.Report
+		for _, s := range results {
+			if s.status == string(hub.JobDeadLettered) {
 				res.Poisoned++
+				rep.DeadLettered = append(rep.DeadLettered, s.id)
 			} else {
 				res.Recovered++
 			}
 		}
-		return err
+		return db.report(ctx, tx, rep, now)
 	})
 	return res, err
 }
@@ -173,16 +179,26 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
 	defer wrap(&err, "DeadLetterOrphans")
 	now := micros(db.opts.Stamp())
-	res, err := db.w.ExecContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered',
-			dead_letter_reason = CASE WHEN (SELECT deleted_at FROM subscriptions s WHERE s.id = delivery_jobs.subscription_id) IS NOT NULL
-				THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
-			completed_at = ?, updated_at = ?
-		WHERE status = 'pending' AND subscription_id IN (SELECT id FROM subscriptions WHERE deleted_at IS NOT NULL OR enabled = 0)`, now, now)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	var dead []string
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered',
+				dead_letter_reason = CASE WHEN (SELECT deleted_at FROM subscriptions s WHERE s.id = delivery_jobs.subscription_id) IS NOT NULL
+					THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
+				completed_at = ?, updated_at = ?
+			WHERE status = 'pending' AND subscription_id IN (SELECT id FROM subscriptions WHERE deleted_at IS NOT NULL OR enabled = 0)
+			RETURNING id`, now, now)
+		if err != nil {
+			return err
+		}
+		if dead, err = collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}); err != nil {
+			return err
+		}
+		return db.report(ctx, tx, store.Report{DeadLettered: dead}, now)
+	})
+	return len(dead), err
 }
 
 // CountJobs: see store.CountJobsSQL.

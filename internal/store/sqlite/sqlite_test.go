@@ -42,9 +42,14 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	// The history the old binary left: four steps, the last the retention index.
-	if _, err := raw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = 5;
-		UPDATE schema_migrations SET name = 'retention' WHERE version = 4`); err != nil {
+	// The history the old binary left: four steps, the last the retention
+	// index. The steps that came after version 5 are undone as well: that
+	// binary never ran them.
+	if _, err := raw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version >= 5;
+		UPDATE schema_migrations SET name = 'retention' WHERE version = 4;
+		DROP TABLE subscription_rollups; DROP TABLE event_types_seen; DROP TABLE manifest_sources;
+		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
+		ALTER TABLE api_keys DROP COLUMN last_used_at`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {

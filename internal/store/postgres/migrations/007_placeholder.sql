@@ -1,0 +1,4 @@
+-- Placeholder for version 7, which another branch adds: versions must run
+-- 1..N without gaps, and this branch's change is version 8. Drop this file
+-- when merging after the branch that owns 007.
+SELECT 1;
