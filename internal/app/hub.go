@@ -194,6 +194,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Waiters:           h.Waiters,
 		Pull:              cfg.Pull,
 		AuthFailureLimit:  cfg.AuthFailureLimit,
+		HealthWindow:      cfg.Housekeeping.HealthWindow,
 	})
 	if err != nil {
 		return err
