@@ -281,7 +281,7 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	var req struct {
-		Type *string        `json:"type"`
+		Type *string         `json:"type"`
 		Data json.RawMessage `json:"data"`
 	}
 	if err := decode(w, r, &req); err != nil {
