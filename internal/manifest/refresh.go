@@ -117,7 +117,7 @@ func (r *Refresher) fetch(ctx context.Context, url string) ([]byte, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
-		return nil, errors.New(webhook.Describe(err))
+		return nil, r.describe(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -125,7 +125,7 @@ func (r *Refresher) fetch(ctx context.Context, url string) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(r.cfg.MaxBytes)+1))
 	if err != nil {
-		return nil, errors.New(webhook.Describe(err))
+		return nil, r.describe(ctx, err)
 	}
 	if len(body) > r.cfg.MaxBytes {
 		return nil, fmt.Errorf("larger than %d bytes", r.cfg.MaxBytes)
@@ -134,4 +134,12 @@ func (r *Refresher) fetch(ctx context.Context, url string) ([]byte, error) {
 		return nil, err
 	}
 	return body, nil
+}
+
+// describe names a transport failure without the hub's resolver address.
+func (r *Refresher) describe(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("timed out: no complete answer within %s", r.cfg.Timeout)
+	}
+	return errors.New(webhook.Describe(err))
 }
