@@ -200,19 +200,19 @@ func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub
 	if !p.Until.IsZero() {
 		until = micros(p.Until)
 	}
-	filter := `j.tenant_id = ?1 AND (?2 = '' OR j.status = ?2) AND j.id < ?3 AND j.id >= ?4
+	filter := `(?2 = '' OR j.status = ?2) AND j.id < ?3 AND j.id >= ?4
 		AND (?5 IS NULL OR j.created_at >= ?5) AND (?6 IS NULL OR j.created_at < ?6)`
 	args := []any{p.TenantID, string(p.Status), before, low, since, until, limit}
 	cols := prefixedColumns("j.")
 	var q string
 	switch {
 	case p.EventID != "":
-		q = `SELECT ` + cols + ` FROM delivery_jobs j WHERE ` + filter +
+		q = `SELECT ` + cols + ` FROM delivery_jobs j WHERE j.tenant_id = ?1 AND ` + filter +
 			` AND j.event_id = ?8 AND (?9 = '' OR j.subscription_id = ?9) ORDER BY j.id DESC LIMIT ?7`
 		args = append(args, p.EventID, p.SubscriptionID)
 	case p.SubscriptionID != "":
-		q = `SELECT ` + cols + ` FROM delivery_jobs j WHERE ` + filter +
-			` AND j.subscription_id = ?8 ORDER BY j.id DESC LIMIT ?7`
+		q = `SELECT ` + cols + ` FROM delivery_jobs j INDEXED BY delivery_jobs_subscription WHERE ` + filter +
+			` AND j.subscription_id = ?8 AND ?8 IN (SELECT id FROM subscriptions WHERE tenant_id = ?1) ORDER BY j.id DESC LIMIT ?7`
 		args = append(args, p.SubscriptionID)
 	default:
 		// SQLite has no LATERAL: the subscription index, with the tenant's
