@@ -323,7 +323,8 @@ func subscriptionStates(ctx context.Context, tx *sql.Tx, ids []string) ([]store.
 	})
 }
 
-// dead-letter helpers return the ids they dead-lettered, for report.
+// deadLetterPendingIDs dead-letters a subscription's pending jobs and
+// returns their ids, for report.
 func deadLetterPendingIDs(ctx context.Context, tx *sql.Tx, subscriptionID, reason string, now int64) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = ?,
 		completed_at = ?, updated_at = ? WHERE subscription_id = ? AND status = 'pending' RETURNING id`, reason, now, now, subscriptionID)
