@@ -13,6 +13,9 @@ type APIKey struct {
 	TenantID  string
 	Hash      []byte // SHA-256 of the secret part
 	CreatedAt time.Time
+	// LastUsedAt is when it last authenticated a request, to the minute
+	// (nil: never).
+	LastUsedAt *time.Time
 }
 
 // Matches compares a presented secret with the stored hash in constant time.

@@ -36,3 +36,11 @@ func NewID(prefix string, now time.Time) string {
 	idState.Unlock()
 	return prefix + "_" + hex.EncodeToString(b[:])
 }
+
+// IDPrefixAt is the lowest id NewID(prefix, t) can return: ids made at t or
+// later sort at or above it, those made earlier below it.
+func IDPrefixAt(prefix string, t time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
+	return prefix + "_" + hex.EncodeToString(b[:])
+}

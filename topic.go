@@ -55,8 +55,16 @@ func ParseCEType(s string) (CEType, error) {
 	return CEType{Resource: parts[2], Event: parts[3]}, nil
 }
 
-// ParseEventType parses the <resource>.<event> form used by subscriptions.
+// ParseEventType parses the <resource>.<event> form used by subscriptions,
+// and the hub's own hub.<resource>.<event> (operational events, whose
+// resource it returns as hub.<resource>).
 func ParseEventType(s string) (resource, event string, err error) {
+	if rest, ok := strings.CutPrefix(s, OperationalPrefix); ok {
+		if r, e, ok := strings.Cut(rest, "."); ok && validSegment(r) && validSegment(e) {
+			return OperationalPrefix + r, e, nil
+		}
+		return "", "", fmt.Errorf("%q is not of the form hub.<resource>.<event> with segments [a-z0-9_-]+", s)
+	}
 	resource, event, ok := strings.Cut(s, ".")
 	if !ok || !validSegment(resource) || !validSegment(event) {
 		return "", "", fmt.Errorf("%q is not of the form <resource>.<event> with segments [a-z0-9_-]+", s)

@@ -17,6 +17,7 @@ var deliveriesGroup = group{
 		{"get", "<delivery_id>", "show one delivery and its attempt log", deliveriesGet},
 		{"replay", "<delivery_id>", "deliver the same event again, as a fresh delivery", deliveriesReplay},
 		{"replay-subscription", "<subscription_id> [--status S] [--since T]", "replay a subscription's dead letters (or successes)", deliveriesReplaySubscription},
+		{"search", "[--status S] [--subscription ID] [--event CE-ID] [--since T] [--until T]", "search all the tenant's deliveries, newest first, one page", deliveriesSearch},
 	},
 }
 

@@ -24,6 +24,8 @@ var eventsGroup = group{
 		"tenant API key, or the admin token with --tenant naming the tenant.",
 	subs: []subcommand{
 		{"pull", "[--after C] [--types T,T] [--limit N] [--wait D] [--follow]", "read one page of events, or follow new ones", eventsPull},
+		{"get", "<ce-id>", "show one event and its deliveries", eventsGet},
+		{"types", "", "list the event types the tenant can subscribe to", eventsTypes},
 	},
 }
 

@@ -14,6 +14,7 @@ var keysGroup = group{
 	subs: []subcommand{
 		{"create", "<tenant>", "create an API key for a tenant (shown once)", keysCreate},
 		{"delete", "<tenant> <key_id>", "revoke an API key, at once", keysDelete},
+		{"list", "<tenant>", "list a tenant's API keys and when each was last used", keysList},
 	},
 }
 

@@ -24,6 +24,8 @@ var subscriptionsGroup = group{
 		{"delete", "<id>", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
 		{"verify", "<id>", "probe the destination; on success the subscription is active and enabled", subscriptionsVerify},
 		{"rotate-secret", "<id> [--overlap 24h]", "make a new signing secret; the old one signs until the overlap ends", subscriptionsRotate},
+		{"health", "<id> [--window 24h]", "show a subscription's health: success rate, latency, last error, backlog", subscriptionsHealth},
+		{"test", "<id> [--type T] [--data JSON]", "send one signed test event to the destination now (nothing stored)", subscriptionsTest},
 	},
 }
 

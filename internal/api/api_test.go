@@ -73,6 +73,7 @@ func serve(t testing.TB, deps api.Deps) (admin, anon client) {
 	}
 	deps.Pull = config.Defaults(config.Serve).Pull
 	deps.AuthFailureLimit = config.Defaults(config.Serve).AuthFailureLimit
+	deps.HealthWindow = config.Defaults(config.Serve).Housekeeping.HealthWindow
 	s, err := api.New(deps)
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +225,7 @@ func TestNew_IncompleteDepsNameTheField(t *testing.T) {
 		"Pull.Rate":        {Metrics: metrics.New(), Pull: config.Pull{Burst: pull.Burst}, AuthFailureLimit: limit},
 		"Pull.Burst":       {Metrics: metrics.New(), Pull: config.Pull{Rate: pull.Rate}, AuthFailureLimit: limit},
 		"AuthFailureLimit": {Metrics: metrics.New(), Pull: pull},
+		"HealthWindow":     {Metrics: metrics.New(), Pull: pull, AuthFailureLimit: limit},
 	} {
 		if _, err := api.New(deps); err == nil || !strings.Contains(err.Error(), "api.Deps: "+field+" ") {
 			t.Errorf("%s unset: err = %v, want one naming it", field, err)

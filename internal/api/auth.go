@@ -61,6 +61,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 	if err != nil {
 		return principal{}, err
 	}
+	s.touchKey(r, key.ID)
 	return principal{TenantID: key.TenantID}, nil
 }
 

@@ -88,6 +88,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Now:               clock.Now,
 		Pull:              *o.pull,
 		AuthFailureLimit:  cmp.Or(o.authLimit, 1<<30),
+		HealthWindow:      defaults.Housekeeping.HealthWindow,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
@@ -32,7 +33,7 @@ func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
 			documented[strings.ToUpper(method)+" "+path] = true
 		}
 	}
-	s, err := New(Deps{Metrics: metrics.New(), Pull: config.Defaults(config.Serve).Pull, AuthFailureLimit: 1})
+	s, err := New(Deps{Metrics: metrics.New(), Pull: config.Defaults(config.Serve).Pull, AuthFailureLimit: 1, HealthWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,8 @@ type Deps struct {
 	Waiters *Waiters
 	// Pull is the per-tenant token bucket of GET /v1/events.
 	Pull config.Pull
+	// HealthWindow is the longest health window (STREAMING_HUB_HEALTH_WINDOW).
+	HealthWindow time.Duration
 	// AuthFailureLimit is how many failed authentications a client address
 	// or a key id may make in a minute before it is answered 429.
 	AuthFailureLimit int
@@ -65,6 +67,7 @@ type Server struct {
 	// pullRecheck is how long a long poll waits before looking again
 	// without a wake-up; tests lengthen it to prove the wake-up answers.
 	pullRecheck time.Duration
+	keyUses     keyUses // when each key's last use was written
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -80,6 +83,7 @@ func New(deps Deps) (*Server, error) {
 	config.Positive(&ch, "Pull.Rate", deps.Pull.Rate)
 	config.Positive(&ch, "Pull.Burst", deps.Pull.Burst)
 	config.Positive(&ch, "AuthFailureLimit", deps.AuthFailureLimit)
+	config.Positive(&ch, "HealthWindow", deps.HealthWindow)
 	if err := ch.Err(); err != nil {
 		return nil, err
 	}
@@ -117,6 +121,15 @@ func New(deps Deps) (*Server, error) {
 	s.handle("GET", "/v1/deliveries/{id}", s.getDelivery)
 	s.handle("GET", "/v1/events", s.listEvents)
 	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
+
+	// Insight (SPEC 20).
+	s.handle("GET", "/v1/subscriptions/{id}/health", s.subscriptionHealth)
+	s.handle("POST", "/v1/subscriptions/{id}/test", s.testSubscription)
+	s.handle("GET", "/v1/event-types", s.listEventTypes)
+	s.handle("GET", "/v1/events/{id}", s.getEvent)
+	s.handle("GET", "/v1/deliveries", s.searchDeliveries)
+	s.handle("GET", "/v1/tenants/{id}/keys", s.listKeys)
+	s.handle("GET", "/v1/admin/manifests", s.listManifests)
 	return s, nil
 }
 

@@ -25,6 +25,9 @@ type subscriptionJSON struct {
 	UpdatedAt         time.Time          `json:"updated_at"`
 	// SigningSecret is set only in the answer to a create.
 	SigningSecret string `json:"signing_secret,omitempty"`
+	// Warnings, on a create or an update, name event types no manifest
+	// lists and no event carried.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type destinationJSON struct {

@@ -55,6 +55,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 	}
 	out := s.toSubscriptionJSON(created)
 	out.SigningSecret = secret
+	out.Warnings = s.warnings(r, created)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -128,7 +129,9 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.toSubscriptionJSON(sub))
+	out := s.toSubscriptionJSON(sub)
+	out.Warnings = s.warnings(r, sub)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

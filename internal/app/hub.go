@@ -20,6 +20,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
+	"github.com/lerianstudio/streaming-hub/internal/manifest"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
@@ -52,6 +53,9 @@ type Hub struct {
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
 	Tracing     *telemetry.Provider // spans of ingest, attempts and the API
+	// Manifests fetches producer manifests (MANIFEST_SOURCES), one replica
+	// at a time.
+	Manifests *manifest.Refresher
 
 	ln     net.Listener
 	http   *http.Server
@@ -194,6 +198,14 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return err
 	}
 
+	h.Manifests, err = manifest.New(manifest.Config{
+		Manifests: cfg.Manifests,
+		Store:     h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "manifests"), Now: h.Now,
+	})
+	if err != nil {
+		return err
+	}
+
 	srv, err := api.New(api.Deps{
 		Store:             h.Store,
 		Metrics:           h.Metrics,
@@ -212,6 +224,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Pull:              cfg.Pull,
 		AuthFailureLimit:  cfg.AuthFailureLimit,
 		Tracer:            tracer,
+		HealthWindow:      cfg.Housekeeping.HealthWindow,
 	})
 	if err != nil {
 		return err
@@ -246,6 +259,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		h.goRun("dispatch", func() error { return h.Dispatcher.Run(dispatchCtx) })
 	}
 	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
+	h.goRun("manifests", func() error { h.Manifests.Run(runCtx); return nil })
 	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if cfg.Mode == config.Dev && h.Out != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -61,6 +62,7 @@ type Config struct {
 
 	Pull         Pull
 	Housekeeping Housekeeping
+	Manifests    Manifests
 	// AuthFailureLimit is how many failed authentications a client address
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
@@ -173,6 +175,14 @@ func loadInto(r *reader, mode Mode) Config {
 	r.duration("INBOX_RETENTION", &hk.InboxRetention)
 	r.duration("JOB_RETENTION", &hk.JobRetention)
 	r.duration("HOUSEKEEPING_INTERVAL", &hk.Interval)
+	r.duration("HEALTH_WINDOW", &hk.HealthWindow)
+	r.list("MANIFEST_SOURCES", &c.Manifests.Sources)
+	for _, u := range c.Manifests.Sources {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			r.fail("MANIFEST_SOURCES", "%q is not an http(s) URL", u)
+		}
+	}
+	r.duration("MANIFEST_REFRESH_INTERVAL", &c.Manifests.RefreshInterval)
 
 	r.str("ADMIN_TOKEN", &c.AdminToken)
 	c.KEK = r.key("KEK")

@@ -69,6 +69,12 @@ func Defaults(mode Mode) Config {
 			JobRetention:   7 * 24 * time.Hour,
 			Batch:          1000,
 			Budget:         30 * time.Second,
+			HealthWindow:   720 * time.Hour,
+		},
+		Manifests: Manifests{
+			RefreshInterval: 300 * time.Second,
+			Timeout:         10 * time.Second,
+			MaxBytes:        1 << 20,
 		},
 
 		ShutdownTimeout: 30 * time.Second,
@@ -197,6 +203,17 @@ type Housekeeping struct {
 	// lock for long.
 	Batch  int
 	Budget time.Duration
+	// HealthWindow (HEALTH_WINDOW) is how far back subscription health
+	// reaches: rollups older are pruned, and no health window is longer.
+	HealthWindow time.Duration
+}
+
+// Manifests configures the fetching of producer manifests (MANIFEST_*).
+type Manifests struct {
+	Sources         []string      // MANIFEST_SOURCES: URLs, comma-separated
+	RefreshInterval time.Duration // MANIFEST_REFRESH_INTERVAL
+	Timeout         time.Duration // one fetch, connection to last byte
+	MaxBytes        int           // a larger manifest is refused
 }
 
 // OpenTelemetry defaults (SPEC section 19), for what the standard OTEL_*

@@ -22,6 +22,7 @@ const LockName = "housekeeping"
 type Store interface {
 	store.Retention
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
+	PruneRollups(ctx context.Context, before time.Time) (int, error)
 }
 
 // Config configures a Housekeeper; config.Defaults fills the settings.
@@ -44,6 +45,7 @@ func (c Config) check() error {
 	config.Positive(&ch, "JobRetention", c.JobRetention)
 	config.Positive(&ch, "Batch", c.Batch)
 	config.Positive(&ch, "Budget", c.Budget)
+	config.Positive(&ch, "HealthWindow", c.HealthWindow)
 	return ch.Err()
 }
 
@@ -91,6 +93,11 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 		var err error
 		deleted, err = h.prune(ctx)
 		if err != nil {
+			return err
+		}
+		// Health rollups past the health window (few rows: one per
+		// subscription and 5 minutes).
+		if _, err := h.cfg.Store.PruneRollups(ctx, h.cfg.Now().Add(-h.cfg.HealthWindow)); err != nil {
 			return err
 		}
 		return h.countJobs(ctx)

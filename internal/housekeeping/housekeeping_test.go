@@ -180,3 +180,46 @@ func TestNew_AnIncompleteConfigNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// Health rollups older than the health window are pruned by a pass.
+func TestPass_PrunesRollupsPastTheHealthWindow(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		ctx := context.Background()
+		clock := testkit.NewClock()
+		s := d.Open(t, store.Options{Now: clock.Now})
+		s.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"})
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState, sub.MaxInFlight = hub.VerificationActive, 10
+		if _, err := s.CreateSubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		complete := func(id string) {
+			if _, err := s.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", id)}}); err != nil {
+				t.Fatal(err)
+			}
+			cs, err := s.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute})
+			if err != nil || len(cs) != 1 {
+				t.Fatalf("claimed %d, %v", len(cs), err)
+			}
+			now := clock.Now()
+			if _, err := s.CompleteJobs(ctx, store.CompleteParams{Completions: []store.Completion{{
+				JobLease: store.JobLease{JobID: cs[0].Job.ID, LeaseToken: cs[0].LeaseToken}, Status: hub.JobSucceeded,
+				SubscriptionID: "sub_1", Attempt: &hub.Attempt{ID: hub.NewID("att", now), StartedAt: now, StatusCode: 200},
+			}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		complete("old")
+		clock.Advance(20 * 24 * time.Hour)
+		complete("recent")
+		cfg := newConfig(s)
+		cfg.Now, cfg.HealthWindow = clock.Now, 10*24*time.Hour
+		if _, _, err := newHousekeeper(t, cfg).Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.ListRollups(ctx, "sub_1", time.Time{})
+		if err != nil || len(rs) != 1 || rs[0].Successes != 1 || rs[0].Start.Before(clock.Now().Add(-time.Hour)) {
+			t.Fatalf("rollups left %+v, %v; want the recent one only", rs, err)
+		}
+	})
+}

@@ -52,6 +52,9 @@ type Metrics struct {
 	// Housekeeping.
 	HousekeepingPasses *prometheus.CounterVec // result: ran | skipped | error
 	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events
+
+	// Producer manifests.
+	ManifestRefresh *prometheus.CounterVec // result: ok | error
 }
 
 // New creates and registers every collector, plus the Go and process ones.
@@ -150,6 +153,10 @@ func New() *Metrics {
 			Name: "streaming_hub_housekeeping_passes_total",
 			Help: "Housekeeping passes (retention, job counts): ran here, skipped (another replica held the lock), or failed.",
 		}, []string{"result"}),
+		ManifestRefresh: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_manifest_refresh_total",
+			Help: "Fetches of producer manifests (STREAMING_HUB_MANIFEST_SOURCES): ok (stored), or error (malformed, too large, slow or unreachable: the last good copy stays).",
+		}, []string{"result"}),
 		RetentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_retention_deleted_total",
 			Help: "Rows deleted by retention, by kind.",
@@ -162,7 +169,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
-		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted,
+		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)

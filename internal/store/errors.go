@@ -41,6 +41,8 @@ func UpdateMissed(id string, lookup error) error {
 	return hub.Errorf(hub.ECONFLICT, "subscription %q was modified concurrently; retry", id)
 }
 
+func EventNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "event %q not found", id) }
+
 func DeliveryNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "delivery %q not found", id) }
 
 // Wrap prefixes a non-nil *errp with the driver and the operation that

@@ -37,6 +37,7 @@ type Store interface {
 	Dispatch
 	Retention
 	Secrets
+	Insight
 }
 
 // Options are common to every driver.

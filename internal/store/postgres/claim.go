@@ -315,6 +315,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 			return err
 		}
 		var log attemptArrays
+		var rep store.Report
 		for rows.Next() {
 			var id, status string
 			var n int
@@ -327,6 +328,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 				res.Unstarted++
 			case status == string(hub.JobDeadLettered):
 				res.Poisoned++
+				rep.DeadLettered = append(rep.DeadLettered, id)
 			default:
 				res.Recovered++
 			}
@@ -337,11 +339,12 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(log.ids) == 0 {
-			return nil
+		if len(log.ids) > 0 {
+			if _, err := tx.Exec(ctx, insertAttempts, log.ids, log.jobs, log.started, log.ms, log.status, log.errs, log.bodies); err != nil {
+				return err
+			}
 		}
-		_, err = tx.Exec(ctx, insertAttempts, log.ids, log.jobs, log.started, log.ms, log.status, log.errs, log.bodies)
-		return err
+		return db.report(ctx, tx, rep, now)
 	})
 	if err != nil {
 		return res, err
@@ -402,12 +405,22 @@ func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
 		return 0, err
 	}
 	now := db.opts.Stamp()
-	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs d SET status = 'dead_lettered',
-			dead_letter_reason = CASE WHEN s.deleted_at IS NOT NULL THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
-			completed_at = $1, updated_at = $1
-		FROM subscriptions s
-		WHERE s.id = ANY($2) AND d.subscription_id = s.id AND d.status = 'pending'`, now, off)
-	return int(tag.RowsAffected()), err
+	var dead []string
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE delivery_jobs d SET status = 'dead_lettered',
+				dead_letter_reason = CASE WHEN s.deleted_at IS NOT NULL THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
+				completed_at = $1, updated_at = $1
+			FROM subscriptions s
+			WHERE s.id = ANY($2) AND d.subscription_id = s.id AND d.status = 'pending' RETURNING d.id`, now, off)
+		if err != nil {
+			return err
+		}
+		if dead, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		return db.report(ctx, tx, store.Report{DeadLettered: dead}, now)
+	})
+	return len(dead), err
 }
 
 // CountJobs: see store.CountJobsSQL.

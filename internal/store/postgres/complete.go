@@ -48,12 +48,17 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 	if spans := store.Spans(p.Completions); len(spans) > 0 {
 		queueSpans(b, spans)
 	}
+	queueRollups(b, p.Completions)
 	var spans []store.OpenSpan
 	failing := store.Failing(p.Completions)
 	mayDisable := p.AutoDisable != nil && len(failing) > 0
+	// Dead letters and disables are reported (operational events) before
+	// the commit, which then needs a second step.
+	reports := mayDisable || len(store.DeadLettering(p.Completions, nil)) > 0
 	if mayDisable {
 		queueOpenSpans(b, failing, time.Time{}, &spans)
-	} else {
+	}
+	if !reports {
 		queueNext(b, p, now, &res.Claimed)
 		b.Queue("COMMIT")
 	}
@@ -67,12 +72,23 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 		return store.CompleteResult{}, err
 	}
 	res.Fenced = store.Fenced(p.Completions, written)
-	if !mayDisable {
+	if !reports {
 		return res, nil
 	}
-	res.Disabled = p.AutoDisable.Disable(spans, now)
+	if mayDisable {
+		res.Disabled = p.AutoDisable.Disable(spans, now)
+	}
+	rep := store.Report{Disabled: store.DisabledIDs(res.Disabled), DeadLettered: store.DeadLettering(p.Completions, res.Fenced)}
 	b = &pgx.Batch{}
-	queueDisable(b, res.Disabled, now)
+	if queueDisable(b, res.Disabled, now, &rep.DeadLettered); b.Len() > 0 {
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return store.CompleteResult{}, err
+		}
+	}
+	if err := db.report(ctx, conn, rep, now); err != nil {
+		return store.CompleteResult{}, err
+	}
+	b = &pgx.Batch{}
 	queueNext(b, p, now, &res.Claimed)
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -191,8 +207,9 @@ func queueOpenSpans(b *pgx.Batch, ids []string, cutoff time.Time, out *[]store.O
 }
 
 // queueDisable turns off the subscriptions auto-disable chose, storing the
-// reason each was given, and dead-letters their waiting jobs.
-func queueDisable(b *pgx.Batch, disabled []store.Disabled, now time.Time) {
+// reason each was given, and dead-letters their waiting jobs, whose ids it
+// adds to *dead.
+func queueDisable(b *pgx.Batch, disabled []store.Disabled, now time.Time, dead *[]string) {
 	if len(disabled) == 0 {
 		return
 	}
@@ -202,7 +219,11 @@ func queueDisable(b *pgx.Batch, disabled []store.Disabled, now time.Time) {
 	}
 	b.Queue(`UPDATE subscriptions s SET enabled = false, disabled_at = $3, disabled_reason = v.reason, version = s.version + 1
 		FROM unnest($1::text[], $2::text[]) AS v(id, reason) WHERE s.id = v.id`, ids, reasons, now)
-	b.Queue(deadLetterPendingSQL, ids, hub.DeadLetterSubscriptionDisabled, now)
+	b.Queue(deadLetterPendingSQL, ids, hub.DeadLetterSubscriptionDisabled, now).Query(func(rows pgx.Rows) error {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		*dead = append(*dead, ids...)
+		return err
+	})
 }
 
 // AutoDisable reads the spans that may be due without a lock, then locks
@@ -229,9 +250,13 @@ func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) (_ []store.D
 			return err
 		}
 		disabled = g.Disable(spans, now)
+		rep := store.Report{Disabled: store.DisabledIDs(disabled)}
 		b = &pgx.Batch{}
-		queueDisable(b, disabled, now)
-		return tx.SendBatch(ctx, b).Close()
+		queueDisable(b, disabled, now, &rep.DeadLettered)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return db.report(ctx, tx, rep, now)
 	})
 	if err != nil {
 		return nil, err

@@ -117,6 +117,13 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 	now := db.opts.Stamp()
 	var out hub.Subscription
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		// The update is fenced on the version: if it is written, the row
+		// it replaced is the one read here.
+		var wasEnabled bool
+		if err := tx.QueryRow(ctx, `SELECT enabled FROM subscriptions WHERE id = $1 AND version = $2`, s.ID, s.Version).
+			Scan(&wasEnabled); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 		var err error
 		out, err = scanSubscription(tx.QueryRow(ctx, `UPDATE subscriptions SET
 		name = $3, event_types = $4, destination_type = $5, destination_url = $6, destination_headers = $7,
@@ -128,12 +135,24 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 			s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 			s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight,
 			s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, s.Version))
-		if err != nil || out.Enabled {
+		if err != nil {
 			return err
 		}
-		// A disabled subscription delivers nothing: its waiting jobs are
-		// dead-lettered (replayable once it is enabled again).
-		return deadLetterPending(ctx, tx, []string{s.ID}, hub.DeadLetterSubscriptionDisabled, now)
+		var rep store.Report
+		switch disabled, recovered := store.Transitions(wasEnabled, out); {
+		case disabled:
+			rep.Disabled = []string{s.ID}
+		case recovered:
+			rep.Recovered = []string{s.ID}
+		}
+		if !out.Enabled {
+			// A disabled subscription delivers nothing: its waiting jobs are
+			// dead-lettered (replayable once it is enabled again).
+			if rep.DeadLettered, err = deadLetterPending(ctx, tx, []string{s.ID}, hub.DeadLetterSubscriptionDisabled, now); err != nil {
+				return err
+			}
+		}
+		return db.report(ctx, tx, rep, now)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		_, lookup := db.getSubscription(ctx, s.TenantID, s.ID)
@@ -154,6 +173,10 @@ func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) (err 
 		if tag.RowsAffected() == 0 {
 			return store.SubscriptionNotFound(id)
 		}
-		return deadLetterPending(ctx, tx, []string{id}, hub.DeadLetterSubscriptionDeleted, now)
+		dead, err := deadLetterPending(ctx, tx, []string{id}, hub.DeadLetterSubscriptionDeleted, now)
+		if err != nil {
+			return err
+		}
+		return db.report(ctx, tx, store.Report{DeadLettered: dead}, now)
 	})
 }

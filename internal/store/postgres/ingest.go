@@ -41,6 +41,9 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 			if res.Jobs, err = db.match(ctx, tx, p.Events, outcomes, now); err != nil {
 				return err
 			}
+			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
+				return err
+			}
 		}
 		if len(p.Rejected) > 0 {
 			if err := db.reject(ctx, tx, p.Rejected, now); err != nil {
@@ -55,7 +58,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 	return res, nil
 }
 
-func (db *DB) admit(ctx context.Context, tx pgx.Tx, events []hub.Event, now time.Time) ([]store.Outcome, error) {
+func (db *DB) admit(ctx context.Context, tx pgxtx, events []hub.Event, now time.Time) ([]store.Outcome, error) {
 	roster := make(map[string]*store.RosterEntry)
 	rows, err := tx.Query(ctx,
 		`SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
@@ -174,7 +177,7 @@ func extensionsJSON(ext map[string]string) (any, error) {
 // match creates the delivery jobs of the batch's accepted events, in the
 // ingest transaction: an event is never stored without its jobs, and a
 // subscription change applies to the very next record.
-func (db *DB) match(ctx context.Context, tx pgx.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
+func (db *DB) match(ctx context.Context, tx pgxtx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
 	tenants := store.AcceptedTenants(events, outcomes)
 	if len(tenants) == 0 {
 		return 0, nil

@@ -44,7 +44,7 @@ func jobRow(j hub.Job) []any {
 		j.NextAttemptAt, j.Recoveries, j.DeadLetterReason, j.LastError, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt}
 }
 
-func copyJobs(ctx context.Context, tx pgx.Tx, jobs []hub.Job) error {
+func copyJobs(ctx context.Context, tx pgxtx, jobs []hub.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -57,14 +57,18 @@ func copyJobs(ctx context.Context, tx pgx.Tx, jobs []hub.Job) error {
 }
 
 // deadLetterPendingSQL dead-letters the pending jobs of subscriptions $1
-// with reason $2 at $3.
+// with reason $2 at $3, returning their ids (for store.Report).
 const deadLetterPendingSQL = `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = $2,
-	completed_at = $3, updated_at = $3 WHERE subscription_id = ANY($1) AND status = 'pending'`
+	completed_at = $3, updated_at = $3 WHERE subscription_id = ANY($1) AND status = 'pending' RETURNING id`
 
-// deadLetterPending dead-letters subscriptions' pending jobs.
-func deadLetterPending(ctx context.Context, tx pgx.Tx, subscriptionIDs []string, reason string, now time.Time) error {
-	_, err := tx.Exec(ctx, deadLetterPendingSQL, subscriptionIDs, reason, now)
-	return err
+// deadLetterPending dead-letters subscriptions' pending jobs and returns
+// their ids.
+func deadLetterPending(ctx context.Context, tx pgxtx, subscriptionIDs []string, reason string, now time.Time) ([]string, error) {
+	rows, err := tx.Query(ctx, deadLetterPendingSQL, subscriptionIDs, reason, now)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {

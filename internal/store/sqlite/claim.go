@@ -208,6 +208,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 		if err != nil {
 			return err
 		}
+		var rep store.Report
 		for _, e := range found {
 			var status string
 			if err := tx.QueryRowContext(ctx, `UPDATE delivery_jobs SET
@@ -226,6 +227,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 				continue
 			case status == string(hub.JobDeadLettered):
 				res.Poisoned++
+				rep.DeadLettered = append(rep.DeadLettered, e.id)
 			default:
 				res.Recovered++
 			}
@@ -236,7 +238,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 				return err
 			}
 		}
-		return nil
+		return db.report(ctx, tx, rep, nowUS)
 	})
 	return res, err
 }
@@ -260,16 +262,26 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
 	defer wrap(&err, "DeadLetterOrphans")
 	now := micros(db.opts.Stamp())
-	res, err := db.w.ExecContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered',
-			dead_letter_reason = CASE WHEN (SELECT deleted_at FROM subscriptions s WHERE s.id = delivery_jobs.subscription_id) IS NOT NULL
-				THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
-			completed_at = ?, updated_at = ?
-		WHERE status = 'pending' AND subscription_id IN (SELECT id FROM subscriptions WHERE deleted_at IS NOT NULL OR enabled = 0)`, now, now)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	var dead []string
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered',
+				dead_letter_reason = CASE WHEN (SELECT deleted_at FROM subscriptions s WHERE s.id = delivery_jobs.subscription_id) IS NOT NULL
+					THEN 'subscription_deleted' ELSE 'subscription_disabled' END,
+				completed_at = ?, updated_at = ?
+			WHERE status = 'pending' AND subscription_id IN (SELECT id FROM subscriptions WHERE deleted_at IS NOT NULL OR enabled = 0)
+			RETURNING id`, now, now)
+		if err != nil {
+			return err
+		}
+		if dead, err = collect(rows, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}); err != nil {
+			return err
+		}
+		return db.report(ctx, tx, store.Report{DeadLettered: dead}, now)
+	})
+	return len(dead), err
 }
 
 // CountJobs: see store.CountJobsSQL.

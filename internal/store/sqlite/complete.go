@@ -62,15 +62,23 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 			}
 		}
 		res.Fenced = store.Fenced(p.Completions, written)
+		rep := store.Report{DeadLettered: store.DeadLettering(p.Completions, res.Fenced)}
 		for _, u := range store.Spans(p.Completions) {
 			if err := updateSpan(ctx, tx, u); err != nil {
 				return err
 			}
 		}
 		if failing := store.Failing(p.Completions); p.AutoDisable != nil && len(failing) > 0 {
-			if res.Disabled, err = autoDisable(ctx, tx, failing, *p.AutoDisable, now); err != nil {
+			if res.Disabled, err = autoDisable(ctx, tx, failing, *p.AutoDisable, now, &rep.DeadLettered); err != nil {
 				return err
 			}
+			rep.Disabled = store.DisabledIDs(res.Disabled)
+		}
+		if err := writeRollups(ctx, tx, p.Completions); err != nil {
+			return err
+		}
+		if err := db.report(ctx, tx, rep, nowUS); err != nil {
+			return err
 		}
 		if p.Next != nil {
 			next := *p.Next
@@ -121,8 +129,12 @@ func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) (_ []store.D
 		if err != nil {
 			return err
 		}
-		disabled, err = autoDisable(ctx, tx, candidates, g, now)
-		return err
+		var rep store.Report
+		if disabled, err = autoDisable(ctx, tx, candidates, g, now, &rep.DeadLettered); err != nil {
+			return err
+		}
+		rep.Disabled = store.DisabledIDs(disabled)
+		return db.report(ctx, tx, rep, micros(now))
 	})
 	if err != nil {
 		return nil, err
@@ -132,8 +144,9 @@ func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) (_ []store.D
 
 // autoDisable reads the open failure spans of the enabled, undeleted
 // subscriptions among ids, and disables those Go finds due, storing the
-// reason each was given, and dead-letters their waiting jobs.
-func autoDisable(ctx context.Context, tx *sql.Tx, ids []string, g store.AutoDisable, now time.Time) ([]store.Disabled, error) {
+// reason each was given, and dead-letters their waiting jobs (adding their
+// ids to *dead).
+func autoDisable(ctx context.Context, tx *sql.Tx, ids []string, g store.AutoDisable, now time.Time, dead *[]string) ([]store.Disabled, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -160,9 +173,11 @@ func autoDisable(ctx context.Context, tx *sql.Tx, ids []string, g store.AutoDisa
 			version = version + 1 WHERE id = ?`, nowUS, d.Reason, d.SubscriptionID); err != nil {
 			return nil, err
 		}
-		if err := deadLetterPending(ctx, tx, d.SubscriptionID, hub.DeadLetterSubscriptionDisabled, nowUS); err != nil {
+		ids, err := deadLetterPendingIDs(ctx, tx, d.SubscriptionID, hub.DeadLetterSubscriptionDisabled, nowUS)
+		if err != nil {
 			return nil, err
 		}
+		*dead = append(*dead, ids...)
 	}
 	return disabled, nil
 }

@@ -147,6 +147,13 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 	args = append(args, now, s.ID, s.TenantID, s.Version)
 	var out hub.Subscription
 	err = db.tx(ctx, func(tx *sql.Tx) error {
+		// The update is fenced on the version: if it is written, the row
+		// it replaced is the one read here.
+		var wasEnabled bool
+		if err := tx.QueryRowContext(ctx, `SELECT enabled FROM subscriptions WHERE id = ? AND version = ?`, s.ID, s.Version).
+			Scan(&wasEnabled); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
 		var err error
 		out, err = scanSubscription(tx.QueryRowContext(ctx, `UPDATE subscriptions SET
 		name = ?, event_types = ?, destination_type = ?, destination_url = ?, destination_headers = ?,
@@ -155,10 +162,22 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		failure_first_at = ?, failure_last_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND tenant_id = ? AND version = ? AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, args...))
-		if err != nil || out.Enabled {
+		if err != nil {
 			return err
 		}
-		return deadLetterPending(ctx, tx, s.ID, hub.DeadLetterSubscriptionDisabled, now)
+		var rep store.Report
+		switch disabled, recovered := store.Transitions(wasEnabled, out); {
+		case disabled:
+			rep.Disabled = []string{s.ID}
+		case recovered:
+			rep.Recovered = []string{s.ID}
+		}
+		if !out.Enabled {
+			if rep.DeadLettered, err = deadLetterPendingIDs(ctx, tx, s.ID, hub.DeadLetterSubscriptionDisabled, now); err != nil {
+				return err
+			}
+		}
+		return db.report(ctx, tx, rep, now)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		_, lookup := db.getSubscription(ctx, s.TenantID, s.ID)
@@ -176,6 +195,10 @@ func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) (err 
 		if err := affected(res, err, store.SubscriptionNotFound, id); err != nil {
 			return err
 		}
-		return deadLetterPending(ctx, tx, id, hub.DeadLetterSubscriptionDeleted, now)
+		dead, err := deadLetterPendingIDs(ctx, tx, id, hub.DeadLetterSubscriptionDeleted, now)
+		if err != nil {
+			return err
+		}
+		return db.report(ctx, tx, store.Report{DeadLettered: dead}, now)
 	})
 }

@@ -28,6 +28,9 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 			if res.Jobs, err = match(ctx, tx, p.Events, outcomes, fromMicros(now)); err != nil {
 				return err
 			}
+			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
+				return err
+			}
 		}
 		if len(p.Rejected) > 0 {
 			return db.reject(ctx, tx, p.Rejected, now)

@@ -45,12 +45,6 @@ func insertJobs(ctx context.Context, tx execer, jobs []hub.Job) error {
 	return nil
 }
 
-func deadLetterPending(ctx context.Context, tx execer, subscriptionID, reason string, now int64) error {
-	_, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET status = 'dead_lettered', dead_letter_reason = ?,
-		completed_at = ?, updated_at = ? WHERE subscription_id = ? AND status = 'pending'`, reason, now, now, subscriptionID)
-	return err
-}
-
 func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "ListJobs")
 	before := p.Before

@@ -49,7 +49,10 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		DELETE FROM schema_migrations WHERE version >= 5;
 		UPDATE schema_migrations SET name = 'retention' WHERE version = 4;
 		ALTER TABLE events DROP COLUMN trace_parent;
-		ALTER TABLE events DROP COLUMN trace_state`); err != nil {
+		ALTER TABLE events DROP COLUMN trace_state;
+		DROP TABLE subscription_rollups; DROP TABLE event_types_seen; DROP TABLE manifest_sources;
+		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
+		ALTER TABLE api_keys DROP COLUMN last_used_at`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {

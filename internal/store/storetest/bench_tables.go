@@ -89,6 +89,31 @@ func BenchTables(b *testing.B, s store.Store, history int64) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
 	})
+	// Health is read from rollups and the backlog's partial indexes: its
+	// cost must not grow with the attempt log.
+	b.Run("health", func(b *testing.B) {
+		now := time.Now()
+		for i := 0; i < b.N; i++ {
+			sub := "sub_" + BenchTenant(i%BenchTenants)
+			rs, err := s.ListRollups(ctx, sub, store.HealthFrom(now, 720*time.Hour))
+			if err != nil {
+				b.Fatal(err)
+			}
+			store.Summarize(rs, now, 720*time.Hour)
+			if _, err := s.Backlog(ctx, sub); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+	})
+	b.Run("deliveries-search", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := s.SearchJobs(ctx, store.SearchJobsParams{TenantID: BenchTenant(i % BenchTenants), Limit: 51}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
+	})
 	b.Run("prune", func(b *testing.B) {
 		deleted := 0
 		p := store.PruneParams{SucceededBefore: time.Now(), Batch: 1000}

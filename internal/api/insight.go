@@ -1,0 +1,428 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/manifest"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// Insight (SPEC 20): health, the catalog, lookups, test events and keys.
+
+const defaultHealthWindow = 24 * time.Hour
+
+type healthJSON struct {
+	Window        string           `json:"window"`
+	Attempts      int64            `json:"attempts"`
+	Successes     int64            `json:"successes"`
+	Failures      int64            `json:"failures"`
+	SuccessRate   *float64         `json:"success_rate"`
+	LatencyMS     latencyJSON      `json:"latency_ms"`
+	LastSuccessAt *time.Time       `json:"last_success_at"`
+	LastFailureAt *time.Time       `json:"last_failure_at"`
+	LastError     *string          `json:"last_error"`
+	Backlog       backlogJSON      `json:"backlog"`
+	BreakerState  string           `json:"breaker_state"`
+	FailureSpan   *failureSpanJSON `json:"failure_span"`
+	Buckets       []bucketJSON     `json:"buckets"`
+}
+
+type latencyJSON struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+type backlogJSON struct {
+	Pending      int64 `json:"pending"`
+	InFlight     int64 `json:"in_flight"`
+	DeadLettered int64 `json:"dead_lettered"`
+}
+
+type bucketJSON struct {
+	Start     time.Time `json:"start"`
+	Successes int64     `json:"successes"`
+	Failures  int64     `json:"failures"`
+}
+
+// subscriptionHealth: GET /v1/subscriptions/{id}/health?window=24h, read
+// from the rollups completions keep, never from the attempt log.
+func (s *Server) subscriptionHealth(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	window, label := defaultHealthWindow, "24h"
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > s.deps.HealthWindow {
+			return hub.Errorf(hub.EINVALID, "window: a Go duration above 0 and at most %s (STREAMING_HUB_HEALTH_WINDOW), such as 24h", s.deps.HealthWindow)
+		}
+		window, label = d, v
+	}
+	if window > s.deps.HealthWindow {
+		window = s.deps.HealthWindow
+	}
+	sub, err := s.deps.Store.GetSubscription(r.Context(), tenantID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	rollups, err := s.deps.Store.ListRollups(r.Context(), sub.ID, store.HealthFrom(now, window))
+	if err != nil {
+		return err
+	}
+	backlog, err := s.deps.Store.Backlog(r.Context(), sub.ID)
+	if err != nil {
+		return err
+	}
+	h := store.Summarize(rollups, now, window)
+	view := s.toSubscriptionJSON(sub)
+	out := healthJSON{
+		Window: label, Attempts: h.Attempts, Successes: h.Successes, Failures: h.Failures, SuccessRate: h.SuccessRate,
+		LatencyMS:     latencyJSON{h.P50, h.P95, h.P99},
+		LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt, LastError: optional(h.LastError),
+		Backlog: backlogJSON{Pending: backlog[hub.JobPending], InFlight: backlog[hub.JobInFlight],
+			DeadLettered: backlog[hub.JobDeadLettered]},
+		BreakerState: view.BreakerState, FailureSpan: view.FailureSpan,
+		Buckets: make([]bucketJSON, len(h.Buckets)),
+	}
+	for i, b := range h.Buckets {
+		out.Buckets[i] = bucketJSON(b)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// catalog is the event types tenantID can subscribe to.
+func (s *Server) catalog(r *http.Request, tenantID string) ([]manifest.Entry, error) {
+	seen, err := s.deps.Store.ListTypesSeen(r.Context(), tenantID)
+	if err != nil {
+		return nil, err
+	}
+	sources, err := s.deps.Store.ListManifests(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Catalog(seen, sources), nil
+}
+
+// warnings are a subscription's event types that the catalog does not
+// know; a failure to read it costs the warnings, never the write.
+func (s *Server) warnings(r *http.Request, sub hub.Subscription) []string {
+	cat, err := s.catalog(r, sub.TenantID)
+	if err != nil {
+		s.deps.Logger.Warn("event catalog unavailable for subscription warnings", "err", err)
+		return nil
+	}
+	return manifest.Warnings(sub.EventTypes, cat)
+}
+
+// listEventTypes: GET /v1/event-types.
+func (s *Server) listEventTypes(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	cat, err := s.catalog(r, tenantID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page[manifest.Entry]{Data: cat})
+	return nil
+}
+
+type manifestJSON struct {
+	URL           string     `json:"url"`
+	LastFetchedAt *time.Time `json:"last_fetched_at"`
+	LastSuccessAt *time.Time `json:"last_success_at"`
+	LastError     *string    `json:"last_error"`
+	Publisher     *string    `json:"publisher"`
+	EventCount    int        `json:"event_count"`
+}
+
+// listManifests: GET /v1/admin/manifests, each source as last fetched.
+func (s *Server) listManifests(w http.ResponseWriter, r *http.Request) error {
+	if err := s.requireAdmin(r); err != nil {
+		return err
+	}
+	sources, err := s.deps.Store.ListManifests(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]manifestJSON, 0, len(sources))
+	for _, src := range sources {
+		m := manifestJSON{URL: src.URL, LastFetchedAt: src.LastFetchedAt, LastSuccessAt: src.LastSuccessAt, LastError: optional(src.LastError)}
+		if src.Manifest != nil {
+			if parsed, err := manifest.Parse(src.Manifest); err == nil {
+				m.EventCount = len(parsed.Events)
+				m.Publisher = optional(parsed.Publisher.ServiceName)
+			}
+		}
+		out = append(out, m)
+	}
+	writeJSON(w, http.StatusOK, page[manifestJSON]{Data: out})
+	return nil
+}
+
+type eventDeliveryJSON struct {
+	ID             string        `json:"id"`
+	SubscriptionID string        `json:"subscription_id"`
+	Status         hub.JobStatus `json:"status"`
+	Attempts       int           `json:"attempts"`
+	LastError      *string       `json:"last_error"`
+	CreatedAt      time.Time     `json:"created_at"`
+}
+
+// getEvent: GET /v1/events/{id} (the ce-id), as pulled, with its deliveries.
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	ev, jobs, err := s.deps.Store.GetEvent(r.Context(), tenantID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		eventJSON
+		Deliveries []eventDeliveryJSON `json:"deliveries"`
+	}{eventJSON: toEventJSON(ev), Deliveries: make([]eventDeliveryJSON, len(jobs))}
+	for i, j := range jobs {
+		out.Deliveries[i] = eventDeliveryJSON{ID: j.ID, SubscriptionID: j.SubscriptionID, Status: j.Status,
+			Attempts: j.Attempts, LastError: optional(j.LastError), CreatedAt: j.CreatedAt}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// searchDeliveries: GET /v1/deliveries?status=&subscription_id=&event_id=&since=&until=,
+// the tenant's jobs newest first.
+func (s *Server) searchDeliveries(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	p := store.SearchJobsParams{TenantID: tenantID, SubscriptionID: q.Get("subscription_id"), EventID: q.Get("event_id")}
+	for name, v := range map[string]string{"subscription_id": p.SubscriptionID, "event_id": p.EventID} {
+		if !hub.PlainText(v) || len(v) > 1024 {
+			return hub.Errorf(hub.EINVALID, "%s: must be valid UTF-8 without control characters, at most 1024 bytes", name)
+		}
+	}
+	if v := q.Get("status"); v != "" {
+		if p.Status, err = hub.ParseJobStatus(v); err != nil {
+			return hub.Errorf(hub.EINVALID, "status: %v", err)
+		}
+	}
+	for name, dst := range map[string]*time.Time{"since": &p.Since, "until": &p.Until} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return hub.Errorf(hub.EINVALID, "%s: an RFC 3339 time, such as 2026-01-02T15:04:05Z", name)
+			}
+			*dst = t.UTC()
+		}
+	}
+	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
+		return hub.Errorf(hub.EINVALID, "until: must be after since")
+	}
+	limit, err := limitParam(r, defaultLimit, maxLimit)
+	if err != nil {
+		return err
+	}
+	if p.Before, err = decodeCursor(r, "cursor"); err != nil {
+		return err
+	}
+	p.Limit = limit + 1
+	jobs, err := s.deps.Store.SearchJobs(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	out := make([]jobJSON, len(jobs))
+	for i, j := range jobs {
+		out[i] = toJobJSON(j)
+	}
+	writeJSON(w, http.StatusOK, paginate(out, limit, func(j jobJSON) string { return j.ID }))
+	return nil
+}
+
+// Test events.
+const (
+	testEventType    = "hub.test"
+	maxTestBodyBytes = 64 << 10
+)
+
+type testResultJSON struct {
+	DeliveryID   string  `json:"delivery_id"`
+	StatusCode   *int    `json:"status_code"`
+	DurationMS   int64   `json:"duration_ms"`
+	ResponseBody string  `json:"response_body"`
+	Error        *string `json:"error"`
+}
+
+// testSubscription: POST /v1/subscriptions/{id}/test. One signed attempt
+// right now, whatever the subscription's state; nothing is stored and
+// nothing retried. It spends the tenant's pull tokens.
+func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error {
+	tenantID, err := s.tenantScope(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Type *string         `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	typ := testEventType
+	if req.Type != nil && *req.Type != testEventType {
+		if _, _, err := hub.ParseEventType(*req.Type); err != nil {
+			return hub.Errorf(hub.EINVALID, "type: %v", err)
+		}
+		typ = *req.Type
+	}
+	data := []byte(`{"test":true}`)
+	if len(req.Data) > 0 && string(req.Data) != "null" {
+		if len(req.Data) > maxTestBodyBytes {
+			return hub.Errorf(hub.EINVALID, "data: at most %d bytes", maxTestBodyBytes)
+		}
+		data = req.Data
+	}
+	if ok, retry := s.limiter.allow(tenantID); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		return hub.Errorf(hub.ERATELIMITED, "rate limit reached for tenant %q (shared with pull); retry after %s", tenantID, retry.Round(time.Millisecond))
+	}
+	sub, err := s.deps.Store.GetSubscription(r.Context(), tenantID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	sec, err := s.openSecrets(sub)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	id, deliveryID := "test_"+randomHex(16), hub.NewID("att", now)
+	ceType := "studio.lerian." + strings.TrimPrefix(typ, hub.OperationalPrefix)
+	if strings.HasPrefix(typ, hub.OperationalPrefix) {
+		ceType = hub.OperationalCEType(typ)
+	}
+	headers := http.Header{
+		"X-Lerian-Test":        {"true"},
+		"X-Lerian-Event-Id":    {id},
+		"X-Lerian-Delivery-Id": {deliveryID},
+		"X-Lerian-Event-Type":  {typ},
+		"X-Lerian-Tenant-Id":   {tenantID},
+		"ce-id":                {id},
+		"ce-type":              {ceType},
+		"ce-source":            {hub.OperationalSource},
+		"ce-specversion":       {"1.0"},
+		"ce-time":              {now.Format(time.RFC3339Nano)},
+		"ce-tenantid":          {tenantID},
+		"ce-schemaversion":     {"1.0.0"},
+	}
+	out := testResultJSON{DeliveryID: deliveryID}
+	httpReq, err := webhook.NewRequest(r.Context(), webhook.TargetOf(sub, sec, now), webhook.Message{
+		ID: id, Body: data, ContentType: hub.DefaultContentType, Headers: headers,
+	}, now)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	resp, err := s.deps.Client.Do(httpReq)
+	out.DurationMS = time.Since(start).Milliseconds()
+	if err != nil {
+		out.Error = optional(webhook.Describe(err))
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, hub.MaxResponseBody))
+	code := resp.StatusCode
+	out.StatusCode, out.ResponseBody = &code, store.CleanText(string(body), hub.MaxResponseBody)
+	if code < 200 || code > 299 {
+		out.Error = optional("destination answered " + strconv.Itoa(code))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type keyJSON struct {
+	ID         string     `json:"id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// listKeys: GET /v1/tenants/{id}/keys, never a secret or its hash.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
+	if err := s.requireAdmin(r); err != nil {
+		return err
+	}
+	tenantID := r.PathValue("id")
+	if _, err := s.deps.Store.GetTenant(r.Context(), tenantID); err != nil {
+		return err
+	}
+	keys, err := s.deps.Store.ListAPIKeys(r.Context(), tenantID)
+	if err != nil {
+		return err
+	}
+	out := make([]keyJSON, len(keys))
+	for i, k := range keys {
+		out[i] = keyJSON{ID: k.ID, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt}
+	}
+	writeJSON(w, http.StatusOK, page[keyJSON]{Data: out})
+	return nil
+}
+
+// keyUses remembers when this process last wrote each key's last use, so
+// authentication writes a key at most once a minute (the store's own
+// condition makes that hold across replicas too).
+type keyUses struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (u *keyUses) due(id string, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.last == nil {
+		u.last = make(map[string]time.Time)
+	}
+	if t, ok := u.last[id]; ok && now.Sub(t) < store.KeyTouchInterval && !now.Before(t) {
+		return false
+	}
+	if len(u.last) > 100_000 { // bounded: forgetting only costs one write
+		clear(u.last)
+	}
+	u.last[id] = now
+	return true
+}
+
+// touchKey records a key's use; a failure is logged, never the request's.
+func (s *Server) touchKey(r *http.Request, id string) {
+	now := s.now()
+	if !s.keyUses.due(id, now) {
+		return
+	}
+	if err := s.deps.Store.TouchAPIKey(r.Context(), id, now); err != nil && r.Context().Err() == nil {
+		s.deps.Logger.Warn("recording an API key's last use failed", "key_id", id, "err", err)
+	}
+}
