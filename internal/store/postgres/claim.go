@@ -247,9 +247,14 @@ func (db *DB) RenewLeases(ctx context.Context, p store.RenewParams) (_ []string,
 	}
 	ids, tokens := leaseArrays(p.Leases)
 	now := db.opts.Stamp()
+	// A job whose row another transaction holds (a completion writing its
+	// result, a recovery) is skipped, never waited for: renewals then
+	// neither block behind completions nor deadlock with them.
 	rows, err := db.pool.Query(ctx, `UPDATE delivery_jobs d SET lease_expires_at = $3
-		FROM unnest($1::text[], $2::text[]) AS v(id, token)
-		WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'
+		FROM (SELECT j.id FROM delivery_jobs j JOIN unnest($1::text[], $2::text[]) AS v(id, token)
+		        ON j.id = v.id AND j.lease_token = v.token
+		      WHERE j.status = 'in_flight' ORDER BY j.id FOR UPDATE OF j SKIP LOCKED) s
+		WHERE d.id = s.id
 		RETURNING d.id`, ids, tokens, now.Add(p.Lease))
 	if err != nil {
 		return nil, err
@@ -257,6 +262,24 @@ func (db *DB) RenewLeases(ctx context.Context, p store.RenewParams) (_ []string,
 	renewed, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, err
+	}
+	if len(renewed) < len(p.Leases) {
+		if renewed == nil {
+			renewed = []string{} // <> ALL(NULL) would match nothing
+		}
+		// A skipped job still under this lease is not lost: read (without
+		// waiting for its lock) whether the lease is still the caller's;
+		// the next round renews it.
+		rows, err := db.pool.Query(ctx, `SELECT j.id FROM delivery_jobs j JOIN unnest($1::text[], $2::text[]) AS v(id, token)
+			ON j.id = v.id AND j.lease_token = v.token WHERE j.status = 'in_flight' AND j.id <> ALL($3)`, ids, tokens, renewed)
+		if err != nil {
+			return nil, err
+		}
+		held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		renewed = append(renewed, held...)
 	}
 	return store.Lost(p.Leases, renewed), nil
 }

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	hub "github.com/lerianstudio/streaming-hub"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -59,4 +61,59 @@ func TestInFlightCountDriftIsRepaired(t *testing.T) {
 
 func BenchmarkDispatch(b *testing.B) {
 	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}
+
+// TestRenewLeases_NeverWaitsForALockedJob: a job whose row a completion
+// holds is skipped, not waited for, and still counts as held: renewals
+// neither block behind completions nor deadlock with them.
+func TestRenewLeases_NeverWaitsForALockedJob(t *testing.T) {
+	ctx := context.Background()
+	url := testkit.PostgresURL(t)
+	a, err := postgres.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	sub := storetest.NewSubscription("acme", "sub_1")
+	sub.VerificationState = hub.VerificationActive
+	if _, err := a.CreateSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "evt-1")}}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := a.ClaimJobs(ctx, store.ClaimParams{Batch: 1, Lease: time.Minute})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(cs), err)
+	}
+	claimed := cs[0]
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM delivery_jobs WHERE id = $1 FOR UPDATE`, claimed.Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a safety net: the call must not wait at all
+	defer cancel()
+	lost, err := a.RenewLeases(rctx, store.RenewParams{Leases: []store.JobLease{{JobID: claimed.Job.ID, LeaseToken: claimed.LeaseToken}}, Lease: time.Minute})
+	if err != nil || len(lost) != 0 {
+		t.Fatalf("renewing a locked job: lost %v, err %v", lost, err)
+	}
+	lost, err = a.RenewLeases(rctx, store.RenewParams{Leases: []store.JobLease{{JobID: claimed.Job.ID, LeaseToken: "another"}}, Lease: time.Minute})
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("a lease that is not the caller's: lost %v, err %v", lost, err)
+	}
 }
