@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,16 @@ func Start(t testing.TB, o Options) *Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &app.Hub{Config: cfg, Now: o.Now, Out: o.Out, Telemetry: o.Telemetry}
+	// The hub's log is shown when the test fails: what it did is the first
+	// thing to read then.
+	logs := &testkit.Buffer{}
+	h := &app.Hub{Config: cfg, Now: o.Now, Out: o.Out, Telemetry: o.Telemetry,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the hub's log:\n%s", logs.String())
+		}
+	})
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
