@@ -102,6 +102,20 @@ type SearchJobsParams struct {
 	Limit          int
 }
 
+// IDRange is the id range a search pages through: ids below Before (all
+// when the caller gives none) and, with Since, at or above the lowest id
+// created then; and the page size.
+func (p SearchJobsParams) IDRange() (before, low string, limit int) {
+	before, limit = p.Before, ClampLimit(p.Limit, 50, 1000)
+	if before == "" {
+		before = "\U0010FFFF"
+	}
+	if !p.Since.IsZero() {
+		low = JobIDBound(p.Since)
+	}
+	return before, low, limit
+}
+
 // JobIDBound is the lowest job id created at t or later: job ids start
 // with their creation's millisecond (hub.NewID), so "since" is an id bound
 // the (subscription, id) index serves. Only a lower bound: an id may run

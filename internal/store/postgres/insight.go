@@ -208,15 +208,7 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 // first and merging; a time range is an id range (store.JobIDBound).
 func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "SearchJobs")
-	limit := store.ClampLimit(p.Limit, 50, 1000)
-	before := p.Before
-	if before == "" {
-		before = "\U0010FFFF"
-	}
-	low := ""
-	if !p.Since.IsZero() {
-		low = store.JobIDBound(p.Since)
-	}
+	before, low, limit := p.IDRange()
 	var since, until *time.Time
 	if !p.Since.IsZero() {
 		since = &p.Since

@@ -187,15 +187,10 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 // SearchJobs: see the PostgreSQL driver; the same indexes serve it.
 func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "SearchJobs")
-	limit := store.ClampLimit(p.Limit, 50, 1000)
-	before := p.Before
-	if before == "" {
-		before = "\U0010FFFF"
-	}
-	low := ""
+	before, low, limit := p.IDRange()
 	var since, until any
 	if !p.Since.IsZero() {
-		low, since = store.JobIDBound(p.Since), micros(p.Since)
+		since = micros(p.Since)
 	}
 	if !p.Until.IsZero() {
 		until = micros(p.Until)
