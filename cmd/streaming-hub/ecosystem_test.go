@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -208,7 +207,7 @@ func TestCLI_RejectionsAndOutputForms(t *testing.T) {
 		} `json:"data"`
 		NextCursor *string `json:"next_cursor"`
 	}
-	testkit.Eventually(t, 30*time.Second, "the bad record to be rejected", func() bool {
+	testkit.WaitFor(t, "the bad record to be rejected", func() bool {
 		admin.json(&page, "rejections", "list")
 		return len(page.Data) == 1
 	})

@@ -52,7 +52,7 @@ func TestEndToEnd_HungReceiversBesideHealthyOnesDoNotStallThem(t *testing.T) {
 				l.produce(ceRecord(fmt.Sprintf("ok%d", i), fmt.Sprintf("e-%02d", n), "{}"))
 			}
 		}
-		testkit.Eventually(t, 60*time.Second, "every healthy tenant's 20 events", func() bool {
+		testkit.WaitFor(t, "every healthy tenant's 20 events", func() bool {
 			for _, rc := range healthy {
 				if rc.count() < 20 {
 					return false

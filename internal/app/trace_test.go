@@ -170,7 +170,7 @@ func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
 			kgo.RecordHeader{Key: "tracestate", Value: []byte(producerTS)})
 		l.produce(traced)
 		for want := 1; want <= 3; want++ {
-			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
+			testkit.WaitFor(t, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
 			clock.Advance(time.Minute)
 		}
 
@@ -194,7 +194,7 @@ func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
 		// What the collector got: those three spans, children of the
 		// producer's span, with the HTTP client conventions.
 		var attempts []*tracepb.Span
-		testkit.Eventually(t, 15*time.Second, "three attempt spans exported", func() bool {
+		testkit.WaitFor(t, "three attempt spans exported", func() bool {
 			attempts = otlp.find(func(s *tracepb.Span) bool {
 				return s.Kind == tracepb.Span_SPAN_KIND_CLIENT && hex.EncodeToString(s.TraceId) == producerTrace
 			})
@@ -235,14 +235,14 @@ func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
 		// A record without trace context: its trace starts at ingest, in
 		// the batch's span.
 		l.produce(ceRecord("acme", "evt-plain", ""))
-		testkit.Eventually(t, 15*time.Second, "the plain event's delivery", func() bool { return sink.count() == 4 })
+		testkit.WaitFor(t, "the plain event's delivery", func() bool { return sink.count() == 4 })
 		req, _ := sink.request(3)
 		plainTrace, plainSpan := traceparentOf(t, req.Header.Get("traceparent"))
 		if plainTrace == producerTrace {
 			t.Fatal("an event without trace context joined another event's trace")
 		}
 		var batch, plain []*tracepb.Span
-		testkit.Eventually(t, 15*time.Second, "the ingest span and the attempt span of the plain event", func() bool {
+		testkit.WaitFor(t, "the ingest span and the attempt span of the plain event", func() bool {
 			inTrace := func(kind tracepb.Span_SpanKind) func(*tracepb.Span) bool {
 				return func(s *tracepb.Span) bool { return s.Kind == kind && hex.EncodeToString(s.TraceId) == plainTrace }
 			}
@@ -271,7 +271,7 @@ func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
 			!strings.Contains(page.Data[1].TraceParent, plainTrace) {
 			t.Errorf("pull answer %+v", page.Data)
 		}
-		testkit.Eventually(t, 15*time.Second, "the API request's span", func() bool {
+		testkit.WaitFor(t, "the API request's span", func() bool {
 			return len(otlp.find(func(s *tracepb.Span) bool {
 				return s.Kind == tracepb.Span_SPAN_KIND_SERVER && s.Name == "GET /v1/events" && attr(s, "http.route") == "/v1/events" &&
 					attr(s, "http.response.status_code") == "200"
@@ -333,7 +333,7 @@ func TestTracing_WithoutAnEndpointNothingIsExported(t *testing.T) {
 			l.produce(rec)
 		}
 		for want := 1; want <= 3; want++ {
-			testkit.Eventually(t, 15*time.Second, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
+			testkit.WaitFor(t, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
 			clock.Advance(time.Minute)
 		}
 		var trace0 string

@@ -138,7 +138,7 @@ func checkNames(t *testing.T, what string, queries []string, exported map[string
 func exportedByARunningHub(t *testing.T) map[string]bool {
 	h, _ := startBusyHub(t)
 	var names map[string]bool
-	testkit.Eventually(t, 30*time.Second, "a housekeeping pass and a completed job in /metrics", func() bool {
+	testkit.WaitFor(t, "a housekeeping pass and a completed job in /metrics", func() bool {
 		names = scrape(t, h.URL()+"/metrics")
 		return names["streaming_hub_housekeeping_passes_total"] && names["streaming_hub_jobs_completed_total"]
 	})
@@ -182,7 +182,7 @@ func startBusyHub(t *testing.T) (*devhub.Hub, string) {
 	if err := cl.ProduceSync(ctx, testkit.CERecord(topic, 0, "default", "evt-busy-1"), bad).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	testkit.Eventually(t, 30*time.Second, "the event to be delivered", func() bool { return delivered.Load() > 0 })
+	testkit.WaitFor(t, "the event to be delivered", func() bool { return delivered.Load() > 0 })
 	if st := h.Do("GET", "/v1/events?limit=1", "default", "", nil); st != 200 {
 		t.Fatalf("pull: %d", st)
 	}

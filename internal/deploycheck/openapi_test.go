@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -29,12 +28,12 @@ func TestOpenAPI_RealAnswersHaveEveryRequiredField(t *testing.T) {
 	}
 	h, sub := startBusyHub(t)
 	var jobs struct{ Data []struct{ ID string } }
-	testkit.Eventually(t, 10*time.Second, "the delivery to be listed", func() bool {
+	testkit.WaitFor(t, "the delivery to be listed", func() bool {
 		h.Do("GET", "/v1/subscriptions/"+sub+"/deliveries", "default", "", &jobs)
 		return len(jobs.Data) == 1
 	})
 	var rejections struct{ Data []any }
-	testkit.Eventually(t, 10*time.Second, "the bad record to be kept", func() bool {
+	testkit.WaitFor(t, "the bad record to be kept", func() bool {
 		h.Do("GET", "/v1/admin/rejections", "", "", &rejections)
 		return len(rejections.Data) == 1
 	})

@@ -109,7 +109,7 @@ func TestRenewal_AnAttemptLastingThreeLeasesIsAttemptedOnceAndNeverPoisoned(t *t
 		g := newGate(t, r.sink)
 		r.publish(event("acme", "evt-1"))
 		r.run()
-		testkit.Eventually(t, 10*time.Second, "the attempt is under way", func() bool { h, _, _ := g.counts(); return h == 1 })
+		testkit.WaitFor(t, "the attempt is under way", func() bool { h, _, _ := g.counts(); return h == 1 })
 		// Four leases pass on the clock; the process renews as it goes
 		// (every third of a lease in Run; here at each step) and
 		// maintenance runs after every step.
@@ -123,7 +123,7 @@ func TestRenewal_AnAttemptLastingThreeLeasesIsAttemptedOnceAndNeverPoisoned(t *t
 			}
 		}
 		g.release()
-		testkit.Eventually(t, 10*time.Second, "the slow attempt's result", func() bool { return r.allSucceeded("acme", r.sub.ID, 1) })
+		testkit.WaitFor(t, "the slow attempt's result", func() bool { return r.allSucceeded("acme", r.sub.ID, 1) })
 		j, attempts := r.onlyJob()
 		if _, _, total := g.counts(); total != 1 || j.Attempts != 1 || j.Recoveries != 0 || len(attempts) != 1 {
 			t.Fatalf("%d requests; job %+v with %d attempts logged: want one attempt, no recovery", total, j, len(attempts))
@@ -154,7 +154,7 @@ func TestInFlight_AHungDestinationHoldsOnlyItsShare(t *testing.T) {
 			r.publish(event("globex", fmt.Sprintf("ok-%d", i)))
 		}
 		r.run()
-		testkit.Eventually(t, 30*time.Second, "every delivery to the healthy destination", func() bool {
+		testkit.WaitFor(t, "every delivery to the healthy destination", func() bool {
 			return r.allSucceeded("globex", other.ID, 30)
 		})
 		if holding, most, _ := g.counts(); holding != 3 || most != 3 {
@@ -167,7 +167,7 @@ func TestInFlight_AHungDestinationHoldsOnlyItsShare(t *testing.T) {
 		}
 		// Once it answers, the rest is attempted, once each.
 		g.release()
-		testkit.Eventually(t, 30*time.Second, "the hung destination's jobs", func() bool { return r.allSucceeded("acme", r.sub.ID, 10) })
+		testkit.WaitFor(t, "the hung destination's jobs", func() bool { return r.allSucceeded("acme", r.sub.ID, 10) })
 		for _, j := range r.jobsOf("acme", r.sub.ID) {
 			if j.Attempts != 1 {
 				t.Fatalf("job %+v", j)
@@ -190,7 +190,7 @@ func TestInFlight_TheSetIsBounded(t *testing.T) {
 			r.publish(event("acme", fmt.Sprintf("evt-%d", i)))
 		}
 		r.run()
-		testkit.Eventually(t, 10*time.Second, "the in-flight set filled", func() bool { h, _, _ := g.counts(); return h == 4 })
+		testkit.WaitFor(t, "the in-flight set filled", func() bool { h, _, _ := g.counts(); return h == 4 })
 		time.Sleep(200 * time.Millisecond) // ten idle polls: nothing more goes out
 		if _, most, total := g.counts(); most != 4 || total != 4 {
 			t.Fatalf("%d requests, %d at once; want the bound of 4", total, most)
@@ -200,7 +200,7 @@ func TestInFlight_TheSetIsBounded(t *testing.T) {
 			t.Fatalf("%d jobs leased with 4 attempts in flight: claims must stay within the set", counts[hub.JobInFlight])
 		}
 		g.release()
-		testkit.Eventually(t, 30*time.Second, "every delivery", func() bool { return r.allSucceeded("acme", r.sub.ID, 20) })
+		testkit.WaitFor(t, "every delivery", func() bool { return r.allSucceeded("acme", r.sub.ID, 20) })
 	})
 }
 
@@ -289,7 +289,7 @@ func TestFairness_ANewTenantsJobIsClaimedInTheNextRoundDespiteHandOffs(t *testin
 		}
 		b := r.subscribe("globex", "sub_b", r.sink.URL, rigOptions{})
 		r.run()
-		testkit.Eventually(t, 60*time.Second, "A drained through hand-offs", func() bool {
+		testkit.WaitFor(t, "A drained through hand-offs", func() bool {
 			log.mu.Lock()
 			defer log.mu.Unlock()
 			n := 0
@@ -303,7 +303,7 @@ func TestFairness_ANewTenantsJobIsClaimedInTheNextRoundDespiteHandOffs(t *testin
 		r.publish(event("globex", "b-1"))
 		log.mark()
 		r.d.Wake()
-		testkit.Eventually(t, 30*time.Second, "B's job delivered", func() bool { return r.allSucceeded("globex", b.ID, 1) })
+		testkit.WaitFor(t, "B's job delivered", func() bool { return r.allSucceeded("globex", b.ID, 1) })
 
 		log.mu.Lock()
 		kinds, marked, gotB := log.kinds, log.marked, log.gotB
@@ -364,7 +364,7 @@ func breakerRig(t *testing.T, d testkit.Driver) (*rig, *dispatch.Breakers, *orde
 	}
 	r.publish(evs...)
 	r.run()
-	testkit.Eventually(t, 30*time.Second, "the breaker open and the whole backlog shed", func() bool {
+	testkit.WaitFor(t, "the breaker open and the whole backlog shed", func() bool {
 		waiting := 0
 		for _, j := range r.jobsOf("acme", r.sub.ID) {
 			if j.Status == hub.JobPending && j.NextAttemptAt.After(r.clock.Now()) {
@@ -408,7 +408,7 @@ func TestBreaker_ABacklogDrainsInArrivalOrderWhenTheBreakerCloses(t *testing.T) 
 		r, breakers, o := breakerRig(t, d)
 		r.clock.Advance(31 * time.Second) // the probe is due
 		r.d.Wake()
-		testkit.Eventually(t, 60*time.Second, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
+		testkit.WaitFor(t, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
 		o.inOrder(t, 200)
 		if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerClosed {
 			t.Fatalf("breaker %s", s)
@@ -433,7 +433,7 @@ func TestBreaker_APassingVerifyClosesItAndTheWaitingJobsGoAtOnce(t *testing.T) {
 		if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerClosed {
 			t.Fatalf("breaker %s after a passing verify", s)
 		}
-		testkit.Eventually(t, 60*time.Second, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
+		testkit.WaitFor(t, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
 		o.inOrder(t, 200)
 	})
 }
