@@ -81,7 +81,7 @@ Examples:
   streaming-hub bench -tenants 1 -events 20000 -database postgres://...
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return o, "", err

@@ -81,7 +81,7 @@ Example (the dev hub's broker):
 
 Flags:
 `)
-		fs.PrintDefaults()
+		printFlags(fs)
 		fmt.Fprintf(fs.Output(), "\nEnvironment:\n  %-28s default of --brokers (else %s)\n  %-28s default of --tenant (else default)\n",
 			"STREAMING_HUB_KAFKA_BROKERS", defaultBrokers, envTenant)
 		fmt.Fprint(fs.Output(), `  and the hub's Kafka security variables: STREAMING_HUB_KAFKA_TLS_ENABLED, _CA_CERT, _TLS_CERT,
