@@ -54,6 +54,24 @@ func startLiveWith(t *testing.T, d testkit.Driver, clock *testkit.Clock, more ma
 	return &liveHub{Hub: h, t: t, clock: clock, prod: prod}
 }
 
+// failAt sets the clock to at, produces tenant acme's event id and waits
+// until the hub has dealt with it for subscription subID: attempted (and
+// failed), or shed by the breaker.
+func (l *liveHub) failAt(at time.Time, subID, id string) {
+	l.t.Helper()
+	l.clock.Set(at)
+	l.produce(ceRecord("acme", id, ""))
+	testkit.WaitFor(l.t, "the hub to handle "+id, func() bool {
+		jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: subID, Limit: 100})
+		for _, j := range jobs {
+			if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(l.clock.Now())) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // subscribe stores a verified subscription of tenant to transaction.posted
 // v1 at url, signing with secret.
 func (l *liveHub) subscribe(tenant, url, secret string, schedule []string) hub.Subscription {
@@ -361,17 +379,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		// failAt produces an event at t0+h and waits until the hub has
 		// dealt with it: attempted (and failed), or shed by the breaker.
 		failAt := func(h time.Duration, id string) {
-			clock.Set(t0.Add(h))
-			l.produce(ceRecord("acme", id, ""))
-			testkit.WaitFor(t, "the hub to handle "+id, func() bool {
-				jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
-				for _, j := range jobs {
-					if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(clock.Now())) {
-						return true
-					}
-				}
-				return false
-			})
+			l.failAt(t0.Add(h), sub.ID, id)
 		}
 		failAt(0, "evt-1")
 		failAt(12*time.Hour, "evt-2")

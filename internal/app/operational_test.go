@@ -9,7 +9,6 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
@@ -66,17 +65,7 @@ func TestEndToEnd_OperationalEventsAreDeliveredToTheirSubscribers(t *testing.T) 
 
 		t0 := clock.Now()
 		failAt := func(h time.Duration, id string) {
-			clock.Set(t0.Add(h))
-			l.produce(ceRecord("acme", id, ""))
-			testkit.WaitFor(t, "the hub to handle "+id, func() bool {
-				jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: sub.ID, Limit: 100})
-				for _, j := range jobs {
-					if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(clock.Now())) {
-						return true
-					}
-				}
-				return false
-			})
+			l.failAt(t0.Add(h), sub.ID, id)
 		}
 		failAt(0, "evt-1")
 		failAt(12*time.Hour, "evt-2") // evt-1's retry comes due and fails: exhausted
