@@ -51,24 +51,51 @@ func startLiveWith(t *testing.T, d testkit.Driver, clock *testkit.Clock, more ma
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	return &liveHub{Hub: h, t: t, clock: clock, prod: prod}
+	l := &liveHub{Hub: h, t: t, clock: clock, prod: prod}
+	t.Cleanup(l.dumpJobsOnFailure)
+	return l
+}
+
+// dumpJobsOnFailure logs tenant acme's jobs when the test failed, so a
+// wait that timed out shows where delivery stood.
+func (l *liveHub) dumpJobsOnFailure() {
+	if !l.t.Failed() {
+		return
+	}
+	ctx := context.Background()
+	subs, err := l.Store.ListSubscriptions(ctx, store.ListSubscriptionsParams{TenantID: "acme", Limit: 100})
+	l.t.Logf("acme's jobs at %s (fake clock), err=%v:", l.clock.Now().Format(time.RFC3339), err)
+	for _, s := range subs {
+		jobs, err := l.Store.ListJobs(ctx, store.ListJobsParams{TenantID: "acme", SubscriptionID: s.ID, Limit: 100})
+		l.t.Logf(" subscription %s enabled=%v err=%v", s.ID, s.Enabled, err)
+		for _, j := range jobs {
+			l.t.Logf("  %s event=%s status=%s attempts=%d recoveries=%d next=%s reason=%q last_error=%q",
+				j.ID, j.EventID, j.Status, j.Attempts, j.Recoveries, j.NextAttemptAt.Format(time.RFC3339), j.DeadLetterReason, j.LastError)
+		}
+	}
 }
 
 // failAt sets the clock to at, produces tenant acme's event id and waits
 // until the hub has dealt with it for subscription subID: attempted (and
-// failed), or shed by the breaker.
+// failed), or shed by the breaker; and until no job of subID is in flight,
+// so that every attempt the clock made due finished at this time, not at
+// the next one the test sets.
 func (l *liveHub) failAt(at time.Time, subID, id string) {
 	l.t.Helper()
 	l.clock.Set(at)
 	l.produce(ceRecord("acme", id, ""))
 	testkit.WaitFor(l.t, "the hub to handle "+id, func() bool {
-		jobs, _ := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: subID, Limit: 100})
+		jobs, err := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: subID, Limit: 100})
+		handled := false
 		for _, j := range jobs {
+			if j.Status == hub.JobInFlight {
+				return false
+			}
 			if j.EventID == id && (j.Attempts > 0 || j.Status != hub.JobPending || j.NextAttemptAt.After(l.clock.Now())) {
-				return true
+				handled = true
 			}
 		}
-		return false
+		return err == nil && handled
 	})
 }
 
