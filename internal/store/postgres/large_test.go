@@ -129,6 +129,14 @@ func fill(b *testing.B, conn *pgx.Conn, s store.Store, rows int64) {
 		}
 		fmt.Fprintf(os.Stderr, "fill: %d of %d rows per table (%s)\n", hi, rows, time.Since(start).Round(time.Second))
 	}
+	// The health rollups those jobs' completions wrote: one hourly bucket
+	// per subscription over the seven days.
+	if _, err := conn.Exec(ctx, `INSERT INTO subscription_rollups (subscription_id, bucket_start, successes, h2, last_success_at)
+		SELECT 'sub_t' || lpad(t::text, 3, '0'), date_trunc('hour', now() - interval '7 days') + h * interval '1 hour',
+			$1::bigint / $2 / 168, $1::bigint / $2 / 168, date_trunc('hour', now() - interval '7 days') + h * interval '1 hour'
+		FROM generate_series(0, $2 - 1) AS t, generate_series(0, 167) AS h`, rows, storetest.BenchTenants); err != nil {
+		b.Fatal(err)
+	}
 	for _, q := range []string{
 		`UPDATE tenants t SET last_sequence = (SELECT coalesce(max(sequence), 0) FROM events e WHERE e.tenant_id = t.id)`,
 		`VACUUM ANALYZE events`, `VACUUM ANALYZE delivery_jobs`, `VACUUM ANALYZE delivery_attempts`,
