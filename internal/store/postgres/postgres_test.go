@@ -117,3 +117,18 @@ func TestRenewLeases_NeverWaitsForALockedJob(t *testing.T) {
 		t.Fatalf("a lease that is not the caller's: lost %v, err %v", lost, err)
 	}
 }
+
+// TestRollupsLeaveRoomForHOTUpdates: every completion batch updates its
+// subscriptions' current rollup rows in place; with room on the page those
+// updates write no index entries (the completion path's cost, issue 15).
+func TestRollupsLeaveRoomForHOTUpdates(t *testing.T) {
+	db := testkit.OpenPostgres(t, store.Options{})
+	var opts []string
+	if err := db.Pool().QueryRow(context.Background(),
+		`SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'subscription_rollups'::regclass`).Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(opts) != 1 || opts[0] != "fillfactor=50" {
+		t.Fatalf("subscription_rollups options %v, want [fillfactor=50]", opts)
+	}
+}
