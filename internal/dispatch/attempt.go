@@ -49,6 +49,9 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		return a
 	}
 	if b := d.cfg.Breakers; b != nil {
+		if woken := b.Changed(c.Job.TenantID, c.Subscription.Destination.URL, c.Subscription.UpdatedAt); len(woken) > 0 {
+			d.wakeShed(woken)
+		}
 		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.URL, c.Job.SubscriptionID); !ok {
 			d.shed(a, retryAt)
 			d.cfg.Metrics.Shed.Inc()

@@ -45,6 +45,7 @@ type breaker struct {
 	// probeUntil is when jobs shed while the probe is under way come due.
 	probeUntil time.Time
 	shed       map[string]bool // subscriptions shed since it left closed
+	since      time.Time       // when it left closed
 }
 
 // NewBreakers returns the breakers of a process, tuned by opts
@@ -104,6 +105,23 @@ func (b *Breakers) AllowFor(tenant, url, sub string) (ok bool, retryAt time.Time
 	}
 	// Half-open with the probe under way: its answer decides.
 	return false, br.probeUntil
+}
+
+// Changed closes the breaker of (tenant, url) if it left closed before
+// changedAt, when a subscription sending there was last written by its
+// tenant (a verify, a PATCH, a rotation), and returns the subscriptions it
+// shed. A verify answered by another process closes that process's breaker
+// only; this is how the others learn of it: the jobs the verify made due
+// come to them with the subscription as it now stands (SPEC 8).
+func (b *Breakers) Changed(tenant, url string, changedAt time.Time) (woken []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := breakerKey{tenant, url}
+	br := b.m[k]
+	if br == nil || br.state == BreakerClosed || !changedAt.After(br.since) {
+		return nil
+	}
+	return b.closeLocked(k, br)
 }
 
 // maxShedRemembered bounds the subscriptions a breaker remembers having
@@ -188,6 +206,9 @@ func (b *Breakers) State(tenant, url string) string {
 }
 
 func (b *Breakers) open(br *breaker, d time.Duration) {
+	if br.state == BreakerClosed {
+		br.since = b.now()
+	}
 	br.openFor, br.openUntil, br.probing, br.failures = d, b.now().Add(d), false, 0
 	b.set(br, BreakerOpen)
 }

@@ -468,3 +468,31 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// A verify answered by another process (its API wrote the subscription
+// and made the waiting jobs due, closing only its own breaker) closes this
+// process's breaker too: the woken jobs come with the subscription as it
+// now stands, changed after the breaker opened, and the backlog drains in
+// order without waiting for this breaker's probe (the clock stays within
+// the open period).
+func TestBreaker_AVerifyOnAnotherProcessClosesThisOne(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r, breakers, o := breakerRig(t, d)
+		r.clock.Advance(time.Second)
+		sub, err := r.store.GetSubscription(r.ctx, "acme", r.sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.store.UpdateSubscription(r.ctx, sub); err != nil { // what the other process's verify writes
+			t.Fatal(err)
+		}
+		if _, err := r.store.WakeJobs(r.ctx, []string{r.sub.ID}); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, "the backlog delivered", func() bool { return r.allSucceeded("acme", r.sub.ID, 200) })
+		o.inOrder(t, 200)
+		if s := breakers.State("acme", r.sink.URL); s != dispatch.BreakerClosed {
+			t.Fatalf("breaker %s after the backlog drained", s)
+		}
+	})
+}
