@@ -38,6 +38,7 @@ type Store interface {
 	Retention
 	Secrets
 	Insight
+	Console
 }
 
 // Options are common to every driver.
