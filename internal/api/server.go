@@ -108,6 +108,7 @@ func New(deps Deps) (*Server, error) {
 	s.handle("PATCH", "/v1/tenants/{id}", s.updateTenant)
 	s.handle("POST", "/v1/tenants/{id}/keys", s.createKey)
 	s.handle("DELETE", "/v1/tenants/{id}/keys/{key_id}", s.deleteKey)
+	s.handle("POST", "/v1/tenants/{id}/portal-links", s.createPortalLink)
 
 	s.handle("POST", "/v1/subscriptions", s.createSubscription)
 	s.handle("GET", "/v1/subscriptions", s.listSubscriptions)

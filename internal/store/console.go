@@ -2,6 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -55,3 +59,20 @@ func ConsoleSessionNotFound() error { return hub.Errorf(hub.ENOTFOUND, "console 
 
 // PortalLinkNotFound is the answer for an unknown portal link.
 func PortalLinkNotFound() error { return hub.Errorf(hub.ENOTFOUND, "portal link not found") }
+
+// HashToken is how console session and portal-link tokens are stored: their
+// SHA-256, hex. A token is 32 random bytes, so no salt or stretching is
+// needed.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewToken returns a fresh random token (256 bits, URL-safe).
+func NewToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
