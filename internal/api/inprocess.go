@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // Call serves one API request inside the process as p, through the same
@@ -39,4 +41,31 @@ func (s *Server) Call(ctx context.Context, p Principal, tenantID, method, target
 	rec := httptest.NewRecorder()
 	s.route(rec, req)
 	return rec.Code, rec.Body.Bytes(), nil
+}
+
+// RecentEvents answers a tenant's events newest first, as GET /v1/events
+// shows each event, for the console's events page (the pull API is oldest
+// first by contract). The tenant is checked as every tenant-scoped
+// endpoint checks it. before > 0 keeps only sequences below it.
+func (s *Server) RecentEvents(ctx context.Context, p Principal, tenantID string, before int64, limit int) ([]byte, error) {
+	req, err := http.NewRequestWithContext(WithPrincipal(ctx, p), http.MethodGet, "/v1/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	if tenantID != "" {
+		req.Header.Set("X-Tenant-Id", tenantID)
+	}
+	tenant, err := s.tenantScope(req)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.deps.Store.ListEvents(ctx, store.ListEventsParams{TenantID: tenant, Newest: true, Before: before, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]eventJSON, len(evs))
+	for i, ev := range evs {
+		out[i] = toEventJSON(ev)
+	}
+	return json.Marshal(out)
 }

@@ -68,6 +68,7 @@ type Server struct {
 	// without a wake-up; tests lengthen it to prove the wake-up answers.
 	pullRecheck time.Duration
 	keyUses     keyUses // when each key's last use was written
+	mounts      []mount // other handlers under a path prefix (the console)
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test

@@ -55,7 +55,9 @@ type PortalLink struct {
 }
 
 // ConsoleSessionNotFound is the answer for an unknown or expired session.
-func ConsoleSessionNotFound() error { return hub.Errorf(hub.ENOTFOUND, "console session not found or expired") }
+func ConsoleSessionNotFound() error {
+	return hub.Errorf(hub.ENOTFOUND, "console session not found or expired")
+}
 
 // PortalLinkNotFound is the answer for an unknown portal link.
 func PortalLinkNotFound() error { return hub.Errorf(hub.ENOTFOUND, "portal link not found") }
