@@ -29,15 +29,15 @@ type view struct {
 }
 
 var funcs = template.FuncMap{
-	"link":    safeLink,
-	"pretty":  prettyJSON,
-	"when":    when,
-	"pct":     pct,
-	"str":     str,
-	"num":     num,
-	"path":    url.PathEscape,
-	"query":   url.QueryEscape,
-	"dict":    dict,
+	"link":       safeLink,
+	"pretty":     prettyJSON,
+	"when":       when,
+	"pct":        pct,
+	"str":        str,
+	"num":        num,
+	"path":       url.PathEscape,
+	"query":      url.QueryEscape,
+	"dict":       dict,
 	"hasType":    hasType,
 	"othertypes": otherTypes,
 }
