@@ -120,11 +120,14 @@ func prettyJSON(v any) string {
 		}
 		return raw
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // html/template escapes; show the characters as sent
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(out.String(), "\n")
 }
 
 // when shows an RFC 3339 time as the API sent it, shortened; "—" for none.
