@@ -23,7 +23,7 @@ func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
 		b := h.signIn(key)
 
 		form := b.get("/console/subscriptions/new")
-		if !strings.Contains(form.body, `value="transaction.posted"`) || !strings.Contains(form.body, `<label for="url">`) {
+		if !strings.Contains(form.body, `value="transaction.posted@1"`) || !strings.Contains(form.body, `<label for="url">`) {
 			t.Fatalf("the form's event-type picker lacks the catalog:\n%s", form.body)
 		}
 		// A bad field is named, and what was typed stays.
@@ -32,7 +32,7 @@ func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
 			t.Fatalf("bad url: %d\n%s", got.status, got.body)
 		}
 		got = b.submit("/console/subscriptions/new", "/console/subscriptions", url.Values{
-			"name": {"hooks"}, "url": {rc.URL + "/hook"}, "event_type": {"transaction.posted"}, "other_types": {"account.created@2"},
+			"name": {"hooks"}, "url": {rc.URL + "/hook"}, "event_type": {"transaction.posted@1"}, "other_types": {"account.created@2"},
 			"headers": {"X-Custom: v"}, "retry_schedule": {"5s, 1m"}, "max_in_flight": {"2"}, "enabled": {"1"}})
 		secret := regexp.MustCompile(`value="(whsec_[^"]+)"`).FindStringSubmatch(got.body)
 		if got.status != 201 || secret == nil {
@@ -44,6 +44,10 @@ func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
 			t.Fatalf("created subscription: %s", body)
 		}
 		page := "/console/subscriptions/" + id
+		edit := b.get(page + "/edit")
+		if !strings.Contains(edit.body, `value="transaction.posted@1" checked`) || !strings.Contains(edit.body, `name="other_types" value="account.created@2"`) {
+			t.Fatalf("the edit form does not show the subscription's types:\n%s", edit.body)
+		}
 		if got := b.submit(page, page+"/verify", nil); got.status != 303 || !strings.Contains(got.header.Get("Location"), "done=verified") {
 			t.Fatalf("verify: %d %s\n%s", got.status, got.header.Get("Location"), got.body)
 		}

@@ -187,39 +187,50 @@ func dict(kv ...any) map[string]any {
 	return m
 }
 
-// hasType reports whether a subscription's event_types hold t (the
-// picker's checked boxes).
-func hasType(types any, t any) bool {
+// hasType reports whether a subscription's event_types hold t at schema
+// major major (the picker's checked boxes).
+func hasType(types any, t any, major any) bool {
 	list, _ := types.([]any)
 	for _, e := range list {
-		if m, ok := e.(map[string]any); ok && m["type"] == t {
+		if m, ok := e.(map[string]any); ok && m["type"] == t && majorOf(m["schema_major"]) == majorOf(major) {
 			return true
 		}
 	}
 	return false
 }
 
+func majorOf(v any) int {
+	switch x := v.(type) {
+	case float64:
+		return int(x)
+	case int:
+		return x
+	}
+	return 0
+}
+
 // otherTypes are a subscription's types the catalog's checkboxes do not
-// show (or with another schema major), as the free-text input takes them.
+// show, as the free-text input takes them (type@major).
 func otherTypes(types any, catalog []m) string {
-	inCatalog := map[any]bool{}
+	shown := map[string]bool{}
 	for _, t := range catalog {
-		inCatalog[t["type"]] = true
+		majors, _ := t["schema_majors"].([]any)
+		for _, mj := range majors {
+			shown[fmt.Sprintf("%v@%d", t["type"], majorOf(mj))] = true
+		}
 	}
 	list, _ := types.([]any)
 	var out []string
 	for _, e := range list {
 		t, _ := e.(map[string]any)
-		major, _ := t["schema_major"].(float64)
-		if i, ok := t["schema_major"].(int); ok {
-			major = float64(i)
+		key := fmt.Sprintf("%v@%d", t["type"], majorOf(t["schema_major"]))
+		if shown[key] {
+			continue
 		}
-		switch {
-		case major > 1:
-			out = append(out, fmt.Sprintf("%v@%d", t["type"], int(major)))
-		case !inCatalog[t["type"]]:
-			out = append(out, fmt.Sprint(t["type"]))
+		if majorOf(t["schema_major"]) == 1 {
+			key = fmt.Sprint(t["type"])
 		}
+		out = append(out, key)
 	}
 	return strings.Join(out, ", ")
 }
