@@ -115,7 +115,7 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 		{[]string{"streaming-hub", "ten"}, "tenants"},
 		{[]string{"streaming-hub", "rej"}, "rejections"},
 		{[]string{"streaming-hub", "comp"}, "completion"},
-		{[]string{"streaming-hub", "tenants", ""}, "list get create update help"},
+		{[]string{"streaming-hub", "tenants", ""}, "list get create update portal-link help"},
 		{[]string{"streaming-hub", "subscriptions", "ro"}, "rotate-secret"},
 		{[]string{"streaming-hub", "rejections", ""}, "list help"},
 		{[]string{"streaming-hub", "completion", ""}, "bash zsh fish"},

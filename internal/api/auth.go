@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"net/http"
 	"strings"
@@ -9,10 +10,25 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/apikey"
 )
 
-// principal is who a request acts as: the admin, or one tenant's key.
-type principal struct {
+// Principal is who a request acts as: the admin, or one tenant's key.
+type Principal struct {
 	Admin    bool
 	TenantID string // the key's tenant; empty for the admin
+	// KeyID is the key that authenticated; empty for the admin and for a
+	// console session opened by a portal link.
+	KeyID string
+}
+
+type principal = Principal
+
+type principalKey struct{}
+
+// WithPrincipal marks a request made inside the process (the console's)
+// as already authenticated: the API's handlers then apply their rules
+// (admin only, tenant scope, inactive tenants) to p. No client can set a
+// context value, so nothing from outside reaches this path.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -29,11 +45,42 @@ func bearer(r *http.Request) (string, bool) {
 // hash in constant time). Keys are looked up on every request: deleting one
 // takes effect at once.
 func (s *Server) authenticate(r *http.Request) (principal, error) {
+	if p, ok := r.Context().Value(principalKey{}).(Principal); ok {
+		return p, nil
+	}
 	token, ok := bearer(r)
 	if !ok {
 		s.countAuthFailure("missing")
 		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "missing bearer token")
 	}
+	return s.authenticateToken(r, token)
+}
+
+// SignIn authenticates a token typed into the console's sign-in form by the
+// API's own rules: the same comparisons, the same throttle of failures per
+// client address and key id, the same counter. A tenant key of an inactive
+// tenant is refused as the API refuses it.
+func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
+	token = strings.TrimSpace(token)
+	if token == "" || !hub.PlainText(token) {
+		s.countAuthFailure("missing")
+		return Principal{}, hub.Errorf(hub.EUNAUTHORIZED, "missing token")
+	}
+	p, err := s.authenticateToken(r, token)
+	if err != nil || p.Admin {
+		return p, err
+	}
+	t, err := s.deps.Store.GetTenant(r.Context(), p.TenantID)
+	if err != nil {
+		return Principal{}, err
+	}
+	if t.Status != hub.TenantActive {
+		return Principal{}, hub.Errorf(hub.EFORBIDDEN, "tenant %q is inactive", t.ID)
+	}
+	return p, nil
+}
+
+func (s *Server) authenticateToken(r *http.Request, token string) (principal, error) {
 	keys := []string{clientAddr(r)}
 	id, secret, isKey := apikey.Parse(token)
 	if isKey {
@@ -62,7 +109,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		return principal{}, err
 	}
 	s.touchKey(r, key.ID)
-	return principal{TenantID: key.TenantID}, nil
+	return principal{TenantID: key.TenantID, KeyID: key.ID}, nil
 }
 
 func (s *Server) countAuthFailure(reason string) {

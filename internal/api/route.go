@@ -20,6 +20,12 @@ var methods = []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.M
 // database sees it.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
+	for _, m := range s.mounts {
+		if p == strings.TrimSuffix(m.prefix, "/") || strings.HasPrefix(p, m.prefix) {
+			m.h.ServeHTTP(w, r)
+			return
+		}
+	}
 	if !hub.PlainText(p) || p != path.Clean(p) && p+"/" != path.Clean(p)+"/" || strings.Contains(p, "//") {
 		s.notFound(w)
 		return
@@ -47,4 +53,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) notFound(w http.ResponseWriter) {
 	writeJSON(w, http.StatusNotFound, errorBody{errorDetail{Code: hub.ENOTFOUND, Message: "no such resource"}})
+}
+
+type mount struct {
+	prefix string
+	h      http.Handler
+}
+
+// Mount serves every path under prefix (and prefix without its slash) with
+// h, inside the server's request log and tracing: the console is served
+// this way on every role that serves the API. Call it before Handler.
+func (s *Server) Mount(prefix string, h http.Handler) {
+	s.mounts = append(s.mounts, mount{prefix, h})
 }

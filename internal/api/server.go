@@ -68,6 +68,7 @@ type Server struct {
 	// without a wake-up; tests lengthen it to prove the wake-up answers.
 	pullRecheck time.Duration
 	keyUses     keyUses // when each key's last use was written
+	mounts      []mount // other handlers under a path prefix (the console)
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -108,6 +109,7 @@ func New(deps Deps) (*Server, error) {
 	s.handle("PATCH", "/v1/tenants/{id}", s.updateTenant)
 	s.handle("POST", "/v1/tenants/{id}/keys", s.createKey)
 	s.handle("DELETE", "/v1/tenants/{id}/keys/{key_id}", s.deleteKey)
+	s.handle("POST", "/v1/tenants/{id}/portal-links", s.createPortalLink)
 
 	s.handle("POST", "/v1/subscriptions", s.createSubscription)
 	s.handle("GET", "/v1/subscriptions", s.listSubscriptions)

@@ -17,11 +17,12 @@ func printDevBanner(w io.Writer, h *Hub, secrets devSecretsFile) {
 streaming-hub (%s) is running in dev mode
 
   HTTP API       %s   (OpenAPI: %s/v1/openapi.json)
+  Console        %s/console/   (sign in with the admin token below)
   Kafka broker   %s   (embedded; topics are created on first produce)
   Database       %s
   Tenant         default (seeded)
   Admin token    %s
-`, hub.Version, api, api, broker, redactURL(h.Config.DatabaseURL), h.Config.AdminToken)
+`, hub.Version, api, api, api, broker, redactURL(h.Config.DatabaseURL), h.Config.AdminToken)
 	switch {
 	case secrets.Path == "":
 		fmt.Fprintln(w, "  Secrets        from the environment (STREAMING_HUB_KEK, STREAMING_HUB_ADMIN_TOKEN)")

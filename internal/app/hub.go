@@ -16,6 +16,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/console"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
@@ -229,6 +230,14 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	con, err := console.New(console.Deps{
+		API: srv, Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "console"),
+		FrameAncestors: cfg.Console.FrameAncestors, IdleTimeout: cfg.Console.IdleTimeout, Now: h.Now,
+	})
+	if err != nil {
+		return err
+	}
+	srv.Mount(console.Prefix, con.Handler())
 	h.http = &http.Server{
 		Handler: srv.Handler(),
 		// What one client may hold (SPEC 11): headers, slow starts, idle

@@ -63,6 +63,7 @@ type Config struct {
 	Pull         Pull
 	Housekeeping Housekeeping
 	Manifests    Manifests
+	Console      Console
 	// AuthFailureLimit is how many failed authentications a client address
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
@@ -183,6 +184,10 @@ func loadInto(r *reader, mode Mode) Config {
 		}
 	}
 	r.duration("MANIFEST_REFRESH_INTERVAL", &c.Manifests.RefreshInterval)
+	r.str("CONSOLE_FRAME_ANCESTORS", &c.Console.FrameAncestors)
+	if err := CheckFrameAncestors(c.Console.FrameAncestors); err != nil {
+		r.fail("CONSOLE_FRAME_ANCESTORS", "%s", err)
+	}
 
 	r.str("ADMIN_TOKEN", &c.AdminToken)
 	c.KEK = r.key("KEK")

@@ -95,6 +95,9 @@ func TestLoad_BadValuesNameTheVariable(t *testing.T) {
 		{Serve, nil, []string{"STREAMING_HUB_ADMIN_TOKEN"}, `STREAMING_HUB_ADMIN_TOKEN: required in serve mode`},
 		{Serve, map[string]string{"STREAMING_HUB_ADMIN_TOKEN": "short"}, nil, `STREAMING_HUB_ADMIN_TOKEN: must be at least 16 characters`},
 		{Serve, map[string]string{"STREAMING_HUB_DATABASE_URL": "sqlite:///tmp/x.db"}, nil, `STREAMING_HUB_DATABASE_URL: serve needs PostgreSQL`},
+		{Dev, map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "https://a.example; script-src *"}, nil, `STREAMING_HUB_CONSOLE_FRAME_ANCESTORS: "https://a.example;" is not a source`},
+		{Dev, map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "'none' https://a.example"}, nil, `STREAMING_HUB_CONSOLE_FRAME_ANCESTORS: 'none' must stand alone`},
+		{Dev, map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "javascript:x"}, nil, `STREAMING_HUB_CONSOLE_FRAME_ANCESTORS: "javascript:x" is not a source`},
 	}
 	for _, c := range cases {
 		e := serveEnv()
@@ -230,5 +233,16 @@ func TestUnknown_WarnsWithTheClosestName(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestLoad_ConsoleFrameAncestors(t *testing.T) {
+	c, err := Load(Dev, env(nil))
+	if err != nil || c.Console.FrameAncestors != "'none'" || c.Console.IdleTimeout != 12*time.Hour {
+		t.Fatalf("defaults: %+v, %v", c.Console, err)
+	}
+	c, err = Load(Dev, env(map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "'self' https://app.example.com https://*.example.org"}))
+	if err != nil || c.Console.FrameAncestors != "'self' https://app.example.com https://*.example.org" {
+		t.Fatalf("origins: %+v, %v", c.Console, err)
 	}
 }

@@ -71,6 +71,10 @@ func Defaults(mode Mode) Config {
 			Budget:         30 * time.Second,
 			HealthWindow:   720 * time.Hour,
 		},
+		Console: Console{
+			FrameAncestors: "'none'",
+			IdleTimeout:    12 * time.Hour,
+		},
 		Manifests: Manifests{
 			RefreshInterval: 300 * time.Second,
 			Timeout:         10 * time.Second,
@@ -223,3 +227,13 @@ const (
 	DefaultOTELServiceName = "streaming-hub"
 	DefaultOTLPProtocol    = "http/protobuf"
 )
+
+// Console configures the web console (SPEC 23).
+type Console struct {
+	// FrameAncestors (CONSOLE_FRAME_ANCESTORS) is the CSP frame-ancestors
+	// source list: who may embed the console in a frame. 'none' (the
+	// default) also sends X-Frame-Options: DENY.
+	FrameAncestors string
+	// IdleTimeout is how long a session lives without use (fixed: 12 h).
+	IdleTimeout time.Duration
+}

@@ -38,6 +38,7 @@ type Store interface {
 	Retention
 	Secrets
 	Insight
+	Console
 }
 
 // Options are common to every driver.
@@ -117,6 +118,10 @@ type ListEventsParams struct {
 	After    int64    // only sequences greater than this
 	Types    []string // event types (<resource>.<event>); empty means all
 	Limit    int
+	// Newest lists newest first (the console's view): After is ignored,
+	// and Before > 0 keeps only sequences below it.
+	Newest bool
+	Before int64
 }
 
 // ControlPlane is the part of the store the API's tenants, keys and

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -64,6 +65,16 @@ func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) (_ []hub
 	types := p.Types
 	if types == nil {
 		types = []string{} // NULL would make cardinality() NULL and match nothing
+	}
+	if p.Newest {
+		before := p.Before
+		if before <= 0 {
+			before = math.MaxInt64
+		}
+		return collectEvents(db.pool.Query(ctx, `SELECT `+eventSelect+` FROM events
+			WHERE tenant_id = $1 AND sequence < $2 AND (cardinality($3::text[]) = 0 OR event_type = ANY($3))
+			ORDER BY sequence DESC LIMIT $4`,
+			p.TenantID, before, types, store.ClampLimit(p.Limit, 100, 1000)))
 	}
 	return collectEvents(db.pool.Query(ctx, `SELECT `+eventSelect+` FROM events
 		WHERE tenant_id = $1 AND sequence > $2 AND (cardinality($3::text[]) = 0 OR event_type = ANY($3))

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"math"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -55,14 +56,23 @@ func scanEvent(r scanner) (hub.Event, error) {
 func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) (_ []hub.Event, err error) {
 	defer wrap(&err, "ListEvents")
 	args := []any{p.TenantID, p.After}
-	filter := ""
+	filter, order := "", "sequence"
+	if p.Newest {
+		before := p.Before
+		if before <= 0 {
+			before = math.MaxInt64
+		}
+		args, order = []any{p.TenantID, int64(0)}, "sequence DESC"
+		filter = ` AND sequence < ?`
+		args = append(args, before)
+	}
 	if len(p.Types) > 0 {
-		filter = ` AND event_type IN (` + placeholders(len(p.Types)) + `)`
+		filter += ` AND event_type IN (` + placeholders(len(p.Types)) + `)`
 		args = append(args, anys(p.Types)...)
 	}
 	args = append(args, store.ClampLimit(p.Limit, 100, 1000))
 	rows, err := db.r.QueryContext(ctx, `SELECT `+eventSelect+` FROM events
-		WHERE tenant_id = ? AND sequence > ?`+filter+` ORDER BY sequence LIMIT ?`, args...)
+		WHERE tenant_id = ? AND sequence > ?`+filter+` ORDER BY `+order+` LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}

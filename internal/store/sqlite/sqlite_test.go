@@ -51,6 +51,7 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		ALTER TABLE events DROP COLUMN trace_parent;
 		ALTER TABLE events DROP COLUMN trace_state;
 		DROP TABLE subscription_rollups; DROP TABLE event_types_seen; DROP TABLE manifest_sources;
+		DROP TABLE console_sessions; DROP TABLE portal_links;
 		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
 		ALTER TABLE api_keys DROP COLUMN last_used_at`); err != nil {
 		t.Fatal(err)

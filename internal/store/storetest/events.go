@@ -43,6 +43,16 @@ func testEvents(t *testing.T, open Opener) {
 	if got := fmt.Sprint(list(store.ListEventsParams{Types: []string{"account.created", "transaction.posted"}, After: 4})); got != "[5 6]" {
 		t.Errorf("two types after 4 = %s", got)
 	}
+	// Newest first (the console): Before pages backwards.
+	if got := fmt.Sprint(list(store.ListEventsParams{Newest: true, Limit: 4})); got != "[6 5 4 3]" {
+		t.Errorf("newest, limit 4 = %s", got)
+	}
+	if got := fmt.Sprint(list(store.ListEventsParams{Newest: true, Before: 3})); got != "[2 1]" {
+		t.Errorf("newest before 3 = %s", got)
+	}
+	if got := fmt.Sprint(list(store.ListEventsParams{Newest: true, Types: []string{"account.created"}})); got != "[6 4 2]" {
+		t.Errorf("newest account.created = %s", got)
+	}
 	other, err := e.store.ListEvents(e.ctx, store.ListEventsParams{TenantID: "b"})
 	if err != nil || len(other) != 0 {
 		t.Errorf("another tenant sees %+v, %v", other, err)

@@ -1,3 +1,3 @@
--- PostgreSQL's 012 leaves room on the rollups' pages; SQLite updates rows in
+-- PostgreSQL's 009 leaves room on the rollups' pages; SQLite updates rows in
 -- place and has no such setting. Kept so both drivers number their steps alike.
 SELECT 1;

@@ -1,0 +1,194 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	hubpkg "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+// The console's writes are the API's: what a tenant does in the forms is
+// what the API then shows.
+func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		key := h.tenant("acme")
+		rc := receiver(t, "received")
+		h.ingest(storetest.NewEvent("acme", "seen-1")) // the catalog learns transaction.posted
+		b := h.signIn(key)
+
+		form := b.get("/console/subscriptions/new")
+		if !strings.Contains(form.body, `value="transaction.posted@1"`) || !strings.Contains(form.body, `<label for="url">`) {
+			t.Fatalf("the form's event-type picker lacks the catalog:\n%s", form.body)
+		}
+		// A bad field is named, and what was typed stays.
+		got := b.submit("/console/subscriptions/new", "/console/subscriptions", url.Values{"name": {"hooks"}, "url": {"ftp://nope"}, "event_type": {"transaction.posted"}})
+		if got.status != 400 || !strings.Contains(got.body, "destination.url") || !strings.Contains(got.body, `value="hooks"`) {
+			t.Fatalf("bad url: %d\n%s", got.status, got.body)
+		}
+		got = b.submit("/console/subscriptions/new", "/console/subscriptions", url.Values{
+			"name": {"hooks"}, "url": {rc.URL + "/hook"}, "event_type": {"transaction.posted@1"}, "other_types": {"account.created@2"},
+			"headers": {"X-Custom: v"}, "retry_schedule": {"5s, 1m"}, "max_in_flight": {"2"}, "enabled": {"1"}})
+		secret := regexp.MustCompile(`value="(whsec_[^"]+)"`).FindStringSubmatch(got.body)
+		if got.status != 201 || secret == nil {
+			t.Fatalf("create: %d\n%s", got.status, got.body)
+		}
+		id := regexp.MustCompile(`/console/subscriptions/([^"]+)"`).FindStringSubmatch(got.body)[1]
+		st, body := h.apiCall("GET", "/v1/subscriptions/"+id, "", "acme")
+		if st != 200 || !strings.Contains(body, `"account.created","schema_major":2`) || !strings.Contains(body, `"X-Custom":"v"`) || !strings.Contains(body, `"max_in_flight":2`) {
+			t.Fatalf("created subscription: %s", body)
+		}
+		page := "/console/subscriptions/" + id
+		edit := b.get(page + "/edit")
+		if !strings.Contains(edit.body, `value="transaction.posted@1" checked`) || !strings.Contains(edit.body, `name="other_types" value="account.created@2"`) {
+			t.Fatalf("the edit form does not show the subscription's types:\n%s", edit.body)
+		}
+		if got := b.submit(page, page+"/verify", nil); got.status != 303 || !strings.Contains(got.header.Get("Location"), "done=verified") {
+			t.Fatalf("verify: %d %s\n%s", got.status, got.header.Get("Location"), got.body)
+		}
+		if got := b.submit(page, page+"/test", url.Values{"data": {`{"hello":1}`}}); got.status != 200 || !strings.Contains(got.body, "HTTP 200") || !strings.Contains(got.body, "received") {
+			t.Fatalf("test event: %d\n%s", got.status, got.body)
+		}
+		got = b.submit(page, page+"/rotate-secret", nil)
+		if s2 := regexp.MustCompile(`value="(whsec_[^"]+)"`).FindStringSubmatch(got.body); got.status != 200 || s2 == nil || s2[1] == secret[1] {
+			t.Fatalf("rotate: %d\n%s", got.status, got.body)
+		}
+		if got := b.submit(page+"/edit", page, url.Values{"name": {"renamed"}, "url": {rc.URL + "/v2"}, "event_type": {"transaction.posted"}}); got.status != 303 {
+			t.Fatalf("edit: %d\n%s", got.status, got.body)
+		}
+		if _, body := h.apiCall("GET", "/v1/subscriptions/"+id, "", "acme"); !strings.Contains(body, `"name":"renamed"`) || !strings.Contains(body, "/v2") {
+			t.Fatalf("after edit: %s", body)
+		}
+		// A new URL is verified again before deliveries go there.
+		if got := b.submit(page, page+"/verify", nil); got.status != 303 {
+			t.Fatalf("verify the new url: %d\n%s", got.status, got.body)
+		}
+		// An event, its delivery, a replay of it.
+		h.ingest(storetest.NewEvent("acme", "evt-9"))
+		job := h.jobOf("acme", "evt-9")
+		got = b.submit("/console/deliveries/"+job, "/console/deliveries/"+job+"/replay", nil)
+		if got.status != 303 || !strings.HasPrefix(got.header.Get("Location"), "/console/deliveries/") || strings.Contains(got.header.Get("Location"), job+"?") {
+			t.Fatalf("replay: %d %s", got.status, got.header.Get("Location"))
+		}
+		if got := b.get(got.header.Get("Location")); got.status != 200 || !strings.Contains(got.body, "Replay queued") {
+			t.Fatalf("the replayed delivery: %d\n%s", got.status, got.body)
+		}
+		if got := b.submit(page, page+"/replay", nil); got.status != http.StatusAccepted || !strings.Contains(got.body, "0 dead letters queued again") {
+			t.Fatalf("bulk replay: %d\n%s", got.status, got.body)
+		}
+		if got := b.submit(page, page+"/disable", nil); got.status != 303 {
+			t.Fatalf("disable: %d", got.status)
+		}
+		if got := b.submit(page, page+"/enable", nil); got.status != 303 {
+			t.Fatalf("enable: %d", got.status)
+		}
+		if got := b.submit(page, page+"/delete", nil); got.status != 303 {
+			t.Fatalf("delete: %d", got.status)
+		}
+		if st, _ := h.apiCall("GET", "/v1/subscriptions/"+id, "", "acme"); st != 404 {
+			t.Fatalf("deleted subscription: %d", st)
+		}
+	})
+}
+
+func TestActions_OperatorTenantsAndKeys(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		b := h.signIn(adminToken)
+		if got := b.submit("/console/tenants", "/console/tenants", url.Values{"id": {"initech"}, "name": {"Initech"}}); got.status != 303 {
+			t.Fatalf("create tenant: %d\n%s", got.status, got.body)
+		}
+		got := b.submit("/console/tenants/initech", "/console/tenants/initech/keys", nil)
+		key := regexp.MustCompile(`value="(shk_[^"]+)"`).FindStringSubmatch(got.body)
+		if got.status != 201 || key == nil {
+			t.Fatalf("create key: %d\n%s", got.status, got.body)
+		}
+		h.signIn(key[1]) // the new key signs in
+		if got := b.submit("/console/tenants/initech", "/console/tenants/initech/status", url.Values{"status": {"inactive"}}); got.status != 303 {
+			t.Fatalf("deactivate: %d", got.status)
+		}
+		if _, body := h.apiCall("GET", "/v1/tenants/initech", "", ""); !strings.Contains(body, `"status":"inactive"`) {
+			t.Fatalf("after deactivate: %s", body)
+		}
+		_, keys := h.apiCall("GET", "/v1/tenants/initech/keys", "", "")
+		kid := field(keys, "id")
+		if got := b.submit("/console/tenants/initech", "/console/tenants/initech/delete-key", url.Values{"key_id": {kid}}); got.status != 303 {
+			t.Fatalf("delete key: %d", got.status)
+		}
+		if _, keys := h.apiCall("GET", "/v1/tenants/initech/keys", "", ""); strings.Contains(keys, kid) {
+			t.Fatalf("key still listed: %s", keys)
+		}
+		if got := b.submit("/console/tenants", "/console/tenants", url.Values{"id": {"bad id!"}}); got.status != 400 {
+			t.Errorf("bad tenant id: %d", got.status)
+		}
+		if got := b.submit("/console/tenants/initech", "/console/tenants/initech/portal-link", url.Values{"ttl": {"48h"}}); got.status != 400 || !strings.Contains(got.body, "ttl") {
+			t.Errorf("portal link ttl 48h: %d", got.status)
+		}
+	})
+}
+
+// Hostile content is text: payloads, response bodies, names, headers and
+// rejection reasons are escaped; only http(s) URLs become links.
+func TestEscaping_HostileContentIsInert(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		key := h.tenant("acme")
+		rc := receiver(t, hostile)
+		sub := h.subscription("acme", hostile, rc.URL)
+		ev := storetest.NewEvent("acme", "evil-1")
+		ev.Data = []byte(`{"note":"` + strings.ReplaceAll(hostile, `"`, `\"`) + `","link":"javascript:alert(1)"}`)
+		ev.Source = "javascript:alert(1)"
+		ev.Subject = hostile
+		h.ingest(ev, hubpkg.Rejection{Topic: "t", CEID: hostile, Headers: map[string]string{"ce-type": hostile}, Reason: "missing ce-type " + hostile})
+		job := h.jobOf("acme", "evil-1")
+
+		tenant := h.signIn(key)
+		admin := h.signIn(adminToken)
+		admin.submit("/console/", "/console/tenant", url.Values{"tenant": {"acme"}})
+		pages := []string{"/console/", "/console/subscriptions", "/console/subscriptions/" + sub, "/console/subscriptions/" + sub + "/edit",
+			"/console/events", "/console/events/evil-1", "/console/deliveries", "/console/deliveries/" + job, "/console/event-types"}
+		for _, b := range []*browser{tenant, admin} {
+			for _, p := range pages {
+				got := b.get(p)
+				if got.status != 200 {
+					t.Errorf("GET %s: %d", p, got.status)
+				}
+				assertInert(t, p, got.body)
+			}
+		}
+		got := tenant.get("/console/events/evil-1")
+		if !strings.Contains(got.body, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(got.body, "javascript:alert(1)") {
+			t.Errorf("the payload is not shown as text:\n%s", got.body)
+		}
+		got = tenant.submit("/console/subscriptions/"+sub, "/console/subscriptions/"+sub+"/test", nil)
+		assertInert(t, "test result", got.body)
+		if !strings.Contains(got.body, "&lt;img src=x onerror=alert(1)&gt;") {
+			t.Errorf("the response body is not shown as text:\n%s", got.body)
+		}
+		got = admin.get("/console/rejections")
+		assertInert(t, "rejections", got.body)
+		if !strings.Contains(got.body, "missing ce-type &lt;script&gt;") {
+			t.Errorf("the rejection reason is not shown as text:\n%s", got.body)
+		}
+	})
+}
+
+func assertInert(t *testing.T, where, body string) {
+	t.Helper()
+	for _, bad := range []string{"<script>alert", "<img src=x", `href="javascript:`, "onerror=alert(1)>"} {
+		if strings.Contains(body, bad) {
+			i := strings.Index(body, bad)
+			t.Errorf("%s: %q is live HTML: ...%s...", where, bad, body[max(0, i-80):min(len(body), i+80)])
+		}
+	}
+	for _, m := range regexp.MustCompile(`<script[^>]*>`).FindAllString(body, -1) {
+		if m != `<script src="/console/static/console.js" defer>` {
+			t.Errorf("%s: a script that is not the console's: %s", where, m)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+// The console in headless Chromium, driven by e2e_test.go (which starts the
+// hub, the receiver and a control server, and passes their URLs).
+"use strict";
+const { chromium } = require("playwright-core");
+const path = require("path");
+
+const env = (k) => {
+  if (!process.env[k]) throw new Error(k + " is not set: run this from e2e_test.go");
+  return process.env[k];
+};
+const HUB = env("HUB_URL"), ADMIN = env("ADMIN_TOKEN"), CONTROL = env("CONTROL_URL");
+const RECEIVER = env("RECEIVER_URL"), OTHER_SUB = env("OTHER_SUBSCRIPTION"), EVIL = env("EVIL_URL");
+const SHOTS = env("SCREENSHOTS");
+
+function assert(ok, msg) { if (!ok) throw new Error("assertion failed: " + msg); }
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function control(p) {
+  const res = await fetch(CONTROL + p, { method: "POST" });
+  assert(res.ok, "control " + p + ": " + res.status + " " + (await res.text()));
+}
+
+// watch records what must not happen on a page: console errors, alerts
+// (our own confirm dialogs are accepted), requests to the hostile URL.
+function watch(page, label) {
+  const w = { errors: [], alerts: [], evil: [] , expectError: false };
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    if (w.expectError && m.text().startsWith("Failed to load resource")) return; // the 403/404 page itself
+    w.errors.push(m.text());
+  });
+  page.on("pageerror", (e) => w.errors.push(String(e)));
+  page.on("dialog", async (d) => {
+    if (d.type() === "confirm") { await d.accept(); return; }
+    w.alerts.push(d.type() + ": " + d.message());
+    await d.dismiss();
+  });
+  page.on("request", (r) => { if (r.url().startsWith(EVIL)) w.evil.push(r.url()); });
+  w.check = (where) => {
+    assert(w.errors.length === 0, label + " " + where + ": console errors " + JSON.stringify(w.errors));
+    assert(w.alerts.length === 0, label + " " + where + ": a dialog opened: " + JSON.stringify(w.alerts));
+    assert(w.evil.length === 0, label + " " + where + ": requests to the hostile URL " + JSON.stringify(w.evil));
+  };
+  return w;
+}
+
+let shot = 0;
+async function snap(page, w, name) {
+  shot++;
+  await page.screenshot({ path: path.join(SHOTS, String(shot).padStart(2, "0") + "-" + name + ".png"), fullPage: true });
+  w.check(name);
+  console.log("ok  " + name + "  " + page.url());
+}
+
+// until reloads the page until fn(page) is true.
+async function until(page, what, fn) {
+  for (let i = 0; i < 240; i++) {
+    if (await fn(page)) return;
+    await sleep(250);
+    await page.reload();
+  }
+  throw new Error("timed out waiting for " + what + " on " + page.url());
+}
+
+async function inert(page, where) {
+  const scripts = await page.$$eval("script", (ss) => ss.map((s) => s.getAttribute("src")));
+  assert(scripts.every((s) => s === "/console/static/console.js"), where + ": foreign script " + JSON.stringify(scripts));
+  const imgs = await page.$$eval("img", (is) => is.length);
+  assert(imgs === 0, where + ": an <img> from content rendered");
+  const hrefs = await page.$$eval("a[href]", (as) => as.map((a) => a.getAttribute("href")));
+  assert(!hrefs.some((h) => /^\s*javascript:/i.test(h)), where + ": a javascript: link");
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: env("CHROMIUM"),
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+  try {
+    // 1. The operator signs in.
+    const adminCtx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const admin = await adminCtx.newPage();
+    const aw = watch(admin, "admin");
+    await admin.goto(HUB + "/console/");
+    assert(admin.url().endsWith("/console/signin"), "not sent to sign-in: " + admin.url());
+    await snap(admin, aw, "signin");
+    await admin.getByLabel("Token or API key").fill(ADMIN);
+    await admin.getByRole("button", { name: "Sign in" }).click();
+    await admin.waitForURL(HUB + "/console/");
+    assert(await admin.getByText("Ingest verdicts").isVisible(), "operator overview");
+    await snap(admin, aw, "overview-operator");
+
+    // 2. A tenant and its key.
+    await admin.goto(HUB + "/console/tenants");
+    await admin.getByLabel("Tenant id").fill("acme");
+    await admin.getByLabel("Name", { exact: true }).fill("Acme Corp");
+    await admin.getByRole("button", { name: "Create tenant" }).click();
+    await admin.waitForURL(/\/console\/tenants\/acme/);
+    await snap(admin, aw, "tenant");
+    await admin.getByRole("button", { name: "Create API key" }).click();
+    const key = await admin.locator("#secret").inputValue();
+    assert(key.startsWith("shk_"), "API key shown: " + key);
+    await snap(admin, aw, "key-created");
+
+    // 3. A portal link, opened in a fresh browser.
+    await admin.goto(HUB + "/console/tenants/acme");
+    await admin.getByLabel("Valid for").selectOption("1h");
+    await admin.getByRole("button", { name: "Create portal link" }).click();
+    const link = await admin.locator("#secret").inputValue();
+    assert(link.startsWith("/console/portal/"), "portal link: " + link);
+    await snap(admin, aw, "portal-link");
+
+    const portalCtx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const tp = await portalCtx.newPage();
+    const tw = watch(tp, "portal");
+    await tp.goto(HUB + link);
+    assert(tp.url() === HUB + "/console/", "portal link lands on the overview: " + tp.url());
+    assert(await tp.getByText("tenant acme").isVisible(), "portal session is acme's");
+    await snap(tp, tw, "overview-tenant-empty");
+
+    // 4. A subscription to the local receiver, verified, tested.
+    await tp.getByRole("link", { name: "Subscriptions", exact: true }).click();
+    await tp.getByRole("link", { name: "New subscription" }).click();
+    await tp.getByLabel("Name", { exact: true }).fill("ledger-hooks");
+    await tp.getByLabel("Destination URL (webhook)").fill(RECEIVER + "/hook");
+    await tp.getByLabel(/Other types/).fill("transaction.posted");
+    await tp.getByLabel(/Retry schedule/).fill("1s");
+    await snap(tp, tw, "subscription-form");
+    await tp.getByRole("button", { name: "Create" }).click();
+    const secret = await tp.locator("#secret").inputValue();
+    assert(secret.startsWith("whsec_"), "signing secret shown once: " + secret);
+    await snap(tp, tw, "subscription-created");
+    await tp.getByRole("link", { name: "Go to the subscription" }).click();
+    const subURL = tp.url();
+    await tp.getByRole("button", { name: "Verify" }).click();
+    assert(await tp.getByText("Verified").isVisible(), "verified");
+    await tp.locator("summary", { hasText: "Send a test event" }).click();
+    await tp.getByRole("button", { name: "Send test event" }).click();
+    assert(await tp.getByText("HTTP 200").isVisible(), "test event answered 200");
+    await inert(tp, "test result");
+    await snap(tp, tw, "test-event");
+
+    // 5. An event through Kafka: its delivery, attempt log, replay.
+    await control("/produce?tenant=acme&id=evt-e2e-1");
+    await tp.goto(HUB + "/console/deliveries?event_id=evt-e2e-1");
+    await until(tp, "the delivery to succeed", async (p) => (await p.locator("td .state-succeeded").count()) > 0);
+    await snap(tp, tw, "deliveries");
+    await tp.locator("tbody tr td a").first().click();
+    assert(await tp.getByRole("heading", { name: "Attempt log" }).isVisible(), "attempt log");
+    assert(await tp.getByText("HTTP 200").first().isVisible(), "attempt status");
+    const body = await tp.locator(".attempts pre").first().textContent();
+    assert(body.includes("<script>") && body.includes("onerror"), "response body shown as text: " + body);
+    await inert(tp, "delivery");
+    await snap(tp, tw, "delivery-attempt-log");
+    await tp.getByRole("button", { name: "Replay" }).click(); // confirm() accepted
+    assert(await tp.getByText("Replay queued").isVisible(), "replayed");
+    await until(tp, "the replay to succeed", async (p) => (await p.locator(".state-succeeded").count()) > 0);
+    await snap(tp, tw, "delivery-replayed");
+
+    // 6. The event itself: newest first, looked up by ce-id, payload inert.
+    await tp.goto(HUB + "/console/events");
+    await tp.getByLabel("Look up by ce-id").fill("evt-e2e-1");
+    await tp.getByRole("button", { name: "Find" }).click();
+    const payload = await tp.locator("pre").first().textContent();
+    assert(payload.includes("<script>") && payload.includes("javascript:"), "payload shown as text: " + payload);
+    assert(payload.includes('\n  "'), "payload pretty-printed: " + payload);
+    await inert(tp, "event");
+    await snap(tp, tw, "event");
+
+    // 7. A dead letter, and its bulk replay.
+    await control("/produce?tenant=acme&id=fail-e2e-1");
+    await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-1");
+    await until(tp, "the first failed attempt", async (p) => (await p.locator("tbody tr").count()) > 0 && (await p.locator("td", { hasText: "500" }).count()) > 0);
+    await control("/advance?d=2s");
+    await tp.goto(subURL);
+    await until(tp, "the dead letter", async (p) => (await p.getByRole("button", { name: "Replay dead letters" }).count()) > 0);
+    await snap(tp, tw, "subscription-dead-letter");
+    await control("/heal");
+    await tp.getByRole("button", { name: "Replay dead letters" }).click();
+    assert(await tp.getByText("1 dead letters queued again").isVisible(), "bulk replay");
+    await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-1&status=succeeded");
+    await until(tp, "the replayed dead letter to succeed", async (p) => (await p.locator("td .state-succeeded").count()) > 0);
+    await tp.goto(subURL);
+    assert((await tp.locator("svg rect").count()) > 0, "the health chart has bars");
+    await inert(tp, "subscription");
+    await snap(tp, tw, "subscription");
+
+    // 8. Every tenant page once more, inert, at 390 px too.
+    for (const p of ["/console/", "/console/subscriptions", "/console/deliveries", "/console/events", "/console/event-types"]) {
+      await tp.goto(HUB + p);
+      await inert(tp, p);
+      await snap(tp, tw, "tenant" + p.replace(/\//g, "-"));
+    }
+    await tp.setViewportSize({ width: 390, height: 844 });
+    await tp.goto(subURL);
+    const overflow = await tp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert(overflow <= 1, "the subscription page scrolls sideways at 390 px by " + overflow + " px");
+    await snap(tp, tw, "subscription-390px");
+    await tp.setViewportSize({ width: 1280, height: 800 });
+
+    // 9. Another tenant's subscription is the 404 page.
+    tw.expectError = true;
+    const res = await tp.goto(HUB + "/console/subscriptions/" + OTHER_SUB);
+    assert(res.status() === 404, "another tenant's subscription: " + res.status());
+    assert(await tp.getByRole("heading", { name: "Not found" }).isVisible(), "the 404 page");
+    assert(!(await tp.content()).includes("globex-secret-hooks"), "globex's subscription shown");
+    await snap(tp, tw, "other-tenant-404");
+
+    // 10. A cross-site form post is refused.
+    const cross = await tp.goto(CONTROL + "/crosssite?target=" + encodeURIComponent(subURL + "/delete"));
+    assert(cross.ok(), "cross-site page");
+    const [answer] = await Promise.all([tp.waitForNavigation(), tp.click("#go")]);
+    assert(answer.status() === 403, "cross-site post: " + answer.status());
+    await snap(tp, tw, "cross-site-refused");
+    await tp.goto(subURL);
+    assert(await tp.getByRole("heading", { name: "ledger-hooks" }).isVisible(), "the subscription survived the cross-site post");
+    tw.expectError = false;
+
+    // 11. Operator pages.
+    aw.expectError = false;
+    for (const p of ["/console/", "/console/tenants", "/console/rejections", "/console/manifests"]) {
+      await admin.goto(HUB + p);
+      await inert(admin, p);
+      await snap(admin, aw, "operator" + p.replace(/\//g, "-"));
+    }
+
+    // 12. An expired portal link opens nothing.
+    await control("/advance?d=2h");
+    const lateCtx = await browser.newContext();
+    const late = await lateCtx.newPage();
+    const lw = watch(late, "late");
+    lw.expectError = true;
+    const lr = await late.goto(HUB + link);
+    assert(lr.status() === 404, "expired portal link: " + lr.status());
+    assert(await late.getByText("expired").isVisible(), "the expired-link page");
+    await snap(late, lw, "portal-link-expired");
+    await late.goto(HUB + "/console/");
+    assert(late.url().endsWith("/console/signin"), "an expired link opened a session: " + late.url());
+    console.log("browser test passed: " + shot + " pages");
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,200 @@
+package console
+
+import (
+	"math"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// rates turns the process's counters into per-second rates: each operator
+// overview samples them, and a rate is measured against the oldest sample
+// of the last five minutes (the first view has none yet).
+type rates struct {
+	mu      sync.Mutex
+	samples []sample
+}
+
+type sample struct {
+	at     time.Time
+	values map[string]float64
+}
+
+const rateWindow = 5 * time.Minute
+
+func newRates() *rates { return &rates{} }
+
+// observe records now's values and returns the per-second rates since the
+// oldest kept sample, and over how long (0: no rate yet).
+func (rt *rates) observe(now time.Time, values map[string]float64) (map[string]float64, time.Duration) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for len(rt.samples) > 1 && now.Sub(rt.samples[1].at) >= rateWindow {
+		rt.samples = rt.samples[1:]
+	}
+	if len(rt.samples) > 0 && now.Sub(rt.samples[0].at) > 2*rateWindow {
+		rt.samples = nil // too old to say anything about now
+	}
+	var out map[string]float64
+	var over time.Duration
+	if len(rt.samples) > 0 {
+		first := rt.samples[0]
+		if over = now.Sub(first.at); over >= time.Second {
+			out = map[string]float64{}
+			for k, v := range values {
+				out[k] = math.Max(0, v-first.values[k]) / over.Seconds()
+			}
+		} else {
+			over = 0
+		}
+	}
+	if len(rt.samples) == 0 || now.Sub(rt.samples[len(rt.samples)-1].at) >= time.Second {
+		rt.samples = append(rt.samples, sample{now, values})
+	}
+	if len(rt.samples) > 600 {
+		rt.samples = rt.samples[len(rt.samples)-600:]
+	}
+	return out, over
+}
+
+// operatorStats reads the overview's figures from this process's metrics
+// and the store.
+func (c *Console) operatorStats(r *http.Request) m {
+	fams, err := c.deps.Metrics.Registry.Gather()
+	if err != nil {
+		c.deps.Logger.Warn("reading metrics for the console failed", "err", err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	counters := map[string]float64{}
+	verdicts := []string{}
+	for _, mt := range metricsOf(byName, "streaming_hub_ingest_records_total") {
+		v := label(mt, "verdict")
+		if _, ok := counters["ingest:"+v]; !ok {
+			verdicts = append(verdicts, v)
+		}
+		counters["ingest:"+v] += mt.GetCounter().GetValue()
+	}
+	sort.Strings(verdicts)
+	for _, mt := range metricsOf(byName, "streaming_hub_delivery_attempts_total") {
+		counters["attempts:"+label(mt, "outcome")] += mt.GetCounter().GetValue()
+	}
+	perSec, over := c.rates.observe(c.now(), counters)
+
+	out := m{"RateOver": over.Round(time.Second).String(), "HasRates": perSec != nil}
+	var ingest []m
+	for _, v := range verdicts {
+		row := m{"Verdict": v, "Total": counters["ingest:"+v]}
+		if perSec != nil {
+			row["PerSec"] = perSec["ingest:"+v]
+		}
+		ingest = append(ingest, row)
+	}
+	out["Ingest"] = ingest
+	succ, fail := counters["attempts:success"], counters["attempts:failure"]
+	out["Attempts"] = succ + fail
+	if succ+fail > 0 {
+		out["SuccessRate"] = succ / (succ + fail)
+	}
+	if perSec != nil {
+		out["DeliveriesPerSec"] = perSec["attempts:success"] + perSec["attempts:failure"]
+		if d := perSec["attempts:success"] + perSec["attempts:failure"]; d > 0 {
+			out["RecentSuccessRate"] = perSec["attempts:success"] / d
+		}
+	}
+	lag, lagSeen := 0.0, false
+	for _, mt := range metricsOf(byName, "streaming_hub_consumer_lag") {
+		lag += mt.GetGauge().GetValue()
+		lagSeen = true
+	}
+	if lagSeen {
+		out["Lag"] = lag
+	}
+	for _, mt := range metricsOf(byName, "streaming_hub_breakers_open") {
+		out["BreakersOpen"] = mt.GetGauge().GetValue()
+	}
+	for _, mt := range metricsOf(byName, "streaming_hub_jobs") {
+		if label(mt, "status") == "dead_lettered" {
+			out["DeadLetters"] = mt.GetGauge().GetValue()
+		}
+	}
+	for _, mt := range metricsOf(byName, "streaming_hub_delivery_end_to_end_seconds") {
+		if q, ok := quantile(mt.GetHistogram(), 0.99); ok {
+			out["P99"] = (time.Duration(q * float64(time.Second))).Round(time.Millisecond).String()
+		}
+	}
+	out["Disabled"] = c.autoDisabled(r)
+	return out
+}
+
+func metricsOf(byName map[string]*dto.MetricFamily, name string) []*dto.Metric {
+	if f := byName[name]; f != nil {
+		return f.GetMetric()
+	}
+	return nil
+}
+
+func label(mt *dto.Metric, name string) string {
+	for _, l := range mt.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// quantile estimates a quantile from cumulative buckets, as Prometheus's
+// histogram_quantile does (linear within the bucket).
+func quantile(h *dto.Histogram, q float64) (float64, bool) {
+	total := float64(h.GetSampleCount())
+	if h == nil || total == 0 {
+		return 0, false
+	}
+	rank := q * total
+	prevBound, prevCount := 0.0, 0.0
+	for _, b := range h.GetBucket() {
+		cnt := float64(b.GetCumulativeCount())
+		if cnt >= rank {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				return prevBound, true
+			}
+			if cnt == prevCount {
+				return b.GetUpperBound(), true
+			}
+			return prevBound + (b.GetUpperBound()-prevBound)*(rank-prevCount)/(cnt-prevCount), true
+		}
+		prevBound, prevCount = b.GetUpperBound(), cnt
+	}
+	return prevBound, true
+}
+
+// autoDisabled lists subscriptions the hub disabled (disabled_reason set),
+// over the first 200 tenants and 500 subscriptions each.
+func (c *Console) autoDisabled(r *http.Request) []m {
+	ts, err := c.deps.Store.ListTenants(r.Context(), store.ListTenantsParams{Limit: 200})
+	if err != nil {
+		c.deps.Logger.Warn("listing tenants for the console failed", "err", err)
+		return nil
+	}
+	var out []m
+	for _, t := range ts {
+		subs, err := c.deps.Store.ListSubscriptions(r.Context(), store.ListSubscriptionsParams{TenantID: t.ID, Limit: 500})
+		if err != nil {
+			c.deps.Logger.Warn("listing subscriptions for the console failed", "err", err)
+			return out
+		}
+		for _, s := range subs {
+			if s.DisabledReason != "" && !s.Enabled {
+				out = append(out, m{"Tenant": t.ID, "ID": s.ID, "Name": s.Name, "Reason": s.DisabledReason})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,280 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	hub "github.com/lerianstudio/streaming-hub"
+)
+
+// newestEvents lists the tenant's events newest first, 50 a page.
+func (c *Console) newestEvents(r *http.Request, s *session, before string) ([]m, string, error) {
+	b, _ := strconv.ParseInt(before, 10, 64)
+	data, err := c.deps.API.RecentEvents(r.Context(), s.Principal, s.Tenant, b, 51)
+	if err != nil {
+		code := hub.ErrorCode(err)
+		status := map[string]int{hub.ENOTFOUND: 404, hub.EFORBIDDEN: 403, hub.EINVALID: 400}[code]
+		if status == 0 {
+			return nil, "", err
+		}
+		return nil, "", &apiError{Status: status, Code: code, Message: hub.ErrorMessage(err)}
+	}
+	var evs []m
+	if err := json.Unmarshal(data, &evs); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(evs) > 50 {
+		evs = evs[:50]
+		next = num(evs[49]["sequence"])
+	}
+	return evs, next, nil
+}
+
+// form is what the create and edit forms show: the subscription (or what
+// was typed), the catalog for the picker, and an error naming the field.
+func (c *Console) subscriptionForm(w http.ResponseWriter, r *http.Request, s *session, status int, sub m, errMsg string) {
+	var cat struct{ Data []m }
+	if err := c.call(r, s, "GET", "/v1/event-types", nil, &cat); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	title := "New subscription"
+	if sub["id"] != nil {
+		title = "Edit " + str(sub["name"])
+	}
+	c.show(w, r, s, status, "subscription_form", "subscriptions", title, m{"Sub": sub, "Catalog": cat.Data, "Error": errMsg})
+}
+
+func (c *Console) newSubscription(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "subscriptions", "New subscription") {
+		return
+	}
+	c.subscriptionForm(w, r, s, http.StatusOK, m{"enabled": true, "max_in_flight": float64(1)}, "")
+}
+
+func (c *Console) editSubscription(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "subscriptions", "Edit subscription") {
+		return
+	}
+	var sub m
+	if err := c.call(r, s, "GET", "/v1/subscriptions/"+url.PathEscape(r.PathValue("id")), nil, &sub); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.subscriptionForm(w, r, s, http.StatusOK, sub, "")
+}
+
+// subscriptionRequest turns the form into the API's request body. New
+// destination kinds or fields add their inputs here and in the template.
+func subscriptionRequest(r *http.Request, creating bool) m {
+	f := r.PostForm
+	var types []m
+	seen := map[string]bool{}
+	add := func(t string) {
+		t = strings.TrimSpace(t)
+		if t == "" || seen[t] {
+			return
+		}
+		seen[t] = true
+		major := 1
+		if name, v, ok := strings.Cut(t, "@"); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				t, major = name, n
+			}
+		}
+		types = append(types, m{"type": t, "schema_major": major})
+	}
+	for _, t := range f["event_type"] {
+		add(t)
+	}
+	for _, t := range strings.Split(f.Get("other_types"), ",") {
+		add(t)
+	}
+	headers := map[string]string{}
+	for _, line := range strings.Split(f.Get("headers"), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+			headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	dest := m{"type": "webhook", "url": strings.TrimSpace(f.Get("url")), "headers": headers}
+	switch f.Get("auth_type") {
+	case "bearer":
+		dest["auth"] = m{"type": "bearer", "token": f.Get("auth_token")}
+	case "basic":
+		dest["auth"] = m{"type": "basic", "username": f.Get("auth_username"), "password": f.Get("auth_password")}
+	case "header":
+		dest["auth"] = m{"type": "header", "name": f.Get("auth_name"), "value": f.Get("auth_value")}
+	}
+	body := m{"name": strings.TrimSpace(f.Get("name")), "event_types": types, "destination": dest}
+	if types == nil {
+		body["event_types"] = []m{}
+	}
+	if rs := strings.TrimSpace(f.Get("retry_schedule")); rs != "" {
+		var sched []string
+		for _, d := range strings.Split(rs, ",") {
+			sched = append(sched, strings.TrimSpace(d))
+		}
+		body["retry_schedule"] = sched
+	}
+	if v := strings.TrimSpace(f.Get("max_in_flight")); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			body["max_in_flight"] = n
+		} else {
+			body["max_in_flight"] = v // the API names the field
+		}
+	}
+	if creating {
+		body["enabled"] = f.Get("enabled") != ""
+	}
+	return body
+}
+
+// echo is what the form shows again after the API refused it.
+func echo(body m, id string) m {
+	out := m{}
+	for k, v := range body {
+		out[k] = v
+	}
+	if id != "" {
+		out["id"] = id
+	}
+	var types []any
+	if ts, ok := body["event_types"].([]m); ok {
+		for _, t := range ts {
+			types = append(types, map[string]any(t))
+		}
+	}
+	out["event_types"] = types
+	return out
+}
+
+func (c *Console) createSubscription(w http.ResponseWriter, r *http.Request, s *session) {
+	body := subscriptionRequest(r, true)
+	var created m
+	if err := c.call(r, s, "POST", "/v1/subscriptions", body, &created); err != nil {
+		if ae, ok := err.(*apiError); ok && (ae.Status == 400 || ae.Status == 409) {
+			c.subscriptionForm(w, r, s, ae.Status, echo(body, ""), ae.Message)
+			return
+		}
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusCreated, "secret", "subscriptions", "Subscription created", m{
+		"Sub": created, "Secret": created["signing_secret"], "Warnings": created["warnings"],
+		"Message": "Subscription created. Copy its signing secret now: it is shown only this once. Then verify the destination.",
+	})
+}
+
+func (c *Console) updateSubscription(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	body := subscriptionRequest(r, false)
+	if _, ok := body["destination"].(m)["auth"]; !ok && r.PostForm.Get("auth_type") == "none" {
+		body["destination"].(m)["auth"] = nil
+	}
+	if err := c.call(r, s, "PATCH", "/v1/subscriptions/"+url.PathEscape(id), body, nil); err != nil {
+		if ae, ok := err.(*apiError); ok && (ae.Status == 400 || ae.Status == 409) {
+			c.subscriptionForm(w, r, s, ae.Status, echo(body, id), ae.Message)
+			return
+		}
+		c.fail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"subscriptions/"+url.PathEscape(id)+"?done=updated", http.StatusSeeOther)
+}
+
+// subscriptionAction: verify, rotate-secret, test, enable, disable,
+// delete, replay (the dead letters, in bulk).
+func (c *Console) subscriptionAction(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	base := "/v1/subscriptions/" + url.PathEscape(id)
+	page := Prefix + "subscriptions/" + url.PathEscape(id)
+	done := func(what string) { http.Redirect(w, r, page+"?done="+what, http.StatusSeeOther) }
+	switch r.PathValue("op") {
+	case "verify":
+		var res m
+		status, data, err := c.deps.API.Call(r.Context(), s.Principal, s.Tenant, "POST", base+"/verify", m{})
+		if err != nil {
+			c.internalError(w, r, s, err)
+			return
+		}
+		if status == http.StatusOK {
+			done("verified")
+			return
+		}
+		json.Unmarshal(data, &res)
+		if status != http.StatusUnprocessableEntity {
+			c.fail(w, r, s, toAPIError(status, res))
+			return
+		}
+		c.show(w, r, s, status, "result", "subscriptions", "Verification failed", m{"Back": page, "Title": "Verification failed", "Body": res})
+	case "rotate-secret":
+		var res m
+		if err := c.call(r, s, "POST", base+"/rotate-secret", m{"overlap": strOr(r.PostFormValue("overlap"), "24h")}, &res); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.show(w, r, s, http.StatusOK, "secret", "subscriptions", "Secret rotated", m{
+			"Sub": m{"id": id}, "Secret": res["signing_secret"], "Expires": res["previous_secret_expires_at"],
+			"Message": "The new signing secret is shown only this once. The previous one keeps signing until it expires.",
+		})
+	case "test":
+		body := m{}
+		if t := strings.TrimSpace(r.PostFormValue("type")); t != "" {
+			body["type"] = t
+		}
+		if d := strings.TrimSpace(r.PostFormValue("data")); d != "" {
+			body["data"] = json.RawMessage(d)
+			if !json.Valid([]byte(d)) {
+				c.renderError(w, r, s, http.StatusBadRequest, "data: not valid JSON")
+				return
+			}
+		}
+		var res m
+		if err := c.call(r, s, "POST", base+"/test", body, &res); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.show(w, r, s, http.StatusOK, "result", "subscriptions", "Test event sent", m{"Back": page, "Title": "Test event sent", "Test": res})
+	case "enable", "disable":
+		if err := c.call(r, s, "PATCH", base, m{"enabled": r.PathValue("op") == "enable"}, nil); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		done(r.PathValue("op") + "d")
+	case "delete":
+		if err := c.call(r, s, "DELETE", base, nil, nil); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		http.Redirect(w, r, Prefix+"subscriptions?done=deleted", http.StatusSeeOther)
+	case "replay":
+		var res m
+		body := m{"status": "dead_lettered"}
+		if since := strings.TrimSpace(r.PostFormValue("since")); since != "" {
+			body["since"] = rfc3339(since)
+		}
+		if err := c.call(r, s, "POST", base+"/replay", body, &res); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.show(w, r, s, http.StatusAccepted, "result", "subscriptions", "Dead letters replayed", m{"Back": page, "Title": "Dead letters replayed", "Replayed": num(res["replayed"])})
+	default:
+		c.renderError(w, r, s, http.StatusNotFound, "No such action.")
+	}
+}
+
+func strOr(v, d string) string {
+	if strings.TrimSpace(v) == "" {
+		return d
+	}
+	return v
+}
+
+func toAPIError(status int, body m) error {
+	e, _ := body["error"].(map[string]any)
+	return &apiError{Status: status, Code: str(e["code"]), Message: str(e["message"])}
+}

@@ -1,0 +1,240 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+type m = map[string]any
+
+// tenantReady: tenant pages need a tenant; an admin who chose none is shown
+// the picker instead.
+func (c *Console) tenantReady(w http.ResponseWriter, r *http.Request, s *session, nav, title string) bool {
+	if s.Tenant != "" {
+		return true
+	}
+	c.show(w, r, s, http.StatusOK, "choose", nav, title, nil)
+	return false
+}
+
+// show renders a page; an admin's tenant pages carry the tenant picker.
+func (c *Console) show(w http.ResponseWriter, r *http.Request, s *session, status int, name, nav, title string, data any) {
+	v := view{S: s, Nav: nav, Title: title, Data: data, Flash: flash(r)}
+	if s.Admin() && nav != "operator" {
+		var ts struct{ Data []m }
+		if err := c.call(r, s, "GET", "/v1/tenants?limit=500", nil, &ts); err == nil {
+			v.Tenants = ts.Data
+		}
+	}
+	c.renderView(w, r, status, name, v)
+}
+
+// flashes are the fixed messages a redirect after a write may name.
+var flashes = map[string]string{
+	"created": "Created.", "updated": "Saved.", "deleted": "Deleted.", "enabled": "Enabled.",
+	"disabled": "Disabled.", "replayed": "Replay queued.", "verified": "Verified: the destination answered the challenge.",
+	"status": "Status changed.", "key-deleted": "Key deleted.",
+}
+
+func flash(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	if s.Admin() {
+		c.show(w, r, s, http.StatusOK, "overview_operator", "overview", "Overview", c.operatorStats(r))
+		return
+	}
+	subs, err := c.subscriptionRows(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "overview_tenant", "overview", "Overview", m{"Subscriptions": subs})
+}
+
+// subscriptionRows are the tenant's subscriptions with their 24 h health.
+func (c *Console) subscriptionRows(r *http.Request, s *session) ([]m, error) {
+	var list struct {
+		Data       []m
+		NextCursor *string `json:"next_cursor"`
+	}
+	if err := c.call(r, s, "GET", "/v1/subscriptions?limit=100", nil, &list); err != nil {
+		return nil, err
+	}
+	for _, sub := range list.Data {
+		var h m
+		if err := c.call(r, s, "GET", "/v1/subscriptions/"+url.PathEscape(str(sub["id"]))+"/health?window=24h", nil, &h); err == nil {
+			sub["health"] = h
+		}
+	}
+	return list.Data, nil
+}
+
+func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "subscriptions", "Subscriptions") {
+		return
+	}
+	subs, err := c.subscriptionRows(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "subscriptions", "subscriptions", "Subscriptions", m{"Subscriptions": subs})
+}
+
+var windows = []string{"1h", "24h", "168h", "720h"}
+
+func (c *Console) subscription(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "subscriptions", "Subscription") {
+		return
+	}
+	id := url.PathEscape(r.PathValue("id"))
+	var sub, health m
+	if err := c.call(r, s, "GET", "/v1/subscriptions/"+id, nil, &sub); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	window := r.URL.Query().Get("window")
+	if window == "" {
+		window = "24h"
+	}
+	if err := c.call(r, s, "GET", "/v1/subscriptions/"+id+"/health?window="+url.QueryEscape(window), nil, &health); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	var recent, dead struct{ Data []m }
+	if err := c.call(r, s, "GET", "/v1/subscriptions/"+id+"/deliveries?limit=20", nil, &recent); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if err := c.call(r, s, "GET", "/v1/subscriptions/"+id+"/deliveries?status=dead_lettered&limit=20", nil, &dead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "subscription", "subscriptions", "Subscription "+str(sub["name"]), m{
+		"Sub": sub, "Health": health, "Chart": healthChart(health), "Recent": recent.Data, "Dead": dead.Data,
+		"Window": window, "Windows": windows,
+	})
+}
+
+func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "deliveries", "Deliveries") {
+		return
+	}
+	q := r.URL.Query()
+	params := url.Values{"limit": {"50"}}
+	form := m{}
+	for _, k := range []string{"status", "subscription_id", "event_id", "since", "until", "cursor"} {
+		v := strings.TrimSpace(q.Get(k))
+		form[k] = v
+		if v == "" {
+			continue
+		}
+		if k == "since" || k == "until" {
+			v = rfc3339(v)
+		}
+		params.Set(k, v)
+	}
+	var list struct {
+		Data       []m
+		NextCursor *string `json:"next_cursor"`
+	}
+	var searchErr string
+	if err := c.call(r, s, "GET", "/v1/deliveries?"+params.Encode(), nil, &list); err != nil {
+		ae, ok := err.(*apiError)
+		if !ok || ae.Status != http.StatusBadRequest || s.Tenant == "" {
+			c.fail(w, r, s, err)
+			return
+		}
+		searchErr = ae.Message // a bad filter: the form says which
+	}
+	next := ""
+	if list.NextCursor != nil {
+		nq := url.Values{}
+		for k, v := range form {
+			if v != "" && k != "cursor" {
+				nq.Set(k, v.(string))
+			}
+		}
+		nq.Set("cursor", *list.NextCursor)
+		next = nq.Encode()
+	}
+	c.show(w, r, s, http.StatusOK, "deliveries", "deliveries", "Deliveries", m{
+		"Form": form, "Deliveries": list.Data, "Next": next, "Error": searchErr,
+		"Statuses": []string{"pending", "in_flight", "succeeded", "dead_lettered"},
+	})
+}
+
+// rfc3339 accepts what a datetime-local input sends (2006-01-02T15:04, in
+// UTC) as well as RFC 3339.
+func rfc3339(v string) string {
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC().Format(time.RFC3339)
+		}
+	}
+	return v
+}
+
+func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "deliveries", "Delivery") {
+		return
+	}
+	var d m
+	if err := c.call(r, s, "GET", "/v1/deliveries/"+url.PathEscape(r.PathValue("id")), nil, &d); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "delivery", "deliveries", "Delivery "+str(d["id"]), m{"D": d})
+}
+
+func (c *Console) replayDelivery(w http.ResponseWriter, r *http.Request, s *session) {
+	var job m
+	if err := c.call(r, s, "POST", "/v1/deliveries/"+url.PathEscape(r.PathValue("id"))+"/replay", m{}, &job); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"deliveries/"+url.PathEscape(str(job["id"]))+"?done=replayed", http.StatusSeeOther)
+}
+
+func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "events", "Events") {
+		return
+	}
+	if id := strings.TrimSpace(r.URL.Query().Get("id")); id != "" {
+		http.Redirect(w, r, Prefix+"events/"+url.PathEscape(id), http.StatusSeeOther)
+		return
+	}
+	before := r.URL.Query().Get("before")
+	evs, next, err := c.newestEvents(r, s, before)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "events", "events", "Events", m{"Events": evs, "Next": next})
+}
+
+func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "events", "Event") {
+		return
+	}
+	var ev m
+	if err := c.call(r, s, "GET", "/v1/events/"+url.PathEscape(r.PathValue("id")), nil, &ev); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "event", "events", "Event "+str(ev["id"]), m{"E": ev})
+}
+
+func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session) {
+	if !c.tenantReady(w, r, s, "event-types", "Event types") {
+		return
+	}
+	var list struct{ Data []m }
+	if err := c.call(r, s, "GET", "/v1/event-types", nil, &list); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "event_types", "event-types", "Event types", m{"Types": list.Data})
+}
