@@ -38,7 +38,9 @@ func TestSubscriptions_InvalidFiltersAre400NamingThePath(t *testing.T) {
 		acme := h.tenant("acme")
 		for _, c := range cases {
 			status, _, body := acme.do("POST", "/v1/subscriptions", withFilters(c.filters))
-			var e struct{ Error struct{ Code, Message string } }
+			var e struct {
+				Error struct{ Code, Message string }
+			}
 			json.Unmarshal(body, &e)
 			if status != 400 || e.Error.Code != "invalid" || !strings.HasPrefix(e.Error.Message, c.want) {
 				t.Errorf("filters %.60s\n got %d %s\nwant 400 beginning %q", c.filters, status, body, c.want)
