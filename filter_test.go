@@ -225,3 +225,29 @@ func TestSubscription_WantsTypeAndFilters(t *testing.T) {
 		t.Error("an event of another type is wanted")
 	}
 }
+
+// BenchmarkWants is one subscription's decision for one event, without
+// filters and with 3 (6 expressions) that the event satisfies.
+//
+//	go test . -run '^$' -bench Wants -count 5
+func BenchmarkWants(b *testing.B) {
+	fs, err := ParseFilters([]byte(`[{"prefix":{"source":"//midaz/"}},{"not":{"exact":{"subject":"nobody"}}},` +
+		`{"any":[{"suffix":{"type":".xyz"}},{"exact":{"resourcetype":"transaction"}}]}]`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := filterEvent()
+	for _, n := range []int{0, 3} {
+		b.Run(fmt.Sprintf("filters=%d", n), func(b *testing.B) {
+			s := Subscription{EventTypes: []EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}}}
+			if n > 0 {
+				s.Filters = fs
+			}
+			for b.Loop() {
+				if !s.Wants(ev) {
+					b.Fatal("not wanted")
+				}
+			}
+		})
+	}
+}

@@ -19,6 +19,10 @@ func BenchmarkIngest(b *testing.B) {
 	storetest.BenchIngest(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
 }
 
+func BenchmarkIngestFilters(b *testing.B) {
+	storetest.BenchIngestFilters(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
+}
+
 func BenchmarkDispatch(b *testing.B) {
 	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
 }
