@@ -59,6 +59,8 @@ type Subscription struct {
 	Destination   Destination
 	RetrySchedule []string // Go durations; nil means the default curve
 	MaxInFlight   int
+	// Filters must all hold for an event to match (SPEC 22); nil: none.
+	Filters []Filter
 
 	Enabled           bool
 	VerificationState VerificationState
@@ -84,6 +86,13 @@ func (s *Subscription) Matches(eventType string, major int) bool {
 		}
 	}
 	return false
+}
+
+// Wants reports whether the subscription wants ev: its (event type,
+// schema major) and every filter. It does not look at Enabled or
+// VerificationState.
+func (s *Subscription) Wants(ev *Event) bool {
+	return s.Matches(ev.EventType, ev.SchemaMajor) && MatchFilters(s.Filters, ev)
 }
 
 // Deliverable reports whether matching may pick the subscription: enabled

@@ -290,6 +290,20 @@ func TestCLI_RoundTrip(t *testing.T) {
 	if field(t, out, "name") != "renamed" || field(t, out, "retry_schedule") != "default" || field(t, out, "enabled") != "false" {
 		t.Fatalf("update --name:\n%s", out)
 	}
+	if field(t, out, "filters") != "none" {
+		t.Fatalf("no filters shows %q", field(t, out, "filters"))
+	}
+	out = acme.ok("subscriptions", "update", sub.ID, "--filters", `[{"prefix":{"source":"//midaz/"}}, {"not":{"exact":{"subject":"x"}}}]`)
+	if f := field(t, out, "filters"); f != `[{"prefix":{"source":"//midaz/"}},{"not":{"exact":{"subject":"x"}}}]` {
+		t.Fatalf("update --filters shows %q", f)
+	}
+	if errOut := acme.fail(exitError, "subscriptions", "update", sub.ID, "--filters", `[{"regex":{"subject":"x"}}]`); !strings.Contains(errOut, `400 invalid: filters[0]: unknown dialect "regex"`) {
+		t.Fatalf("an invalid filter: %q", errOut)
+	}
+	out = acme.ok("subscriptions", "update", sub.ID, "--filters", "none")
+	if field(t, out, "filters") != "none" {
+		t.Fatalf("update --filters none shows %q", field(t, out, "filters"))
+	}
 	if out := acme.ok("subscriptions", "delete", sub.ID); out != "deleted subscription "+sub.ID+"\n" {
 		t.Fatalf("delete: %q", out)
 	}

@@ -49,13 +49,14 @@ type subscriptionView struct {
 			Name string `json:"name"`
 		} `json:"auth"`
 	} `json:"destination"`
-	RetrySchedule     []string `json:"retry_schedule"`
-	MaxInFlight       int      `json:"max_in_flight"`
-	Enabled           bool     `json:"enabled"`
-	VerificationState string   `json:"verification_state"`
-	DisabledReason    *string  `json:"disabled_reason"`
-	DisabledAt        *string  `json:"disabled_at"`
-	BreakerState      string   `json:"breaker_state"`
+	RetrySchedule     []string        `json:"retry_schedule"`
+	MaxInFlight       int             `json:"max_in_flight"`
+	Filters           json.RawMessage `json:"filters"`
+	Enabled           bool            `json:"enabled"`
+	VerificationState string          `json:"verification_state"`
+	DisabledReason    *string         `json:"disabled_reason"`
+	DisabledAt        *string         `json:"disabled_at"`
+	BreakerState      string          `json:"breaker_state"`
 	FailureSpan       *struct {
 		First string `json:"first_failure_at"`
 		Last  string `json:"last_failure_at"`
@@ -81,6 +82,10 @@ func (s *subscriptionView) print(w io.Writer) {
 	if s.RetrySchedule != nil {
 		retry = strings.Join(s.RetrySchedule, ", ")
 	}
+	filters := "none"
+	if f := strings.TrimSpace(string(s.Filters)); f != "" && f != "[]" && f != "null" {
+		filters = f
+	}
 	span := ""
 	if f := s.FailureSpan; f != nil {
 		span = f.First + " .. " + f.Last
@@ -95,6 +100,7 @@ func (s *subscriptionView) print(w io.Writer) {
 		"auth", auth,
 		"retry_schedule", retry,
 		"max_in_flight", itoa(s.MaxInFlight),
+		"filters", filters,
 		"enabled", strconv.FormatBool(s.Enabled),
 		"verification_state", s.VerificationState,
 		"breaker_state", s.BreakerState,
@@ -133,14 +139,14 @@ func subscriptionsGet(args []string, e env) int {
 
 // subscriptionFlags are the body flags of create and update.
 type subscriptionFlags struct {
-	name, url, retry, fromFile string
-	maxInFlight                int
-	enabled                    bool
-	eventTypes, headers        multiFlag
+	name, url, retry, filters, fromFile string
+	maxInFlight                         int
+	enabled                             bool
+	eventTypes, headers                 multiFlag
 }
 
 // bodyFlags names the flags that make the body (all but --from-file).
-var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled"}
+var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters"}
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
@@ -149,12 +155,14 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.Var(&f.headers, "header", "`NAME=VALUE` sent on every delivery (repeatable)")
 	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
+	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
 	c.fs.Var(boolText{&f.enabled}, "enabled", "`true|false`: deliveries flow only while enabled (a new subscription is)")
 	c.fs.StringVar(&f.fromFile, "from-file", "", "send this JSON `file` as the request body as is (- reads stdin); for destination.auth and anything the flags do not cover")
 	if update {
 		c.fs.Lookup("event-type").Usage += "; replaces the list"
 		c.fs.Lookup("header").Usage += "; replaces all headers"
 		c.fs.Lookup("retry-schedule").Usage += "; empty or \"default\" returns to the default curve"
+		c.fs.Lookup("filters").Usage += "; replaces the list; empty or \"none\" clears it"
 	}
 }
 
@@ -242,6 +250,15 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 	if c.set["max-in-flight"] {
 		b["max_in_flight"] = f.maxInFlight
 	}
+	if c.set["filters"] {
+		if v := strings.TrimSpace(f.filters); v == "" || v == "none" {
+			b["filters"] = nil
+		} else if !json.Valid([]byte(v)) {
+			return nil, c.usageError("--filters: not valid JSON (a list such as '[{\"exact\":{\"subject\":\"acc-1\"}}]')"), false
+		} else {
+			b["filters"] = json.RawMessage(v)
+		}
+	}
 	if c.set["enabled"] {
 		b["enabled"] = f.enabled
 	}
@@ -270,7 +287,8 @@ challenge). The answer carries the signing secret, shown only now and on rotatio
 
 Example:
   streaming-hub subscriptions create --name ledger-hooks --event-type transaction.posted:1 \
-    --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m`, true)
+    --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m \
+    --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]'`, true)
 	var f subscriptionFlags
 	f.declare(c, false)
 	if code, ok := c.parse(args); !ok {

@@ -5,6 +5,7 @@
 import type { components, operations } from "./generated/hub";
 
 type Subscription = components["schemas"]["Subscription"];
+type Filter = components["schemas"]["Filter"];
 type Delivery = components["schemas"]["DeliveryWithLog"];
 type ApiError = components["schemas"]["Error"];
 type SubscriptionPage = operations["listSubscriptions"]["responses"][200]["content"]["application/json"];
@@ -29,6 +30,17 @@ async function call<T>(base: string, token: string, method: string, path: string
   return (await resp.json()) as T;
 }
 
+// A filter expression in words: the schema is recursive, each variant has
+// exactly one dialect.
+export function filterText(f: Filter): string {
+  if ("exact" in f) return `exact ${JSON.stringify(f.exact)}`;
+  if ("prefix" in f) return `prefix ${JSON.stringify(f.prefix)}`;
+  if ("suffix" in f) return `suffix ${JSON.stringify(f.suffix)}`;
+  if ("all" in f) return `all(${f.all.map(filterText).join(", ")})`;
+  if ("any" in f) return `any(${f.any.map(filterText).join(", ")})`;
+  return `not(${filterText(f.not)})`;
+}
+
 // One line per subscription: every field read below is required in the
 // document, so no `!` and no `?? ""` on what the hub always sends.
 export function describe(s: Subscription): string {
@@ -37,9 +49,11 @@ export function describe(s: Subscription): string {
   const auth = s.destination.auth === null ? "none" : s.destination.auth.type;
   const span = s.failure_span === null ? "healthy" : `failing since ${s.failure_span.first_failure_at}`;
   const disabled = s.disabled_reason ?? "-";
+  const filters = s.filters.length === 0 ? "every event" : s.filters.map(filterText).join(" and ");
   return `${s.id} ${s.name} ${types} -> ${s.destination.url.toLowerCase()} auth=${auth} ` +
     `${s.enabled ? "enabled" : "disabled"} ${s.verification_state} breaker=${s.breaker_state} ` +
-    `retries=${retries} ${span} disabled=${disabled} headers=${Object.keys(s.destination.headers).length}`;
+    `retries=${retries} ${span} disabled=${disabled} headers=${Object.keys(s.destination.headers).length} ` +
+    `filters=${filters}`;
 }
 
 export function lastAttempt(d: Delivery): string {
@@ -79,6 +93,7 @@ export async function subscribe(base: string, key: string, url: string): Promise
     event_types: [{ type: "transaction.posted", schema_major: 1 }],
     destination: { type: "webhook", url, headers: { "X-Custom": "v" }, auth: { type: "bearer", token: "t" } },
     retry_schedule: ["5s", "1m"],
+    filters: [{ prefix: { source: "//midaz/" } }, { any: [{ suffix: { subject: ".brl" } }, { not: { exact: { region: "us" } } }] }],
   };
   const sub = await call<Subscription>(base, key, "POST", "/v1/subscriptions", req);
   return sub.signing_secret ?? "(not in this answer)";

@@ -18,6 +18,8 @@ func FuzzSubscriptionRequest(f *testing.F) {
 	f.Add([]byte(`{"destination":{"auth":null},"retry_schedule":null}`))
 	f.Add([]byte(`{"destination":{"auth":{"type":"header","name":"X-K","value":"v"}}}`))
 	f.Add([]byte(`{"event_types":[{"type":"a.b","schema_major":-1}],"max_in_flight":1e9}`))
+	f.Add([]byte(`{"filters":[{"exact":{"subject":"a"}},{"any":[{"not":{"prefix":{"resourcetype":"x"}}}]}]}`))
+	f.Add([]byte(`{"filters":null}`))
 	f.Add([]byte(`[`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req subscriptionRequest

@@ -15,6 +15,7 @@ type subscriptionJSON struct {
 	Destination       destinationJSON    `json:"destination"`
 	RetrySchedule     []string           `json:"retry_schedule"`
 	MaxInFlight       int                `json:"max_in_flight"`
+	Filters           []hub.Filter       `json:"filters"`
 	Enabled           bool               `json:"enabled"`
 	VerificationState string             `json:"verification_state"`
 	DisabledReason    *string            `json:"disabled_reason"`
@@ -67,6 +68,9 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 			URL:     sub.Destination.URL,
 			Headers: sub.Destination.Headers,
 		},
+	}
+	if out.Filters = sub.Filters; out.Filters == nil {
+		out.Filters = []hub.Filter{}
 	}
 	if out.Destination.Headers == nil {
 		out.Destination.Headers = map[string]string{}

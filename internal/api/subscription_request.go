@@ -10,7 +10,8 @@ import (
 
 // subscriptionRequest is the body of create and PATCH. Absent fields are
 // nil; in a PATCH they keep their value. retry_schedule and
-// destination.auth may be null to clear them.
+// destination.auth may be null to clear them; filters is replaced whole,
+// and null or [] clears it.
 type subscriptionRequest struct {
 	Name          *string             `json:"name"`
 	EventTypes    *[]hub.EventTypeRef `json:"event_types"`
@@ -18,6 +19,7 @@ type subscriptionRequest struct {
 	RetrySchedule json.RawMessage     `json:"retry_schedule"`
 	MaxInFlight   *int                `json:"max_in_flight"`
 	Enabled       *bool               `json:"enabled"`
+	Filters       json.RawMessage     `json:"filters"`
 }
 
 type destinationRequest struct {
@@ -74,6 +76,13 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 	}
 	if req.MaxInFlight != nil {
 		sub.MaxInFlight = *req.MaxInFlight
+	}
+	if len(req.Filters) > 0 {
+		filters, err := hub.ParseFilters(req.Filters)
+		if err != nil {
+			return false, err
+		}
+		sub.Filters = filters
 	}
 	if req.Enabled != nil {
 		sub.Enabled = *req.Enabled

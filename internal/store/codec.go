@@ -13,6 +13,7 @@ type SubscriptionJSON struct {
 	EventTypes    string
 	Headers       string
 	RetrySchedule *string // nil: the default curve
+	Filters       *string // nil: none
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -39,11 +40,19 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 		str := string(rs)
 		out.RetrySchedule = &str
 	}
+	if len(s.Filters) > 0 {
+		f, err := json.Marshal(s.Filters)
+		if err != nil {
+			return out, err
+		}
+		str := string(f)
+		out.Filters = &str
+	}
 	return out, nil
 }
 
 // DecodeSubscription fills s's fields from its JSON columns.
-func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule []byte) error {
+func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule, filters []byte) error {
 	if err := json.Unmarshal(eventTypes, &s.EventTypes); err != nil {
 		return fmt.Errorf("subscription %s: event_types: %w", s.ID, err)
 	}
@@ -58,5 +67,6 @@ func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule 
 			s.RetrySchedule = []string{string(retrySchedule)}
 		}
 	}
+	s.Filters = Filters(filters)
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 
 // Match returns the delivery jobs of a batch's accepted events: one per
 // deliverable subscription of the event's tenant that wants its (event
-// type, schema major). subs are the batch tenants' subscriptions as read in
+// type, schema major) and whose filters the event satisfies. subs are the batch tenants' subscriptions as read in
 // the ingest transaction; an event nobody wants yields no job.
 func Match(events []hub.Event, outcomes []Outcome, subs []hub.Subscription, now time.Time) []hub.Job {
 	byTenant := make(map[string][]*hub.Subscription)
@@ -18,12 +18,13 @@ func Match(events []hub.Event, outcomes []Outcome, subs []hub.Subscription, now 
 		}
 	}
 	var jobs []hub.Job
-	for i, ev := range events {
+	for i := range events {
+		ev := &events[i]
 		if outcomes[i].Verdict != hub.Accept {
 			continue
 		}
 		for _, s := range byTenant[ev.TenantID] {
-			if !s.Matches(ev.EventType, ev.SchemaMajor) {
+			if !s.Wants(ev) {
 				continue
 			}
 			jobs = append(jobs, hub.Job{

@@ -160,7 +160,7 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 	var c store.Claimed
 	c.LeaseToken = token
 	var ev hub.Event
-	var ext, et, headers, retry []byte
+	var ext, et, headers, retry, filters []byte
 	var first, last *time.Time
 	j, s := &c.Job, &c.Subscription
 	err := r.Scan(
@@ -172,7 +172,8 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &ev.ReceivedAt, &ev.TraceParent, &ev.TraceState,
 		&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
-		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt)
+		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
+		&filters)
 	if err != nil {
 		return c, err
 	}
@@ -187,7 +188,7 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 	if first != nil && last != nil {
 		s.FailureSpan = &hub.FailureSpan{First: first.UTC(), Last: last.UTC()}
 	}
-	return c, store.DecodeSubscription(s, et, headers, retry)
+	return c, store.DecodeSubscription(s, et, headers, retry, filters)
 }
 
 // lockSubscriptionsOf locks, in id order, the subscriptions of in-flight

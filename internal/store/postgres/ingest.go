@@ -182,17 +182,18 @@ func (db *DB) match(ctx context.Context, tx pgxtx, events []hub.Event, outcomes 
 	if len(tenants) == 0 {
 		return 0, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, tenant_id, event_types FROM subscriptions
+	rows, err := tx.Query(ctx, `SELECT id, tenant_id, event_types, filters FROM subscriptions
 		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants)
 	if err != nil {
 		return 0, err
 	}
 	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) {
 		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
-		var et []byte
-		if err := r.Scan(&s.ID, &s.TenantID, &et); err != nil {
+		var et, filters []byte
+		if err := r.Scan(&s.ID, &s.TenantID, &et, &filters); err != nil {
 			return s, err
 		}
+		s.Filters = store.Filters(filters)
 		return s, json.Unmarshal(et, &s.EventTypes)
 	})
 	if err != nil {

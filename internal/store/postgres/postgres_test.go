@@ -22,6 +22,10 @@ func BenchmarkIngest(b *testing.B) {
 	storetest.BenchIngest(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
 }
 
+func BenchmarkIngestFilters(b *testing.B) {
+	storetest.BenchIngestFilters(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
+}
+
 // The in-flight count lives on the subscription row; should it ever drift
 // from the jobs table, maintenance puts it right.
 func TestInFlightCountDriftIsRepaired(t *testing.T) {

@@ -48,17 +48,17 @@ func affected(res sql.Result, err error, nf func(id string) error, id string) er
 
 const subscriptionColumns = `id, tenant_id, name, event_types, destination_type, destination_url, destination_headers,
 	auth_type, auth_header_name, secrets, retry_schedule, max_in_flight, enabled, verification_state,
-	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at`
+	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters`
 
 func scanSubscription(row scanner) (hub.Subscription, error) {
 	var s hub.Subscription
 	var et, headers string
-	var retry *string
+	var retry, filters *string
 	var disabledAt, first, last *int64
 	var created, updated int64
 	err := row.Scan(&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
-		&s.VerificationState, &s.DisabledReason, &disabledAt, &first, &last, &s.Version, &created, &updated)
+		&s.VerificationState, &s.DisabledReason, &disabledAt, &first, &last, &s.Version, &created, &updated, &filters)
 	if err != nil {
 		return s, err
 	}
@@ -74,15 +74,20 @@ func scanSubscription(row scanner) (hub.Subscription, error) {
 	if retry != nil {
 		retryBytes = []byte(*retry)
 	}
-	return s, store.DecodeSubscription(&s, []byte(et), []byte(headers), retryBytes)
+	var filterBytes []byte
+	if filters != nil {
+		filterBytes = []byte(*filters)
+	}
+	return s, store.DecodeSubscription(&s, []byte(et), []byte(headers), retryBytes, filterBytes)
 }
 
 // subscriptionArgs are the values of every column after id and tenant_id
-// that create and update write, in subscriptionColumns order.
-func subscriptionArgs(s hub.Subscription) ([]any, error) {
+// that create and update write, in subscriptionColumns order, up to
+// failure_last_at; filters (last of the columns) comes apart.
+func subscriptionArgs(s hub.Subscription) (_ []any, filters any, _ error) {
 	enc, err := store.EncodeSubscription(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var disabledAt, first, last any
 	if s.DisabledAt != nil {
@@ -95,22 +100,25 @@ func subscriptionArgs(s hub.Subscription) ([]any, error) {
 	if enc.RetrySchedule != nil {
 		retry = *enc.RetrySchedule
 	}
+	if enc.Filters != nil {
+		filters = *enc.Filters
+	}
 	return []any{s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 		s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, retry, s.MaxInFlight, s.Enabled,
-		s.VerificationState, s.DisabledReason, disabledAt, first, last}, nil
+		s.VerificationState, s.DisabledReason, disabledAt, first, last}, filters, nil
 }
 
 func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "CreateSubscription")
-	args, err := subscriptionArgs(s)
+	args, filters, err := subscriptionArgs(s)
 	if err != nil {
 		return hub.Subscription{}, err
 	}
 	now := micros(db.opts.Stamp())
 	args = append([]any{s.ID, s.TenantID}, args...)
-	args = append(args, now, now)
+	args = append(args, now, now, filters)
 	out, err := scanSubscription(db.w.QueryRowContext(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
 		RETURNING `+subscriptionColumns, args...))
 	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
@@ -139,12 +147,12 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 
 func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "UpdateSubscription")
-	args, err := subscriptionArgs(s)
+	args, filters, err := subscriptionArgs(s)
 	if err != nil {
 		return hub.Subscription{}, err
 	}
 	now := micros(db.opts.Stamp())
-	args = append(args, now, s.ID, s.TenantID, s.Version)
+	args = append(args, filters, now, s.ID, s.TenantID, s.Version)
 	var out hub.Subscription
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		// The update is fenced on the version: if it is written, the row
@@ -159,7 +167,7 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		name = ?, event_types = ?, destination_type = ?, destination_url = ?, destination_headers = ?,
 		auth_type = ?, auth_header_name = ?, secrets = ?, retry_schedule = ?, max_in_flight = ?,
 		enabled = ?, verification_state = ?, disabled_reason = ?, disabled_at = ?,
-		failure_first_at = ?, failure_last_at = ?, version = version + 1, updated_at = ?
+		failure_first_at = ?, failure_last_at = ?, filters = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND tenant_id = ? AND version = ? AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, args...))
 		if err != nil {

@@ -168,7 +168,7 @@ func match(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []store
 	if len(tenants) == 0 {
 		return 0, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, tenant_id, event_types FROM subscriptions
+	rows, err := tx.QueryContext(ctx, `SELECT id, tenant_id, event_types, filters FROM subscriptions
 		WHERE tenant_id IN (`+placeholders(len(tenants))+`) AND enabled = 1 AND verification_state = 'active' AND deleted_at IS NULL`,
 		anys(tenants)...)
 	if err != nil {
@@ -177,8 +177,12 @@ func match(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []store
 	subs, err := collect(rows, func(r scanner) (hub.Subscription, error) {
 		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
 		var et string
-		if err := r.Scan(&s.ID, &s.TenantID, &et); err != nil {
+		var filters *string
+		if err := r.Scan(&s.ID, &s.TenantID, &et, &filters); err != nil {
 			return s, err
+		}
+		if filters != nil {
+			s.Filters = store.Filters([]byte(*filters))
 		}
 		return s, json.Unmarshal([]byte(et), &s.EventTypes)
 	})

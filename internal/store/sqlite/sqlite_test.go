@@ -19,6 +19,10 @@ func BenchmarkIngest(b *testing.B) {
 	storetest.BenchIngest(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
 }
 
+func BenchmarkIngestFilters(b *testing.B) {
+	storetest.BenchIngestFilters(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
+}
+
 func BenchmarkDispatch(b *testing.B) {
 	storetest.BenchDispatch(b, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
 }
@@ -53,7 +57,8 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		DROP TABLE subscription_rollups; DROP TABLE event_types_seen; DROP TABLE manifest_sources;
 		DROP TABLE console_sessions; DROP TABLE portal_links;
 		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
-		ALTER TABLE api_keys DROP COLUMN last_used_at`); err != nil {
+		ALTER TABLE api_keys DROP COLUMN last_used_at;
+		ALTER TABLE subscriptions DROP COLUMN filters`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("Lookups", func(t *testing.T) { testLookups(t, open) })
 	t.Run("Console", func(t *testing.T) { testConsole(t, open) })
+	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
