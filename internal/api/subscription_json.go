@@ -15,6 +15,7 @@ type subscriptionJSON struct {
 	Destination       destinationJSON    `json:"destination"`
 	RetrySchedule     []string           `json:"retry_schedule"`
 	MaxInFlight       int                `json:"max_in_flight"`
+	RateLimit         *rateLimitJSON     `json:"rate_limit"`
 	Enabled           bool               `json:"enabled"`
 	VerificationState string             `json:"verification_state"`
 	DisabledReason    *string            `json:"disabled_reason"`
@@ -41,6 +42,10 @@ type destinationJSON struct {
 type authJSON struct {
 	Type string `json:"type"`
 	Name string `json:"name,omitempty"` // the header of the header type
+}
+
+type rateLimitJSON struct {
+	PerSecond int `json:"per_second"`
 }
 
 type failureSpanJSON struct {
@@ -76,6 +81,9 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 		if sub.Destination.AuthType == hub.AuthHeader {
 			out.Destination.Auth.Name = sub.Destination.AuthHeaderName
 		}
+	}
+	if sub.RateLimit > 0 {
+		out.RateLimit = &rateLimitJSON{PerSecond: sub.RateLimit}
 	}
 	if sub.DisabledReason != "" {
 		reason := sub.DisabledReason

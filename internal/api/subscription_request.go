@@ -17,7 +17,13 @@ type subscriptionRequest struct {
 	Destination   *destinationRequest `json:"destination"`
 	RetrySchedule json.RawMessage     `json:"retry_schedule"`
 	MaxInFlight   *int                `json:"max_in_flight"`
+	RateLimit     json.RawMessage     `json:"rate_limit"`
 	Enabled       *bool               `json:"enabled"`
+}
+
+// rateLimitRequest is rate_limit: {"per_second": N}.
+type rateLimitRequest struct {
+	PerSecond *int `json:"per_second"`
 }
 
 type destinationRequest struct {
@@ -74,6 +80,23 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 	}
 	if req.MaxInFlight != nil {
 		sub.MaxInFlight = *req.MaxInFlight
+	}
+	if len(req.RateLimit) > 0 {
+		if isNull(req.RateLimit) {
+			sub.RateLimit = 0
+		} else {
+			var rl rateLimitRequest
+			if err := strict(req.RateLimit, &rl, "rate_limit"); err != nil {
+				return false, err
+			}
+			if rl.PerSecond == nil {
+				return false, hub.Errorf(hub.EINVALID, "rate_limit.per_second: required (null clears rate_limit)")
+			}
+			if *rl.PerSecond == 0 {
+				return false, hub.ValidateRateLimit(-1)
+			}
+			sub.RateLimit = *rl.PerSecond
+		}
 	}
 	if req.Enabled != nil {
 		sub.Enabled = *req.Enabled
@@ -138,6 +161,9 @@ func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets,
 		return err
 	}
 	if err := hub.ValidateRetrySchedule(sub.RetrySchedule); err != nil {
+		return err
+	}
+	if err := hub.ValidateRateLimit(sub.RateLimit); err != nil {
 		return err
 	}
 	return hub.ValidateMaxInFlight(sub.MaxInFlight)

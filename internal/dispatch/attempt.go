@@ -24,6 +24,9 @@ type attempt struct {
 	rec  *hub.Attempt
 	err  error      // why no request could be built (the attempt fails)
 	span trace.Span // the attempt's CLIENT span; nil when nothing is exported
+	// throttled is when the subscription's next token comes, for a job
+	// made to wait by its rate limit; zero otherwise.
+	throttled time.Time
 }
 
 // deliver makes exactly one attempt of a claimed job and returns its
@@ -47,6 +50,14 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		a.out.Status, a.out.DeadLetterReason = hub.JobDeadLettered, hub.DeadLetterExhausted
 		a.out.LastError = "the event is no longer in the inbox"
 		return a
+	}
+	if rate := c.Subscription.RateLimit; rate > 0 {
+		// Before the breaker: a job that waits for a token must not take
+		// the half-open probe's place.
+		if ok, next := d.throttles.take(c.Job.SubscriptionID, rate, now); !ok {
+			d.throttle(a, next)
+			return a
+		}
 	}
 	if b := d.cfg.Breakers; b != nil {
 		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.URL, c.Job.SubscriptionID); !ok {
@@ -82,6 +93,14 @@ func (d *Dispatcher) shed(a *attempt, at time.Time) {
 		a.span.End() // nothing was sent after all
 		a.span = nil
 	}
+}
+
+// throttle makes a wait, without an attempt, for its subscription's next
+// token at next: like a shed job, it keeps its attempts and its place.
+func (d *Dispatcher) throttle(a *attempt, next time.Time) {
+	d.shed(a, next)
+	a.throttled = next
+	d.cfg.Metrics.Throttled.Inc()
 }
 
 // attempted reports whether await will send a request or count a failure.

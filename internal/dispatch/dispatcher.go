@@ -92,6 +92,8 @@ type Dispatcher struct {
 	// its answer.
 	slots chan struct{}
 	dests destinations
+	// throttles are the rate-limited subscriptions' token buckets.
+	throttles throttles
 
 	// leases are the leases held here (job id -> token), renewed every
 	// third of a lease until the job's result is written or given back.
@@ -395,6 +397,18 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 			}
 			if d.isStopping() {
 				d.release(rest)
+				d.answered(len(rest))
+				return
+			}
+			if !a.throttled.IsZero() {
+				// The rest of an ordered run waits for the same token, in
+				// order, even if the clock reaches it meanwhile.
+				for _, c := range rest {
+					w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
+						SubscriptionID: c.Job.SubscriptionID}}
+					d.throttle(w, a.throttled)
+					results <- w.out
+				}
 				d.answered(len(rest))
 				return
 			}

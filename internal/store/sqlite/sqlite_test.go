@@ -52,7 +52,9 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		ALTER TABLE events DROP COLUMN trace_state;
 		DROP TABLE subscription_rollups; DROP TABLE event_types_seen; DROP TABLE manifest_sources;
 		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
-		ALTER TABLE api_keys DROP COLUMN last_used_at`); err != nil {
+		ALTER TABLE api_keys DROP COLUMN last_used_at;
+		ALTER TABLE subscriptions DROP COLUMN rate_limit_per_second;
+		ALTER TABLE subscriptions DROP COLUMN destination_config`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Operational", func(t *testing.T) { testOperational(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("Lookups", func(t *testing.T) { testLookups(t, open) })
+	t.Run("Reach", func(t *testing.T) { testReach(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
