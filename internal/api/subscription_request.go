@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // subscriptionRequest is the body of create and PATCH. Absent fields are
@@ -31,6 +30,13 @@ type destinationRequest struct {
 	URL     *string            `json:"url"`
 	Headers *map[string]string `json:"headers"`
 	Auth    json.RawMessage    `json:"auth"`
+	// Broker destinations (SPEC 22).
+	Exchange   *string         `json:"exchange"`
+	RoutingKey *string         `json:"routing_key"`
+	Brokers    *[]string       `json:"brokers"`
+	Topic      *string         `json:"topic"`
+	TLS        *bool           `json:"tls"`
+	SASL       json.RawMessage `json:"sasl"`
 }
 
 type authRequest struct {
@@ -102,13 +108,28 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		sub.Enabled = *req.Enabled
 	}
 	if d := req.Destination; d != nil {
-		if d.Type != nil {
-			sub.Destination.Type = *d.Type
+		if d.Type != nil && *d.Type != sub.Destination.Type {
+			// Another kind of destination: nothing of the old one stays.
+			sub.Destination = hub.Destination{Type: *d.Type}
+			secrets.Auth, secrets.Broker = hub.Credentials{}, hub.Credentials{}
+			urlChanged = true
 		}
 		if d.URL != nil {
-			urlChanged = *d.URL != sub.Destination.URL
-			sub.Destination.URL = *d.URL
+			u := *d.URL
+			if sub.Destination.Type == hub.DestinationRabbitMQ {
+				// The userinfo is a credential: sealed, never shown.
+				var user hub.Credentials
+				u, user = splitUserinfo(u)
+				secrets.Broker = user
+			}
+			urlChanged = urlChanged || u != sub.Destination.URL
+			sub.Destination.URL = u
 		}
+		changed, err := applyBroker(d, &sub.Destination, secrets)
+		if err != nil {
+			return false, err
+		}
+		urlChanged = urlChanged || changed
 		if d.Headers != nil {
 			sub.Destination.Headers = *d.Headers
 		}
@@ -145,19 +166,7 @@ func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets,
 	if err := hub.ValidateEventTypes(sub.EventTypes); err != nil {
 		return err
 	}
-	if sub.Destination.Type != "webhook" {
-		return hub.Errorf(hub.EINVALID, "destination.type: must be webhook")
-	}
-	if sub.Destination.URL == "" {
-		return hub.Errorf(hub.EINVALID, "destination.url: required")
-	}
-	if err := webhook.ValidateURL(sub.Destination.URL, allowPrivate); err != nil {
-		return err
-	}
-	if err := hub.ValidateHeaders(sub.Destination.Headers); err != nil {
-		return err
-	}
-	if err := hub.ValidateAuth(sub.Destination.AuthType, sub.Destination.AuthHeaderName, secrets.Auth); err != nil {
+	if err := validateDestination(sub.Destination, secrets, allowPrivate); err != nil {
 		return err
 	}
 	if err := hub.ValidateRetrySchedule(sub.RetrySchedule); err != nil {

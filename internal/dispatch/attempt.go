@@ -17,13 +17,16 @@ import (
 // attempt is one claimed job on its way: prepared (its request built and
 // signed, or its outcome already known), then sent and answered.
 type attempt struct {
-	c    store.Claimed
-	out  store.Completion
-	now  time.Time
-	req  *http.Request // nil when done needs no request (shed, no event, bad secrets)
-	rec  *hub.Attempt
-	err  error      // why no request could be built (the attempt fails)
-	span trace.Span // the attempt's CLIENT span; nil when nothing is exported
+	c   store.Claimed
+	out store.Completion
+	now time.Time
+	req *http.Request // nil when done needs no request (shed, no event, bad secrets)
+	// publish, for a broker destination, is the message to publish
+	// instead of req.
+	publish *publication
+	rec     *hub.Attempt
+	err     error      // why no request could be built (the attempt fails)
+	span    trace.Span // the attempt's CLIENT span; nil when nothing is exported
 	// throttled is when the subscription's next token comes, for a job
 	// made to wait by its rate limit; zero otherwise.
 	throttled time.Time
@@ -60,7 +63,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		}
 	}
 	if b := d.cfg.Breakers; b != nil {
-		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.URL, c.Job.SubscriptionID); !ok {
+		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.Address(), c.Job.SubscriptionID); !ok {
 			d.shed(a, retryAt)
 			d.cfg.Metrics.Shed.Inc()
 			return a
@@ -75,12 +78,17 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		a.err = fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
 		return a
 	}
-	a.req, a.err = webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), webhook.Message{
+	m := webhook.Message{
 		ID:          c.Event.ID,
 		Body:        c.Event.Data,
 		ContentType: c.Event.DataContentType,
 		Headers:     eventHeaders(c.Event, a.rec.ID, traceparent),
-	}, now)
+	}
+	if c.Subscription.Destination.Type != hub.DestinationWebhook {
+		a.publish, a.err = d.publication(ctx, c, sec, m, now)
+		return a
+	}
+	a.req, a.err = webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), m, now)
 	return a
 }
 
@@ -114,17 +122,21 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	}
 	c, out, now := a.c, a.out, a.now
 	status, header, err := 0, http.Header(nil), a.err
-	if err == nil {
+	switch {
+	case err != nil:
+	case a.publish != nil:
+		err = d.sendPublication(a.publish, a.rec)
+	default:
 		status, header, err = d.send(a.req, a.rec)
+		if err == nil && (status < 200 || status > 299) {
+			err = fmt.Errorf("destination answered %d", status)
+		}
 	}
 	a.rec.StatusCode = status
-	if err == nil && (status < 200 || status > 299) {
-		err = fmt.Errorf("destination answered %d", status)
-	}
 	endAttempt(a.span, status, err)
 	if b := d.cfg.Breakers; b != nil {
 		// A timeout is a failure like any other (SPEC 8).
-		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.URL, err == nil); len(woken) > 0 {
+		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.Address(), err == nil); len(woken) > 0 {
 			d.wakeShed(woken)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -40,6 +41,9 @@ type Config struct {
 	Store   Store
 	Keyring *envelope.Keyring // opens subscription secrets, in memory only
 	Client  *http.Client      // the SSRF-safe webhook client
+	// Senders publish to broker destinations, by destination type
+	// (rabbitmq, kafka); a type without one fails its attempts.
+	Senders map[string]destination.Sender
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger     // nil discards
 	Now     func() time.Time // the clock; nil means time.Now
@@ -364,7 +368,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // claims here leave its subscriptions alone until the destination has
 // room again.
 func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
-	dest := destinationOf(u[0].Subscription.Destination.URL)
+	dest := destinationOf(u[0].Subscription.Destination.Address())
 	if !d.dests.admit(dest, u[0].Job.SubscriptionID) {
 		for _, c := range u {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
