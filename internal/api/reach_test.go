@@ -11,6 +11,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
@@ -229,4 +230,40 @@ func TestSubscriptions_KafkaPasswordIsNeverShown(t *testing.T) {
 			t.Fatalf("sasl null kept %v", patched.Destination["sasl"])
 		}
 	})
+}
+
+// Verifying a Kafka destination produces a hub.verification record and
+// passes on the brokers' acknowledgement.
+func TestSubscriptions_KafkaVerifyProducesAVerificationRecord(t *testing.T) {
+	cluster := testkit.Kafka(t, 1, "tenant.events")
+	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	prod, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: testkit.Patience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prod.Close() })
+	h := newHubAPI(t, testkit.Drivers[len(testkit.Drivers)-1], apiOptions{allowPrivate: true, senders: map[string]destination.Sender{hub.DestinationKafka: prod}})
+	acme := h.tenant("acme")
+	var created struct {
+		ID string `json:"id"`
+	}
+	acme.json("POST", "/v1/subscriptions", `{"name":"k","event_types":[{"type":"a.b","schema_major":1}],
+	 "destination":{"type":"kafka","brokers":["`+cluster.ListenAddrs()[0]+`"],"topic":"tenant.events"}}`, 201, &created)
+	var verified struct {
+		VerificationState string `json:"verification_state"`
+	}
+	acme.json("POST", "/v1/subscriptions/"+created.ID+"/verify", "", 200, &verified)
+	if verified.VerificationState != "active" {
+		t.Fatalf("after verify: %s", verified.VerificationState)
+	}
+	recs := testkit.ReadRecords(t, cluster, "tenant.events", 1)
+	var typ string
+	for _, kv := range recs[0].Headers {
+		if kv.Key == "X-Lerian-Event-Type" {
+			typ = string(kv.Value)
+		}
+	}
+	if typ != "hub.verification" || string(recs[0].Key) != "acme" || !strings.Contains(string(recs[0].Value), created.ID) {
+		t.Fatalf("verification record: type %q, key %q, value %s", typ, recs[0].Key, recs[0].Value)
+	}
 }

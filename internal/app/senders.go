@@ -6,6 +6,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
@@ -19,5 +20,9 @@ func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.
 	if err != nil {
 		return nil, err
 	}
-	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit}, nil
+	kfk, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: cfg.DeliveryTimeout, Logger: logger.With("component", "kafka-destinations")})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk}, nil
 }
