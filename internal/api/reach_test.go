@@ -142,6 +142,24 @@ func TestSubscriptions_RabbitMQCredentialsAreSealedAndVerifyPublishes(t *testing
 			t.Fatalf("verification message %s", probe)
 		}
 
+		// A test event is published the same way (X-Lerian-Test), its
+		// outcome the broker's confirm.
+		var tested struct {
+			Error *string `json:"error"`
+		}
+		acme.json("POST", "/v1/subscriptions/"+created.ID+"/test", `{"type":"transaction.posted"}`, 200, &tested)
+		if tested.Error != nil {
+			t.Fatalf("test event: %s", *tested.Error)
+		}
+		testkit.WaitFor(t, "the test event in the queue", func() bool {
+			for _, m := range mq.Take(t) {
+				if m.Headers["X-Lerian-Test"] == "true" && m.RoutingKey == "acme.transaction.posted" {
+					return true
+				}
+			}
+			return false
+		})
+
 		// An exchange that does not exist fails the probe: the broker
 		// never confirmed.
 		acme.json("PATCH", "/v1/subscriptions/"+created.ID, `{"destination":{"exchange":"test.none.`+testkit.UniqueName()+`"}}`, 200, nil)
