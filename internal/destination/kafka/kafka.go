@@ -22,6 +22,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Options configure a Producer.
@@ -30,7 +31,11 @@ type Options struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Timeout bounds one record's delivery (the delivery timeout).
 	Timeout time.Duration
-	Logger  *slog.Logger // nil discards
+	// CACert is PEM of the CAs to trust instead of the system roots: nil
+	// in the hub (tenants' brokers are verified against the system
+	// roots); tests trust their own CA.
+	CACert []byte
+	Logger *slog.Logger // nil discards
 }
 
 // Producer is a destination.Sender for Kafka: one client per destination
@@ -39,8 +44,29 @@ type Producer struct {
 	o Options
 
 	mu      sync.Mutex
-	clients map[string]*kgo.Client
+	clients map[string]*client
 	closed  bool
+}
+
+// client is one destination's franz-go client and why its latest
+// connection failed, for the attempt's error.
+type client struct {
+	*kgo.Client
+	mu      sync.Mutex
+	lastErr error
+}
+
+// OnBrokerConnect is franz-go's hook after each connection attempt.
+func (c *client) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+}
+
+func (c *client) connectErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
 }
 
 // New returns a Producer.
@@ -54,7 +80,7 @@ func New(o Options) (*Producer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Producer{o: o, clients: make(map[string]*kgo.Client)}, nil
+	return &Producer{o: o, clients: make(map[string]*client)}, nil
 }
 
 // Send produces m to t's topic, key = the tenant, as a binary-mode
@@ -67,10 +93,14 @@ func (p *Producer) Send(ctx context.Context, t destination.Target, m destination
 	}
 	rec := &kgo.Record{Topic: t.Topic, Key: []byte(m.TenantID), Value: m.Body, Headers: headers(m)}
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		why := "kafka: produce: " + err.Error()
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) {
-			return errors.New("kafka: no acknowledgement from the brokers within the delivery timeout")
+			why = "kafka: no acknowledgement from the brokers within the delivery timeout"
 		}
-		return fmt.Errorf("kafka: produce: %v", err)
+		if cerr := cl.connectErr(); cerr != nil {
+			why += " (the last connection to a broker failed: " + webhook.Describe(cerr) + ")"
+		}
+		return errors.New(why)
 	}
 	return nil
 }
@@ -93,7 +123,7 @@ func headers(m destination.Message) []kgo.RecordHeader {
 func (p *Producer) Close() error {
 	p.mu.Lock()
 	clients := p.clients
-	p.clients, p.closed = map[string]*kgo.Client{}, true
+	p.clients, p.closed = map[string]*client{}, true
 	p.mu.Unlock()
 	for _, cl := range clients {
 		cl.Close()
@@ -101,7 +131,7 @@ func (p *Producer) Close() error {
 	return nil
 }
 
-func (p *Producer) client(t destination.Target) (*kgo.Client, error) {
+func (p *Producer) client(t destination.Target) (*client, error) {
 	sum := sha256.Sum256([]byte(t.Credentials.Password))
 	key := strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:])}, "|")
 	p.mu.Lock()
@@ -112,12 +142,14 @@ func (p *Producer) client(t destination.Target) (*kgo.Client, error) {
 	if cl := p.clients[key]; cl != nil {
 		return cl, nil
 	}
-	sec, err := kafkasec.New(config.Kafka{TLS: t.TLS, SASLMechanism: t.SASLMechanism,
+	sec, err := kafkasec.New(config.Kafka{TLS: t.TLS, CACert: p.o.CACert, SASLMechanism: t.SASLMechanism,
 		SASLUsername: t.SASLUsername, SASLPassword: t.Credentials.Password}, p.o.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}
+	c := &client{}
 	opts := append(sec.OptsWithDialer(p.o.Dial),
+		kgo.WithHooks(c),
 		kgo.SeedBrokers(t.Brokers...),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // with the idempotent producer (franz-go's default)
 		kgo.RecordDeliveryTimeout(p.o.Timeout),
@@ -125,10 +157,9 @@ func (p *Producer) client(t destination.Target) (*kgo.Client, error) {
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(10000),
 	)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
+	if c.Client, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}
-	p.clients[key] = cl
-	return cl, nil
+	p.clients[key] = c
+	return c, nil
 }
