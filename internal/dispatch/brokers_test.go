@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,35 @@ func TestRabbitMQ_ForcedCloseMidStreamLosesNothingAndReconnects(t *testing.T) {
 	})
 	if open := testkit.CloseAMQPConnections(t, name); open != 1 {
 		t.Fatalf("%d connections named %s after the stream, want 1: the hub reconnected once and kept it", open, name)
+	}
+}
+
+// A message no queue is bound for comes back under mandatory: a failed
+// attempt, waiting for its retry, never counted as delivered.
+func TestRabbitMQ_UnroutableIsAFailedAttempt(t *testing.T) {
+	r, mq, _ := rabbitRig(t, testkit.Drivers[len(testkit.Drivers)-1])
+	sub, err := r.store.GetSubscription(r.ctx, "acme", "sub_rabbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Destination.RoutingKey = "nobody.{type}" // the queue is bound to acme.#
+	if _, err := r.store.UpdateSubscription(r.ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	r.publish(event("acme", "evt-1"))
+	r.run()
+	testkit.WaitFor(t, "the failed attempt recorded", func() bool {
+		jobs := r.jobsOf("acme", "sub_rabbit")
+		return len(jobs) == 1 && jobs[0].Attempts == 1 && jobs[0].Status == hub.JobPending
+	})
+	j, attempts, err := r.store.GetJob(r.ctx, "acme", r.jobsOf("acme", "sub_rabbit")[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 1 || !strings.Contains(attempts[0].Error, "unroutable") || !strings.Contains(j.LastError, "unroutable") {
+		t.Fatalf("attempts %+v, last error %q: want one unroutable failure", attempts, j.LastError)
+	}
+	if got := mq.Take(t); len(got) != 0 {
+		t.Fatalf("the queue received %d messages", len(got))
 	}
 }
