@@ -41,6 +41,7 @@ func Probe(ctx context.Context, s Sender, t Target, secrets []string, tenant, su
 	if err != nil {
 		return webhook.ProbeResult{Error: err.Error()}
 	}
+	m.Probe = true
 	start := time.Now()
 	err = s.Send(ctx, t, m)
 	res := webhook.ProbeResult{Duration: time.Since(start), Passed: err == nil}

@@ -31,6 +31,10 @@ type Message struct {
 	// Headers are the ce-*, X-Lerian-* and webhook-* values, named as
 	// SPEC 5 writes them (HeadersOf).
 	Headers map[string]string
+	// Probe marks a verification message: the broker's confirmation is
+	// enough, even if no queue is bound for it (a tenant binds its event
+	// types, not hub.verification).
+	Probe bool
 }
 
 // Sender publishes to the broker destinations of one type. Send returns

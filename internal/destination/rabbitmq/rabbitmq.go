@@ -60,7 +60,8 @@ func New(o Options) (*Publisher, error) {
 
 // Send publishes m to t's exchange with t's routing key (templated) as a
 // persistent, mandatory message and waits for the broker's confirm. A
-// message the broker returns (no queue bound) or nacks is a failure.
+// message the broker returns (no queue bound) or nacks is a failure; a
+// verification (m.Probe) is not mandatory.
 func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) error {
 	raw, err := brokerURL(t)
 	if err != nil {
@@ -84,7 +85,9 @@ func (p *Publisher) Send(ctx context.Context, t destination.Target, m destinatio
 		AppId:        "streaming-hub",
 		Body:         m.Body,
 	}
-	return l.publish(ctx, t.Exchange, destination.RoutingKey(t.RoutingKey, m.EventType, m.TenantID), pub)
+	// Mandatory, so an unroutable message comes back as a failure; a
+	// verification passes on the confirm wherever it goes.
+	return l.publish(ctx, t.Exchange, destination.RoutingKey(t.RoutingKey, m.EventType, m.TenantID), !m.Probe, pub)
 }
 
 // Close closes every connection.
@@ -144,7 +147,7 @@ func (l *link) close() {
 	}
 }
 
-func (l *link) publish(ctx context.Context, exchange, key string, pub amqp.Publishing) error {
+func (l *link) publish(ctx context.Context, exchange, key string, mandatory bool, pub amqp.Publishing) error {
 	l.mu.Lock()
 	if l.sess == nil || l.sess.ch.IsClosed() || l.sess.conn.IsClosed() {
 		if l.sess != nil {
@@ -159,7 +162,7 @@ func (l *link) publish(ctx context.Context, exchange, key string, pub amqp.Publi
 	}
 	s := l.sess
 	w := s.expect(s.ch.GetNextPublishSeqNo(), deliveryOf(pub))
-	err := s.ch.PublishWithContext(ctx, exchange, key, true, false, pub)
+	err := s.ch.PublishWithContext(ctx, exchange, key, mandatory, false, pub)
 	l.mu.Unlock()
 	if err != nil {
 		s.forget(w)
