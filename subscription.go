@@ -32,16 +32,56 @@ const (
 	AuthHeader = "header"
 )
 
+// Destination types.
+const (
+	DestinationWebhook  = "webhook"
+	DestinationRabbitMQ = "rabbitmq"
+	DestinationKafka    = "kafka"
+)
+
 // Destination is where a subscription delivers. Credentials are not here:
 // they live sealed in Subscription.Secrets.
 type Destination struct {
-	Type    string            // "webhook"
-	URL     string            // absolute http(s)
-	Headers map[string]string // sent on every attempt
+	Type string // webhook, rabbitmq or kafka
+	// URL is the webhook's absolute http(s) URL, or the RabbitMQ broker's
+	// amqp(s) URL without its userinfo (sealed in Secrets.Broker).
+	URL     string
+	Headers map[string]string // sent on every attempt (webhook)
 	// AuthType is "", bearer, basic or header; AuthHeaderName names the
 	// header of the header type. The values are secret.
 	AuthType       string
 	AuthHeaderName string
+
+	// RabbitMQ: the exchange and the routing key template ({type},
+	// {tenant}).
+	Exchange   string
+	RoutingKey string
+	// Kafka: seed brokers (host:port), the topic, TLS and SASL (the
+	// password is sealed in Secrets.Broker).
+	Brokers       []string
+	Topic         string
+	TLS           bool
+	SASLMechanism string
+	SASLUsername  string
+}
+
+// Address is the destination as breakers know it (SPEC 8, 22): the
+// webhook URL, or the broker's address (never with credentials).
+func (d Destination) Address() string {
+	switch d.Type {
+	case DestinationRabbitMQ:
+		if i := strings.Index(d.URL, "://"); i >= 0 {
+			rest := d.URL[i+3:]
+			if j := strings.IndexByte(rest, '/'); j >= 0 {
+				rest = rest[:j]
+			}
+			return strings.ToLower(d.URL[:i+3] + rest)
+		}
+		return d.URL
+	case DestinationKafka:
+		return "kafka://" + strings.ToLower(strings.Join(d.Brokers, ","))
+	}
+	return d.URL
 }
 
 // FailureSpan is a subscription's open failure span: its first and last
@@ -61,6 +101,9 @@ type Subscription struct {
 	MaxInFlight   int
 	// Filters must all hold for an event to match (SPEC 22); nil: none.
 	Filters []Filter
+	// RateLimit is at most how many attempts per second one process
+	// makes to the subscription (a token bucket); 0: no limit.
+	RateLimit int
 
 	Enabled           bool
 	VerificationState VerificationState
@@ -107,6 +150,9 @@ type SubscriptionSecrets struct {
 	// their rotation overlap.
 	Signing []SigningSecret `json:"signing"`
 	Auth    Credentials     `json:"auth"`
+	// Broker holds a broker destination's credentials: the RabbitMQ URL's
+	// userinfo, the Kafka SASL password.
+	Broker Credentials `json:"broker,omitzero"`
 }
 
 // SigningSecret is a whsec_ secret; ExpiresAt is nil for the current one.
@@ -144,6 +190,7 @@ const (
 	MaxHeaderValueBytes = 1024
 	MaxNameBytes        = 256
 	MaxURLBytes         = 2048
+	MaxRateLimit        = 10000
 )
 
 // ValidateName checks a subscription's or a tenant's name: present,
@@ -230,6 +277,15 @@ func ParseRetrySchedule(steps []string) ([]time.Duration, error) {
 func ValidateMaxInFlight(n int) error {
 	if n < 1 || n > MaxMaxInFlight {
 		return Errorf(EINVALID, "max_in_flight: must be 1 to %d", MaxMaxInFlight)
+	}
+	return nil
+}
+
+// ValidateRateLimit checks rate_limit.per_second: 1..10,000 (0 is no
+// limit: the field is null).
+func ValidateRateLimit(n int) error {
+	if n != 0 && (n < 1 || n > MaxRateLimit) {
+		return Errorf(EINVALID, "rate_limit.per_second: must be 1 to %d", MaxRateLimit)
 	}
 	return nil
 }

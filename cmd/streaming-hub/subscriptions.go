@@ -48,6 +48,10 @@ type subscriptionView struct {
 			Type string `json:"type"`
 			Name string `json:"name"`
 		} `json:"auth"`
+		Exchange   string   `json:"exchange"`
+		RoutingKey string   `json:"routing_key"`
+		Brokers    []string `json:"brokers"`
+		Topic      string   `json:"topic"`
 	} `json:"destination"`
 	RetrySchedule     []string        `json:"retry_schedule"`
 	MaxInFlight       int             `json:"max_in_flight"`
@@ -95,7 +99,7 @@ func (s *subscriptionView) print(w io.Writer) {
 		"tenant_id", s.TenantID,
 		"name", s.Name,
 		"event_types", strings.Join(types, ", "),
-		"url", s.Destination.URL,
+		"url", s.where(),
 		"headers", joinMap(s.Destination.Headers),
 		"auth", auth,
 		"retry_schedule", retry,
@@ -124,7 +128,7 @@ func subscriptionsList(args []string, e env) int {
 		return code
 	}
 	return listCmd(c, "/v1/subscriptions", p, nil, []string{"ID", "NAME", "URL", "ENABLED", "STATE", "BREAKER"}, func(s subscriptionView) []string {
-		return []string{s.ID, s.Name, s.Destination.URL, strconv.FormatBool(s.Enabled), s.VerificationState, s.BreakerState}
+		return []string{s.ID, s.Name, s.where(), strconv.FormatBool(s.Enabled), s.VerificationState, s.BreakerState}
 	})
 }
 
@@ -362,4 +366,17 @@ func subscriptionsRotate(args []string, e env) int {
 	return c.do("POST", "/v1/subscriptions/"+pathEscape(c.args[0])+"/rotate-secret", nil, body, &r, func(w io.Writer) {
 		fields(w, "signing_secret", r.SigningSecret, "previous_secret_expires_at", r.Expires)
 	})
+}
+
+// where is where a subscription delivers: its webhook URL, a RabbitMQ
+// URL with its exchange and routing key, or a Kafka topic on its brokers.
+func (s subscriptionView) where() string {
+	d := s.Destination
+	switch d.Type {
+	case "rabbitmq":
+		return d.URL + " exchange=" + d.Exchange + " routing_key=" + d.RoutingKey
+	case "kafka":
+		return "kafka://" + strings.Join(d.Brokers, ",") + "/" + d.Topic
+	}
+	return d.URL
 }

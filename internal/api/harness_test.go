@@ -13,6 +13,7 @@ import (
 
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -46,6 +47,8 @@ type apiOptions struct {
 	pullRecheck time.Duration
 	// wrap, when set, stands between the server and the store.
 	wrap func(store.Store) store.Store
+	// senders publish to broker destinations (nil: none).
+	senders map[string]destination.Sender
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -84,6 +87,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		AdminToken:        adminToken,
 		Keyring:           keyring,
 		Client:            probes,
+		Senders:           o.senders,
 		AllowPrivateSinks: o.allowPrivate,
 		Now:               clock.Now,
 		Pull:              *o.pull,

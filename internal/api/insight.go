@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/manifest"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
@@ -334,6 +336,11 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		"ce-schemaversion":     {"1.0.0"},
 	}
 	out := testResultJSON{DeliveryID: deliveryID}
+	if sub.Destination.Type != hub.DestinationWebhook {
+		s.publishTest(r.Context(), sub, sec, webhook.Message{ID: id, Body: data, ContentType: hub.DefaultContentType, Headers: headers}, typ, &out)
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
 	httpReq, err := webhook.NewRequest(r.Context(), webhook.TargetOf(sub, sec, now), webhook.Message{
 		ID: id, Body: data, ContentType: hub.DefaultContentType, Headers: headers,
 	}, now)
@@ -357,6 +364,30 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// publishTest publishes a test event to a broker destination: status_code
+// and response_body stay null, error says why the broker did not confirm.
+func (s *Server) publishTest(ctx context.Context, sub hub.Subscription, sec hub.SubscriptionSecrets, m webhook.Message, typ string, out *testResultJSON) {
+	sender := s.deps.Senders[sub.Destination.Type]
+	if sender == nil {
+		out.Error = optional("this hub process cannot deliver to " + sub.Destination.Type + " destinations")
+		return
+	}
+	now := s.now()
+	msg, err := destination.Compose(sec.Valid(now), m, typ, sub.TenantID, now)
+	if err != nil {
+		out.Error = optional(err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.deps.Client.Timeout)
+	defer cancel()
+	start := time.Now()
+	err = sender.Send(ctx, destination.Target{Destination: sub.Destination, Credentials: sec.Broker}, msg)
+	out.DurationMS = time.Since(start).Milliseconds()
+	if err != nil {
+		out.Error = optional(err.Error())
+	}
 }
 
 func randomHex(n int) string {

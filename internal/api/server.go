@@ -10,6 +10,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -25,7 +26,10 @@ type Deps struct {
 	// Keyring seals and opens subscription secrets (STREAMING_HUB_KEK).
 	Keyring *envelope.Keyring
 	// Client sends verification probes: the SSRF-safe webhook client.
-	Client            *http.Client
+	Client *http.Client
+	// Senders publish verification probes and test events to broker
+	// destinations, by type; nil refuses them (the probe fails).
+	Senders           map[string]destination.Sender
 	AllowPrivateSinks bool
 	// BreakerState reports a (tenant, destination) breaker; nil: closed.
 	BreakerState func(tenantID, url string) string

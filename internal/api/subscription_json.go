@@ -16,6 +16,7 @@ type subscriptionJSON struct {
 	RetrySchedule     []string           `json:"retry_schedule"`
 	MaxInFlight       int                `json:"max_in_flight"`
 	Filters           []hub.Filter       `json:"filters"`
+	RateLimit         *rateLimitJSON     `json:"rate_limit"`
 	Enabled           bool               `json:"enabled"`
 	VerificationState string             `json:"verification_state"`
 	DisabledReason    *string            `json:"disabled_reason"`
@@ -33,15 +34,33 @@ type subscriptionJSON struct {
 
 type destinationJSON struct {
 	Type    string            `json:"type"`
-	URL     string            `json:"url"`
+	URL     string            `json:"url"` // a broker's without its userinfo
 	Headers map[string]string `json:"headers"`
 	Auth    *authJSON         `json:"auth"`
+	// Broker destinations only; credentials are never shown.
+	Exchange   *string   `json:"exchange,omitempty"`
+	RoutingKey *string   `json:"routing_key,omitempty"`
+	Brokers    []string  `json:"brokers,omitempty"`
+	Topic      string    `json:"topic,omitempty"`
+	TLS        *bool     `json:"tls,omitempty"`
+	SASL       *saslJSON `json:"sasl,omitempty"`
+}
+
+// saslJSON shows a Kafka destination's SASL mechanism and user, never the
+// password.
+type saslJSON struct {
+	Mechanism string `json:"mechanism"`
+	Username  string `json:"username"`
 }
 
 // authJSON shows how a destination authenticates, never with what.
 type authJSON struct {
 	Type string `json:"type"`
 	Name string `json:"name,omitempty"` // the header of the header type
+}
+
+type rateLimitJSON struct {
+	PerSecond int `json:"per_second"`
 }
 
 type failureSpanJSON struct {
@@ -72,6 +91,15 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 	if out.Filters = sub.Filters; out.Filters == nil {
 		out.Filters = []hub.Filter{}
 	}
+	switch d := sub.Destination; d.Type {
+	case hub.DestinationRabbitMQ:
+		out.Destination.Exchange, out.Destination.RoutingKey = &d.Exchange, &d.RoutingKey
+	case hub.DestinationKafka:
+		out.Destination.Brokers, out.Destination.Topic, out.Destination.TLS = d.Brokers, d.Topic, &d.TLS
+		if d.SASLMechanism != "" {
+			out.Destination.SASL = &saslJSON{Mechanism: d.SASLMechanism, Username: d.SASLUsername}
+		}
+	}
 	if out.Destination.Headers == nil {
 		out.Destination.Headers = map[string]string{}
 	}
@@ -81,6 +109,9 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 			out.Destination.Auth.Name = sub.Destination.AuthHeaderName
 		}
 	}
+	if sub.RateLimit > 0 {
+		out.RateLimit = &rateLimitJSON{PerSecond: sub.RateLimit}
+	}
 	if sub.DisabledReason != "" {
 		reason := sub.DisabledReason
 		out.DisabledReason = &reason
@@ -89,7 +120,7 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 		out.FailureSpan = &failureSpanJSON{sub.FailureSpan.First, sub.FailureSpan.Last}
 	}
 	if s.deps.BreakerState != nil {
-		out.BreakerState = s.deps.BreakerState(sub.TenantID, sub.Destination.URL)
+		out.BreakerState = s.deps.BreakerState(sub.TenantID, sub.Destination.Address())
 	}
 	return out
 }

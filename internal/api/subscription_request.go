@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // subscriptionRequest is the body of create and PATCH. Absent fields are
@@ -18,8 +17,14 @@ type subscriptionRequest struct {
 	Destination   *destinationRequest `json:"destination"`
 	RetrySchedule json.RawMessage     `json:"retry_schedule"`
 	MaxInFlight   *int                `json:"max_in_flight"`
+	RateLimit     json.RawMessage     `json:"rate_limit"`
 	Enabled       *bool               `json:"enabled"`
 	Filters       json.RawMessage     `json:"filters"`
+}
+
+// rateLimitRequest is rate_limit: {"per_second": N}.
+type rateLimitRequest struct {
+	PerSecond *int `json:"per_second"`
 }
 
 type destinationRequest struct {
@@ -27,6 +32,13 @@ type destinationRequest struct {
 	URL     *string            `json:"url"`
 	Headers *map[string]string `json:"headers"`
 	Auth    json.RawMessage    `json:"auth"`
+	// Broker destinations (SPEC 22).
+	Exchange   *string         `json:"exchange"`
+	RoutingKey *string         `json:"routing_key"`
+	Brokers    *[]string       `json:"brokers"`
+	Topic      *string         `json:"topic"`
+	TLS        *bool           `json:"tls"`
+	SASL       json.RawMessage `json:"sasl"`
 }
 
 type authRequest struct {
@@ -84,17 +96,49 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		}
 		sub.Filters = filters
 	}
+	if len(req.RateLimit) > 0 {
+		if isNull(req.RateLimit) {
+			sub.RateLimit = 0
+		} else {
+			var rl rateLimitRequest
+			if err := strict(req.RateLimit, &rl, "rate_limit"); err != nil {
+				return false, err
+			}
+			if rl.PerSecond == nil {
+				return false, hub.Errorf(hub.EINVALID, "rate_limit.per_second: required (null clears rate_limit)")
+			}
+			if *rl.PerSecond == 0 {
+				return false, hub.ValidateRateLimit(-1)
+			}
+			sub.RateLimit = *rl.PerSecond
+		}
+	}
 	if req.Enabled != nil {
 		sub.Enabled = *req.Enabled
 	}
 	if d := req.Destination; d != nil {
-		if d.Type != nil {
-			sub.Destination.Type = *d.Type
+		if d.Type != nil && *d.Type != sub.Destination.Type {
+			// Another kind of destination: nothing of the old one stays.
+			sub.Destination = hub.Destination{Type: *d.Type}
+			secrets.Auth, secrets.Broker = hub.Credentials{}, hub.Credentials{}
+			urlChanged = true
 		}
 		if d.URL != nil {
-			urlChanged = *d.URL != sub.Destination.URL
-			sub.Destination.URL = *d.URL
+			u := *d.URL
+			if sub.Destination.Type == hub.DestinationRabbitMQ {
+				// The userinfo is a credential: sealed, never shown.
+				var user hub.Credentials
+				u, user = splitUserinfo(u)
+				secrets.Broker = user
+			}
+			urlChanged = urlChanged || u != sub.Destination.URL
+			sub.Destination.URL = u
 		}
+		changed, err := applyBroker(d, &sub.Destination, secrets)
+		if err != nil {
+			return false, err
+		}
+		urlChanged = urlChanged || changed
 		if d.Headers != nil {
 			sub.Destination.Headers = *d.Headers
 		}
@@ -131,22 +175,13 @@ func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets,
 	if err := hub.ValidateEventTypes(sub.EventTypes); err != nil {
 		return err
 	}
-	if sub.Destination.Type != "webhook" {
-		return hub.Errorf(hub.EINVALID, "destination.type: must be webhook")
-	}
-	if sub.Destination.URL == "" {
-		return hub.Errorf(hub.EINVALID, "destination.url: required")
-	}
-	if err := webhook.ValidateURL(sub.Destination.URL, allowPrivate); err != nil {
-		return err
-	}
-	if err := hub.ValidateHeaders(sub.Destination.Headers); err != nil {
-		return err
-	}
-	if err := hub.ValidateAuth(sub.Destination.AuthType, sub.Destination.AuthHeaderName, secrets.Auth); err != nil {
+	if err := validateDestination(sub.Destination, secrets, allowPrivate); err != nil {
 		return err
 	}
 	if err := hub.ValidateRetrySchedule(sub.RetrySchedule); err != nil {
+		return err
+	}
+	if err := hub.ValidateRateLimit(sub.RateLimit); err != nil {
 		return err
 	}
 	return hub.ValidateMaxInFlight(sub.MaxInFlight)

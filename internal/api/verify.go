@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
@@ -28,7 +30,7 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	res := webhook.Probe(r.Context(), s.deps.Client, webhook.TargetOf(sub, sec, s.now()), sub.ID, s.now())
+	res := s.probe(r.Context(), sub, sec)
 
 	sub, err = s.modifySubscription(r.Context(), tenantID, id, func(sub *hub.Subscription, _ *hub.SubscriptionSecrets) error {
 		now := s.now()
@@ -69,6 +71,23 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 		"subscription": s.toSubscriptionJSON(sub),
 	}})
 	return nil
+}
+
+// probe sends sub's verification probe: a webhook POST, or a broker
+// publish that passes on the broker's confirm.
+func (s *Server) probe(ctx context.Context, sub hub.Subscription, sec hub.SubscriptionSecrets) webhook.ProbeResult {
+	now := s.now()
+	if sub.Destination.Type == hub.DestinationWebhook {
+		return webhook.Probe(ctx, s.deps.Client, webhook.TargetOf(sub, sec, now), sub.ID, now)
+	}
+	sender := s.deps.Senders[sub.Destination.Type]
+	if sender == nil {
+		return webhook.ProbeResult{Error: "this hub process cannot deliver to " + sub.Destination.Type + " destinations"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.deps.Client.Timeout)
+	defer cancel()
+	return destination.Probe(ctx, sender, destination.Target{Destination: sub.Destination, Credentials: sec.Broker},
+		sec.Valid(now), sub.TenantID, sub.ID, now)
 }
 
 // Rotation overlap bounds.

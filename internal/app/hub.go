@@ -17,6 +17,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/console"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/housekeeping"
@@ -41,10 +42,13 @@ type Hub struct {
 	// zero value exports no span.
 	Telemetry telemetry.Config
 
-	Store      store.Store
-	Metrics    *metrics.Metrics
-	Keyring    *envelope.Keyring
-	Client     *http.Client   // the SSRF-safe destination client
+	Store   store.Store
+	Metrics *metrics.Metrics
+	Keyring *envelope.Keyring
+	Client  *http.Client // the SSRF-safe destination client
+	// Senders publish to broker destinations (rabbitmq, kafka), through
+	// the same SSRF-safe dialing as Client.
+	Senders    map[string]destination.Sender
 	Broker     *kfake.Cluster // dev mode's embedded Kafka
 	Consumer   *ingest.Consumer
 	Dispatcher *dispatch.Dispatcher
@@ -145,6 +149,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Client, err = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks}); err != nil {
 		return err
 	}
+	if h.Senders, err = newSenders(*cfg, h.Logger); err != nil {
+		return err
+	}
 	if cfg.Role.Delivers() {
 		var autoDisable *store.AutoDisable
 		if g := cfg.Autodisable; g.Enabled {
@@ -158,6 +165,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			Store:       h.Store,
 			Keyring:     h.Keyring,
 			Client:      h.Client,
+			Senders:     h.Senders,
 			Metrics:     h.Metrics,
 			Logger:      h.Logger.With("component", "dispatch"),
 			Now:         h.Now,
@@ -216,6 +224,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Ready:             ready,
 		Keyring:           h.Keyring,
 		Client:            h.Client,
+		Senders:           h.Senders,
 		AllowPrivateSinks: cfg.AllowPrivateSinks,
 		OnJobs:            h.wakeDispatcher,
 		OnVerified:        h.verified,
@@ -361,6 +370,9 @@ func (h *Hub) Close() {
 	}
 	if h.Store != nil {
 		h.Store.Close()
+	}
+	for _, s := range h.Senders {
+		s.Close()
 	}
 	if h.Broker != nil {
 		h.Broker.Close()

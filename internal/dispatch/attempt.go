@@ -17,13 +17,19 @@ import (
 // attempt is one claimed job on its way: prepared (its request built and
 // signed, or its outcome already known), then sent and answered.
 type attempt struct {
-	c    store.Claimed
-	out  store.Completion
-	now  time.Time
-	req  *http.Request // nil when done needs no request (shed, no event, bad secrets)
-	rec  *hub.Attempt
-	err  error      // why no request could be built (the attempt fails)
-	span trace.Span // the attempt's CLIENT span; nil when nothing is exported
+	c   store.Claimed
+	out store.Completion
+	now time.Time
+	req *http.Request // nil when done needs no request (shed, no event, bad secrets)
+	// publish, for a broker destination, is the message to publish
+	// instead of req.
+	publish *publication
+	rec     *hub.Attempt
+	err     error      // why no request could be built (the attempt fails)
+	span    trace.Span // the attempt's CLIENT span; nil when nothing is exported
+	// throttled is when the subscription's next token comes, for a job
+	// made to wait by its rate limit; zero otherwise.
+	throttled time.Time
 }
 
 // deliver makes exactly one attempt of a claimed job and returns its
@@ -48,11 +54,19 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		a.out.LastError = "the event is no longer in the inbox"
 		return a
 	}
+	if rate := c.Subscription.RateLimit; rate > 0 {
+		// Before the breaker: a job that waits for a token must not take
+		// the half-open probe's place.
+		if ok, next := d.throttles.take(c.Job.SubscriptionID, rate, now); !ok {
+			d.throttle(a, next)
+			return a
+		}
+	}
 	if b := d.cfg.Breakers; b != nil {
-		if woken := b.Changed(c.Job.TenantID, c.Subscription.Destination.URL, c.Subscription.UpdatedAt); len(woken) > 0 {
+		if woken := b.Changed(c.Job.TenantID, c.Subscription.Destination.Address(), c.Subscription.UpdatedAt); len(woken) > 0 {
 			d.wakeShed(woken)
 		}
-		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.URL, c.Job.SubscriptionID); !ok {
+		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.Address(), c.Job.SubscriptionID); !ok {
 			d.shed(a, retryAt)
 			d.cfg.Metrics.Shed.Inc()
 			return a
@@ -67,12 +81,17 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		a.err = fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
 		return a
 	}
-	a.req, a.err = webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), webhook.Message{
+	m := webhook.Message{
 		ID:          c.Event.ID,
 		Body:        c.Event.Data,
 		ContentType: c.Event.DataContentType,
 		Headers:     eventHeaders(c.Event, a.rec.ID, traceparent),
-	}, now)
+	}
+	if c.Subscription.Destination.Type != hub.DestinationWebhook {
+		a.publish, a.err = d.publication(ctx, c, sec, m, now)
+		return a
+	}
+	a.req, a.err = webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), m, now)
 	return a
 }
 
@@ -87,6 +106,14 @@ func (d *Dispatcher) shed(a *attempt, at time.Time) {
 	}
 }
 
+// throttle makes a wait, without an attempt, for its subscription's next
+// token at next: like a shed job, it keeps its attempts and its place.
+func (d *Dispatcher) throttle(a *attempt, next time.Time) {
+	d.shed(a, next)
+	a.throttled = next
+	d.cfg.Metrics.Throttled.Inc()
+}
+
 // attempted reports whether await will send a request or count a failure.
 func (a *attempt) attempted() bool { return a.rec != nil }
 
@@ -98,17 +125,21 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	}
 	c, out, now := a.c, a.out, a.now
 	status, header, err := 0, http.Header(nil), a.err
-	if err == nil {
+	switch {
+	case err != nil:
+	case a.publish != nil:
+		err = d.sendPublication(a.publish, a.rec)
+	default:
 		status, header, err = d.send(a.req, a.rec)
+		if err == nil && (status < 200 || status > 299) {
+			err = fmt.Errorf("destination answered %d", status)
+		}
 	}
 	a.rec.StatusCode = status
-	if err == nil && (status < 200 || status > 299) {
-		err = fmt.Errorf("destination answered %d", status)
-	}
 	endAttempt(a.span, status, err)
 	if b := d.cfg.Breakers; b != nil {
 		// A timeout is a failure like any other (SPEC 8).
-		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.URL, err == nil); len(woken) > 0 {
+		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.Address(), err == nil); len(woken) > 0 {
 			d.wakeShed(woken)
 		}
 	}

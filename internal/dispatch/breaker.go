@@ -243,7 +243,7 @@ func (b *Breakers) gauge() {
 func (d *Dispatcher) Verified(ctx context.Context, sub hub.Subscription) error {
 	woken := []string{sub.ID}
 	if b := d.cfg.Breakers; b != nil {
-		woken = append(woken, b.Close(sub.TenantID, sub.Destination.URL)...)
+		woken = append(woken, b.Close(sub.TenantID, sub.Destination.Address())...)
 	}
 	if _, err := d.cfg.Store.WakeJobs(ctx, woken); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -40,6 +41,9 @@ type Config struct {
 	Store   Store
 	Keyring *envelope.Keyring // opens subscription secrets, in memory only
 	Client  *http.Client      // the SSRF-safe webhook client
+	// Senders publish to broker destinations, by destination type
+	// (rabbitmq, kafka); a type without one fails its attempts.
+	Senders map[string]destination.Sender
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger     // nil discards
 	Now     func() time.Time // the clock; nil means time.Now
@@ -92,6 +96,8 @@ type Dispatcher struct {
 	// its answer.
 	slots chan struct{}
 	dests destinations
+	// throttles are the rate-limited subscriptions' token buckets.
+	throttles throttles
 
 	// leases are the leases held here (job id -> token), renewed every
 	// third of a lease until the job's result is written or given back.
@@ -362,7 +368,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // claims here leave its subscriptions alone until the destination has
 // room again.
 func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
-	dest := destinationOf(u[0].Subscription.Destination.URL)
+	dest := destinationOf(u[0].Subscription.Destination.Address())
 	if !d.dests.admit(dest, u[0].Job.SubscriptionID) {
 		for _, c := range u {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
@@ -395,6 +401,18 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 			}
 			if d.isStopping() {
 				d.release(rest)
+				d.answered(len(rest))
+				return
+			}
+			if !a.throttled.IsZero() {
+				// The rest of an ordered run waits for the same token, in
+				// order, even if the clock reaches it meanwhile.
+				for _, c := range rest {
+					w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
+						SubscriptionID: c.Job.SubscriptionID}}
+					d.throttle(w, a.throttled)
+					results <- w.out
+				}
 				d.answered(len(rest))
 				return
 			}

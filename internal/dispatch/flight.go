@@ -77,6 +77,9 @@ func (ds *destinations) excluded() []string {
 // destinationOf is a URL's destination: scheme, host and port (the
 // scheme's default when none is written).
 func destinationOf(raw string) string {
+	if strings.HasPrefix(raw, "kafka://") {
+		return raw // hub.Destination.Address: the brokers, already plain
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
@@ -88,6 +91,10 @@ func destinationOf(raw string) string {
 			port = "443"
 		case "http":
 			port = "80"
+		case "amqps":
+			port = "5671"
+		case "amqp":
+			port = "5672"
 		}
 	}
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port

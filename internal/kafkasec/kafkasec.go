@@ -66,6 +66,33 @@ func (s *Security) Opts() []kgo.Opt {
 	return opts
 }
 
+// OptsWithDialer are Opts for a client that dials through dial (a
+// tenant's Kafka destination: the SSRF-safe dialer); TLS, when on, runs
+// over dial's connections, verifying the broker's name.
+func (s *Security) OptsWithDialer(dial func(ctx context.Context, network, host string) (net.Conn, error)) []kgo.Opt {
+	tc, _ := s.tlsConfig()
+	opts := []kgo.Opt{kgo.WithHooks(s), kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+		conn, err := dial(ctx, network, host)
+		if err != nil || tc == nil {
+			return conn, err
+		}
+		c := tc.Clone()
+		if c.ServerName == "" {
+			c.ServerName, _, _ = net.SplitHostPort(host)
+		}
+		tconn := tls.Client(conn, c)
+		if err := tconn.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tconn, nil
+	})}
+	if m, _ := s.mechanism(); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts
+}
+
 // tlsConfig is nil without TLS. Verification is never skipped: there is no
 // option for it.
 func (s *Security) tlsConfig() (*tls.Config, error) {

@@ -36,6 +36,7 @@ type Metrics struct {
 	LeasesRecovered   *prometheus.CounterVec   // result: recovered | poisoned
 	CompletionsFenced prometheus.Counter
 	Shed              prometheus.Counter
+	Throttled         prometheus.Counter
 	BreakerChanges    *prometheus.CounterVec // to: open | half_open | closed
 	BreakersOpen      prometheus.Gauge
 	AutoDisables      prometheus.Counter
@@ -125,6 +126,10 @@ func New() *Metrics {
 			Name: "streaming_hub_delivery_shed_total",
 			Help: "Due jobs rescheduled without an attempt because their destination's breaker was open.",
 		}),
+		Throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_delivery_throttled_total",
+			Help: "Due jobs rescheduled without an attempt because their subscription was at its rate_limit.",
+		}),
 		BreakerChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_breaker_state_changes_total",
 			Help: "Circuit breaker transitions, by the state entered.",
@@ -168,7 +173,7 @@ func New() *Metrics {
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
-		m.CompletionsFenced, m.Shed, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
+		m.CompletionsFenced, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh,
 	)
 	// Series that exist from the start read 0 rather than missing.

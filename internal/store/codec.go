@@ -14,6 +14,20 @@ type SubscriptionJSON struct {
 	Headers       string
 	RetrySchedule *string // nil: the default curve
 	Filters       *string // nil: none
+	// DestinationConfig is a broker destination's settings ("{}" for a
+	// webhook).
+	DestinationConfig string
+}
+
+// destinationConfig is what destination_config holds.
+type destinationConfig struct {
+	Exchange      string   `json:"exchange,omitempty"`
+	RoutingKey    string   `json:"routing_key,omitempty"`
+	Brokers       []string `json:"brokers,omitempty"`
+	Topic         string   `json:"topic,omitempty"`
+	TLS           bool     `json:"tls,omitempty"`
+	SASLMechanism string   `json:"sasl_mechanism,omitempty"`
+	SASLUsername  string   `json:"sasl_username,omitempty"`
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -32,6 +46,13 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 		return out, err
 	}
 	out.EventTypes, out.Headers = string(et), string(h)
+	d := s.Destination
+	dc, err := json.Marshal(destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
+		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername})
+	if err != nil {
+		return out, err
+	}
+	out.DestinationConfig = string(dc)
 	if s.RetrySchedule != nil {
 		rs, err := json.Marshal(s.RetrySchedule)
 		if err != nil {
@@ -68,5 +89,20 @@ func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule,
 		}
 	}
 	s.Filters = Filters(filters)
+	return nil
+}
+
+// DecodeDestinationConfig fills s's broker settings from destination_config.
+func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var dc destinationConfig
+	if err := json.Unmarshal(raw, &dc); err != nil {
+		return fmt.Errorf("subscription %s: destination_config: %w", s.ID, err)
+	}
+	d := &s.Destination
+	d.Exchange, d.RoutingKey, d.Brokers, d.Topic = dc.Exchange, dc.RoutingKey, dc.Brokers, dc.Topic
+	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
 	return nil
 }

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -139,4 +140,24 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ReadRecords reads topic of c from the start until it has n records (opts
+// add to the reader's options: SASL, TLS) and returns them, in order per
+// partition.
+func ReadRecords(t testing.TB, c *kfake.Cluster, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafka reader: %v", err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	WaitFor(t, fmt.Sprintf("%d records on %s", n, topic), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		got = append(got, cl.PollFetches(ctx).Records()...)
+		return len(got) >= n
+	})
+	return got
 }

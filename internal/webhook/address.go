@@ -40,6 +40,19 @@ func ValidateURL(raw string, allowPrivate bool) error {
 	return nil
 }
 
+// ValidateHost checks a broker host (field names it in the error): not a
+// private name or address literal unless private sinks are allowed. Like a
+// webhook's, the name is checked again at dial time, after DNS.
+func ValidateHost(field, host string, allowPrivate bool) error {
+	if host == "" {
+		return hub.Errorf(hub.EINVALID, "%s: a host is required", field)
+	}
+	if !allowPrivate && !publicHost(host) {
+		return hub.Errorf(hub.EINVALID, "%s: private destinations are not allowed", field)
+	}
+	return nil
+}
+
 // publicHost reports whether a URL's host may name a public destination
 // before DNS: not localhost (with or without the trailing dot), not a private
 // address literal in any of the forms resolvers accept (127.1, 2130706433,

@@ -47,11 +47,7 @@ func NewClient(o ClientOptions) (*http.Client, error) {
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("webhook.ClientOptions: Timeout must be positive, got %v", o.Timeout)
 	}
-	d := &dialer{allowPrivate: o.AllowPrivate, resolver: o.Resolver}
-	if d.resolver == nil {
-		d.resolver = net.DefaultResolver
-	}
-	d.net = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: d.control}
+	d := newDialer(o)
 	return &http.Client{
 		Timeout: o.Timeout,
 		Transport: &http.Transport{
@@ -70,6 +66,25 @@ func NewClient(o ClientOptions) (*http.Client, error) {
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}, nil
+}
+
+// Dialer dials only public addresses (unless AllowPrivate), resolving
+// names itself: the SSRF rule of webhooks, for broker destinations too.
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// NewDialer returns the dialer NewClient's requests use (o.Timeout is not
+// used).
+func NewDialer(o ClientOptions) Dialer { return newDialer(o) }
+
+func newDialer(o ClientOptions) *dialer {
+	d := &dialer{allowPrivate: o.AllowPrivate, resolver: o.Resolver}
+	if d.resolver == nil {
+		d.resolver = net.DefaultResolver
+	}
+	d.net = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: d.control}
+	return d
 }
 
 type dialer struct {

@@ -49,20 +49,30 @@ func NewRequest(ctx context.Context, t Target, m Message, now time.Time) (*http.
 	case hub.AuthHeader:
 		req.Header.Set(t.AuthHeaderName, t.Credentials.Value)
 	}
-	for k, vs := range m.Headers {
-		req.Header[k] = vs
-	}
-	ts := now.Unix()
-	sig, err := Sign(t.Secrets, m.ID, ts, m.Body)
-	if err != nil {
+	if err := SignedHeaders(req.Header, t.Secrets, m, now); err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", m.ContentType)
-	req.Header.Set("User-Agent", hub.UserAgent())
-	req.Header.Set("webhook-id", m.ID)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", sig)
 	return req, nil
+}
+
+// SignedHeaders sets on h the hub's headers of m (X-Lerian-*, ce-*, ...),
+// Content-Type, User-Agent and the Standard Webhooks signature at now:
+// what every attempt carries, to a webhook or a broker.
+func SignedHeaders(h http.Header, secrets []string, m Message, now time.Time) error {
+	for k, vs := range m.Headers {
+		h[k] = vs
+	}
+	ts := now.Unix()
+	sig, err := Sign(secrets, m.ID, ts, m.Body)
+	if err != nil {
+		return err
+	}
+	h.Set("Content-Type", m.ContentType)
+	h.Set("User-Agent", hub.UserAgent())
+	h.Set("webhook-id", m.ID)
+	h.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	h.Set("webhook-signature", sig)
+	return nil
 }
 
 // readLimited reads at most n bytes of r and drains (a bounded amount of)

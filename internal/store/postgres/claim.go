@@ -161,6 +161,7 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 	c.LeaseToken = token
 	var ev hub.Event
 	var ext, et, headers, retry, filters []byte
+	var dc string
 	var first, last *time.Time
 	j, s := &c.Job, &c.Subscription
 	err := r.Scan(
@@ -173,8 +174,11 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 		&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
-		&filters)
+		&filters, &s.RateLimit, &dc)
 	if err != nil {
+		return c, err
+	}
+	if err := store.DecodeDestinationConfig(s, []byte(dc)); err != nil {
 		return c, err
 	}
 	if ext != nil {

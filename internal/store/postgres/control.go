@@ -38,17 +38,22 @@ func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) (err error)
 
 const subscriptionColumns = `id, tenant_id, name, event_types, destination_type, destination_url, destination_headers,
 	auth_type, auth_header_name, secrets, retry_schedule, max_in_flight, enabled, verification_state,
-	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters`
+	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters,
+	rate_limit_per_second, destination_config`
 
 func scanSubscription(row pgx.Row) (hub.Subscription, error) {
 	var s hub.Subscription
 	var et, headers, retry, filters []byte
+	var dc string
 	var first, last *time.Time
 	err := row.Scan(&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
-		&filters)
+		&filters, &s.RateLimit, &dc)
 	if err != nil {
+		return s, err
+	}
+	if err := store.DecodeDestinationConfig(&s, []byte(dc)); err != nil {
 		return s, err
 	}
 	if first != nil && last != nil {
@@ -78,11 +83,11 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 	now := db.opts.Stamp()
 	first, last := spanTimes(s)
 	out, err := scanSubscription(db.pool.QueryRow(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $20)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $20, $21, $22)
 		RETURNING `+subscriptionColumns,
 		s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 		s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight, s.Enabled,
-		s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, enc.Filters))
+		s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, enc.Filters, s.RateLimit, enc.DestinationConfig))
 	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
 
@@ -130,12 +135,14 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		name = $3, event_types = $4, destination_type = $5, destination_url = $6, destination_headers = $7,
 		auth_type = $8, auth_header_name = $9, secrets = $10, retry_schedule = $11, max_in_flight = $12,
 		enabled = $13, verification_state = $14, disabled_reason = $15, disabled_at = $16,
-		failure_first_at = $17, failure_last_at = $18, version = version + 1, updated_at = $19, filters = $21
+		failure_first_at = $17, failure_last_at = $18, version = version + 1, updated_at = $19, filters = $21,
+		rate_limit_per_second = $22, destination_config = $23
 		WHERE id = $1 AND tenant_id = $2 AND version = $20 AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns,
 			s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 			s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight,
-			s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, s.Version, enc.Filters))
+			s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, s.Version, enc.Filters,
+			s.RateLimit, enc.DestinationConfig))
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,8 @@ func affected(res sql.Result, err error, nf func(id string) error, id string) er
 
 const subscriptionColumns = `id, tenant_id, name, event_types, destination_type, destination_url, destination_headers,
 	auth_type, auth_header_name, secrets, retry_schedule, max_in_flight, enabled, verification_state,
-	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters`
+	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters,
+	rate_limit_per_second, destination_config`
 
 func scanSubscription(row scanner) (hub.Subscription, error) {
 	var s hub.Subscription
@@ -56,10 +57,15 @@ func scanSubscription(row scanner) (hub.Subscription, error) {
 	var retry, filters *string
 	var disabledAt, first, last *int64
 	var created, updated int64
+	var dc string
 	err := row.Scan(&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
-		&s.VerificationState, &s.DisabledReason, &disabledAt, &first, &last, &s.Version, &created, &updated, &filters)
+		&s.VerificationState, &s.DisabledReason, &disabledAt, &first, &last, &s.Version, &created, &updated, &filters,
+		&s.RateLimit, &dc)
 	if err != nil {
+		return s, err
+	}
+	if err := store.DecodeDestinationConfig(&s, []byte(dc)); err != nil {
 		return s, err
 	}
 	s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
@@ -108,6 +114,15 @@ func subscriptionArgs(s hub.Subscription) (_ []any, filters any, _ error) {
 		s.VerificationState, s.DisabledReason, disabledAt, first, last}, filters, nil
 }
 
+// reachArgs are the values of rate_limit_per_second and destination_config.
+func reachArgs(s hub.Subscription) ([]any, error) {
+	enc, err := store.EncodeSubscription(s)
+	if err != nil {
+		return nil, err
+	}
+	return []any{s.RateLimit, enc.DestinationConfig}, nil
+}
+
 func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "CreateSubscription")
 	args, filters, err := subscriptionArgs(s)
@@ -117,8 +132,13 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 	now := micros(db.opts.Stamp())
 	args = append([]any{s.ID, s.TenantID}, args...)
 	args = append(args, now, now, filters)
+	reach, err := reachArgs(s)
+	if err != nil {
+		return hub.Subscription{}, err
+	}
+	args = append(args, reach...)
 	out, err := scanSubscription(db.w.QueryRowContext(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
 		RETURNING `+subscriptionColumns, args...))
 	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
@@ -152,7 +172,13 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		return hub.Subscription{}, err
 	}
 	now := micros(db.opts.Stamp())
-	args = append(args, filters, now, s.ID, s.TenantID, s.Version)
+	reach, err := reachArgs(s)
+	if err != nil {
+		return hub.Subscription{}, err
+	}
+	args = append(args, filters, now)
+	args = append(args, reach...)
+	args = append(args, s.ID, s.TenantID, s.Version)
 	var out hub.Subscription
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		// The update is fenced on the version: if it is written, the row
@@ -167,7 +193,8 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		name = ?, event_types = ?, destination_type = ?, destination_url = ?, destination_headers = ?,
 		auth_type = ?, auth_header_name = ?, secrets = ?, retry_schedule = ?, max_in_flight = ?,
 		enabled = ?, verification_state = ?, disabled_reason = ?, disabled_at = ?,
-		failure_first_at = ?, failure_last_at = ?, filters = ?, version = version + 1, updated_at = ?
+		failure_first_at = ?, failure_last_at = ?, filters = ?, version = version + 1, updated_at = ?,
+		rate_limit_per_second = ?, destination_config = ?
 		WHERE id = ? AND tenant_id = ? AND version = ? AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, args...))
 		if err != nil {

@@ -58,7 +58,10 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		DROP TABLE console_sessions; DROP TABLE portal_links;
 		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
 		ALTER TABLE api_keys DROP COLUMN last_used_at;
-		ALTER TABLE subscriptions DROP COLUMN filters`); err != nil {
+		ALTER TABLE subscriptions DROP COLUMN filters;
+
+		ALTER TABLE subscriptions DROP COLUMN rate_limit_per_second;
+		ALTER TABLE subscriptions DROP COLUMN destination_config`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {

@@ -1,0 +1,209 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+type saslRequest struct {
+	Mechanism string `json:"mechanism"`
+	Username  string `json:"username"`
+	Password  string `json:"password"`
+}
+
+// Limits of broker destinations.
+const (
+	maxBrokers     = 16
+	maxAMQPName    = 255 // exchange names and routing keys (AMQP shortstr)
+	maxTopicLength = 249
+)
+
+// applyBroker writes a request's broker fields onto dest and secrets; it
+// reports whether where the destination delivers changed (then it must be
+// verified again).
+func applyBroker(d *destinationRequest, dest *hub.Destination, secrets *hub.SubscriptionSecrets) (changed bool, err error) {
+	set := func(to *string, from *string) {
+		if from != nil && *from != *to {
+			*to, changed = *from, true
+		}
+	}
+	set(&dest.Exchange, d.Exchange)
+	set(&dest.RoutingKey, d.RoutingKey)
+	set(&dest.Topic, d.Topic)
+	if d.Brokers != nil {
+		changed = changed || !slices.Equal(dest.Brokers, *d.Brokers)
+		dest.Brokers = *d.Brokers
+	}
+	if d.TLS != nil {
+		changed = changed || dest.TLS != *d.TLS
+		dest.TLS = *d.TLS
+	}
+	if len(d.SASL) > 0 {
+		if isNull(d.SASL) {
+			dest.SASLMechanism, dest.SASLUsername, secrets.Broker = "", "", hub.Credentials{}
+		} else {
+			var r saslRequest
+			if err := strict(d.SASL, &r, "destination.sasl"); err != nil {
+				return false, err
+			}
+			dest.SASLMechanism, dest.SASLUsername = r.Mechanism, r.Username
+			secrets.Broker = hub.Credentials{Password: r.Password}
+			if r.Mechanism == "" {
+				return false, hub.Errorf(hub.EINVALID, "destination.sasl.mechanism: required (null removes sasl)")
+			}
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// splitUserinfo takes the userinfo out of a broker URL.
+func splitUserinfo(raw string) (string, hub.Credentials) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw, hub.Credentials{}
+	}
+	pass, _ := u.User.Password()
+	c := hub.Credentials{Username: u.User.Username(), Password: pass}
+	u.User = nil
+	return u.String(), c
+}
+
+// validateDestination checks a destination of any type; fields of another
+// type must be absent.
+func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
+	switch d.Type {
+	case hub.DestinationWebhook:
+		if d.Exchange != "" || d.RoutingKey != "" || d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" {
+			return hub.Errorf(hub.EINVALID, "destination: exchange, routing_key, brokers, topic, tls and sasl are for rabbitmq and kafka destinations")
+		}
+		if d.URL == "" {
+			return hub.Errorf(hub.EINVALID, "destination.url: required")
+		}
+		if err := webhook.ValidateURL(d.URL, allowPrivate); err != nil {
+			return err
+		}
+		if err := hub.ValidateHeaders(d.Headers); err != nil {
+			return err
+		}
+		return hub.ValidateAuth(d.AuthType, d.AuthHeaderName, secrets.Auth)
+	case hub.DestinationRabbitMQ, hub.DestinationKafka:
+		if len(d.Headers) > 0 {
+			return hub.Errorf(hub.EINVALID, "destination.headers: only for webhook destinations")
+		}
+		if d.AuthType != "" {
+			return hub.Errorf(hub.EINVALID, "destination.auth: only for webhook destinations (a broker's credentials go in its url or sasl)")
+		}
+		if d.Type == hub.DestinationRabbitMQ {
+			return validateRabbitMQ(d, allowPrivate)
+		}
+		return validateKafka(d, secrets, allowPrivate)
+	}
+	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq or kafka")
+}
+
+func validateRabbitMQ(d hub.Destination, allowPrivate bool) error {
+	if d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" {
+		return hub.Errorf(hub.EINVALID, "destination: brokers, topic, tls and sasl are for kafka destinations")
+	}
+	if d.URL == "" {
+		return hub.Errorf(hub.EINVALID, "destination.url: required")
+	}
+	if len(d.URL) > hub.MaxURLBytes {
+		return hub.Errorf(hub.EINVALID, "destination.url: at most %d bytes", hub.MaxURLBytes)
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "amqp" && u.Scheme != "amqps") {
+		return hub.Errorf(hub.EINVALID, "destination.url: must be an amqp(s)://user:pass@host:port/vhost URL")
+	}
+	if u.Scheme == "amqp" && !allowPrivate {
+		return hub.Errorf(hub.EINVALID, "destination.url: must be amqps")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return hub.Errorf(hub.EINVALID, "destination.url: must not have a query or a fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return hub.Errorf(hub.EINVALID, "destination.url: bad port %q", p)
+		}
+	}
+	if err := webhook.ValidateHost("destination.url", u.Hostname(), allowPrivate); err != nil {
+		return err
+	}
+	if err := amqpName("destination.exchange", d.Exchange); err != nil {
+		return err
+	}
+	if err := amqpName("destination.routing_key", d.RoutingKey); err != nil {
+		return err
+	}
+	for _, m := range placeholder.FindAllString(d.RoutingKey, -1) {
+		if m != "{type}" && m != "{tenant}" {
+			return hub.Errorf(hub.EINVALID, "destination.routing_key: unknown placeholder %s (use {type} or {tenant})", m)
+		}
+	}
+	return nil
+}
+
+var placeholder = regexp.MustCompile(`\{[^}]*\}`)
+
+func amqpName(field, v string) error {
+	if len(v) > maxAMQPName {
+		return hub.Errorf(hub.EINVALID, "%s: at most %d bytes", field, maxAMQPName)
+	}
+	if !hub.PlainText(v) {
+		return hub.Errorf(hub.EINVALID, "%s: must be valid UTF-8 without control characters", field)
+	}
+	return nil
+}
+
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+func validateKafka(d hub.Destination, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
+	if d.URL != "" || d.Exchange != "" || d.RoutingKey != "" {
+		return hub.Errorf(hub.EINVALID, "destination: url, exchange and routing_key are not for kafka destinations (use brokers and topic)")
+	}
+	if len(d.Brokers) == 0 || len(d.Brokers) > maxBrokers {
+		return hub.Errorf(hub.EINVALID, "destination.brokers: 1 to %d host:port addresses", maxBrokers)
+	}
+	for i, b := range d.Brokers {
+		field := fmt.Sprintf("destination.brokers[%d]", i)
+		host, port, err := net.SplitHostPort(b)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(b, "/, ") {
+			return hub.Errorf(hub.EINVALID, "%s: %q must be host:port", field, b)
+		}
+		if err := webhook.ValidateHost(field, host, allowPrivate); err != nil {
+			return err
+		}
+	}
+	if d.Topic == "" || len(d.Topic) > maxTopicLength || !topicName.MatchString(d.Topic) || d.Topic == "." || d.Topic == ".." {
+		return hub.Errorf(hub.EINVALID, "destination.topic: required, 1 to %d of a-z A-Z 0-9 . _ -", maxTopicLength)
+	}
+	if !d.TLS && !allowPrivate {
+		return hub.Errorf(hub.EINVALID, "destination.tls: must be true")
+	}
+	switch d.SASLMechanism {
+	case "":
+		return nil
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		return hub.Errorf(hub.EINVALID, "destination.sasl.mechanism: must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	}
+	if d.SASLMechanism == "PLAIN" && !d.TLS {
+		return hub.Errorf(hub.EINVALID, "destination.sasl.mechanism: PLAIN sends the password as is: it needs tls true")
+	}
+	if d.SASLUsername == "" || secrets.Broker.Password == "" {
+		return hub.Errorf(hub.EINVALID, "destination.sasl: username and password are required")
+	}
+	if !hub.PlainText(d.SASLUsername) || len(d.SASLUsername) > 256 || len(secrets.Broker.Password) > 1024 {
+		return hub.Errorf(hub.EINVALID, "destination.sasl: username (up to 256 bytes) and password (up to 1024) must be plain text")
+	}
+	return nil
+}

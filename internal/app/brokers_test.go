@@ -1,0 +1,55 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/consumer"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+// The whole dev-mode hub delivers to a RabbitMQ destination made through
+// the API: verified by a published hub.verification message, then an
+// event produced to Kafka arrives in the bound queue, signed with the
+// subscription's secret.
+func TestEndToEnd_RabbitMQDestinationThroughTheAPI(t *testing.T) {
+	mq := testkit.NewRabbit(t, "transaction.#")
+	clock := testkit.NewClock()
+	l := startLive(t, testkit.Drivers[len(testkit.Drivers)-1], clock)
+	if _, err := l.Store.CreateTenant(context.Background(), store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	var sub struct {
+		ID     string `json:"id"`
+		Secret string `json:"signing_secret"`
+	}
+	if code := l.api("POST", "/v1/subscriptions", "acme", `{"name":"mq","event_types":[{"type":"transaction.posted","schema_major":1}],
+	  "destination":{"type":"rabbitmq","url":"`+mq.URL+`","exchange":"`+mq.Exchange+`","routing_key":"{type}"}}`, &sub); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	if code := l.api("POST", "/v1/subscriptions/"+sub.ID+"/verify", "acme", "", nil); code != 200 {
+		t.Fatalf("verify: %d", code)
+	}
+	l.produce(ceRecord("acme", "evt-mq-1", ""))
+	testkit.WaitFor(t, "the event in the queue", func() bool {
+		for _, m := range mq.Take(t) {
+			if m.MessageId != "evt-mq-1" {
+				continue // the verification message
+			}
+			h := http.Header{}
+			for k, v := range m.Headers {
+				if s, ok := v.(string); ok {
+					h.Set(k, s)
+				}
+			}
+			if err := consumer.VerifyAt(sub.Secret, h, m.Body, 5*time.Minute, clock.Now()); err != nil {
+				t.Fatalf("the message does not verify: %v", err)
+			}
+			return true
+		}
+		return false
+	})
+}

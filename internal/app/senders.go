@@ -1,0 +1,28 @@
+package app
+
+import (
+	"log/slog"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
+	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// newSenders makes the broker destinations' senders. They dial like the
+// webhook client: a broker host that resolves to a private address is
+// refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is true.
+func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.Sender, error) {
+	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: cfg.AllowPrivateSinks})
+	rabbit, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Logger: logger.With("component", "rabbitmq")})
+	if err != nil {
+		return nil, err
+	}
+	kfk, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: cfg.DeliveryTimeout, Logger: logger.With("component", "kafka-destinations")})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk}, nil
+}

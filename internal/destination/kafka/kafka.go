@@ -1,0 +1,165 @@
+// Package kafka produces attempts to tenants' Kafka destinations (SPEC 22)
+// with franz-go: binary-mode CloudEvents keyed by tenant, acks=all from an
+// idempotent producer, TLS and SASL through internal/kafkasec, one client
+// per destination.
+package kafka
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+// Options configure a Producer.
+type Options struct {
+	// Dial opens connections to brokers: the SSRF-safe dialer. Required.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Timeout bounds one record's delivery (the delivery timeout).
+	Timeout time.Duration
+	// CACert is PEM of the CAs to trust instead of the system roots: nil
+	// in the hub (tenants' brokers are verified against the system
+	// roots); tests trust their own CA.
+	CACert []byte
+	Logger *slog.Logger // nil discards
+}
+
+// Producer is a destination.Sender for Kafka: one client per destination
+// (its brokers, TLS and credentials), shared by the process's attempts.
+type Producer struct {
+	o Options
+
+	mu      sync.Mutex
+	clients map[string]*client
+	closed  bool
+}
+
+// client is one destination's franz-go client and why its latest
+// connection failed, for the attempt's error.
+type client struct {
+	*kgo.Client
+	mu      sync.Mutex
+	lastErr error
+}
+
+// OnBrokerConnect is franz-go's hook after each connection attempt.
+func (c *client) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+}
+
+func (c *client) connectErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// New returns a Producer.
+func New(o Options) (*Producer, error) {
+	if o.Dial == nil {
+		return nil, errors.New("kafka.Options: Dial is required (the SSRF-safe dialer)")
+	}
+	if o.Timeout <= 0 {
+		return nil, fmt.Errorf("kafka.Options: Timeout must be positive, got %v", o.Timeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Producer{o: o, clients: make(map[string]*client)}, nil
+}
+
+// Send produces m to t's topic, key = the tenant, as a binary-mode
+// CloudEvent (the ce-*, X-Lerian-* and webhook-* headers, content-type),
+// and waits for the acks=all acknowledgement.
+func (p *Producer) Send(ctx context.Context, t destination.Target, m destination.Message) error {
+	cl, err := p.client(t)
+	if err != nil {
+		return err
+	}
+	rec := &kgo.Record{Topic: t.Topic, Key: []byte(m.TenantID), Value: m.Body, Headers: headers(m)}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		why := "kafka: produce: " + err.Error()
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) {
+			why = "kafka: no acknowledgement from the brokers within the delivery timeout"
+		}
+		if cerr := cl.connectErr(); cerr != nil {
+			why += " (the last connection to a broker failed: " + webhook.Describe(cerr) + ")"
+		}
+		return errors.New(why)
+	}
+	return nil
+}
+
+// headers are m's headers in a stable order, content-type first.
+func headers(m destination.Message) []kgo.RecordHeader {
+	out := []kgo.RecordHeader{{Key: "content-type", Value: []byte(m.ContentType)}}
+	keys := make([]string, 0, len(m.Headers))
+	for k := range m.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, kgo.RecordHeader{Key: k, Value: []byte(m.Headers[k])})
+	}
+	return out
+}
+
+// Close closes every client.
+func (p *Producer) Close() error {
+	p.mu.Lock()
+	clients := p.clients
+	p.clients, p.closed = map[string]*client{}, true
+	p.mu.Unlock()
+	for _, cl := range clients {
+		cl.Close()
+	}
+	return nil
+}
+
+func (p *Producer) client(t destination.Target) (*client, error) {
+	sum := sha256.Sum256([]byte(t.Credentials.Password))
+	key := strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:])}, "|")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("kafka: the producer is closed")
+	}
+	if cl := p.clients[key]; cl != nil {
+		return cl, nil
+	}
+	sec, err := kafkasec.New(config.Kafka{TLS: t.TLS, CACert: p.o.CACert, SASLMechanism: t.SASLMechanism,
+		SASLUsername: t.SASLUsername, SASLPassword: t.Credentials.Password}, p.o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %v", err)
+	}
+	c := &client{}
+	opts := append(sec.OptsWithDialer(p.o.Dial),
+		kgo.WithHooks(c),
+		kgo.SeedBrokers(t.Brokers...),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // with the idempotent producer (franz-go's default)
+		kgo.RecordDeliveryTimeout(p.o.Timeout),
+		kgo.ProduceRequestTimeout(p.o.Timeout),
+		kgo.ProducerLinger(0),
+		kgo.MaxBufferedRecords(10000),
+	)
+	if c.Client, err = kgo.NewClient(opts...); err != nil {
+		return nil, fmt.Errorf("kafka: %v", err)
+	}
+	p.clients[key] = c
+	return c, nil
+}

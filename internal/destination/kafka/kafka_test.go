@@ -1,0 +1,64 @@
+package kafka_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+func producer(t *testing.T, caCert []byte, allowPrivate bool) *kafka.Producer {
+	t.Helper()
+	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: allowPrivate})
+	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, CACert: caCert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func send(p *kafka.Producer, tg destination.Target) error {
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
+	defer cancel()
+	return p.Send(ctx, tg, destination.Message{ID: "evt-1", EventType: "transaction.posted", TenantID: "acme",
+		ContentType: "application/json", Body: []byte(`{}`), Headers: map[string]string{"ce-id": "evt-1"}})
+}
+
+// TLS with SCRAM-SHA-512 through kafkasec over the SSRF-safe dialer: a
+// broker whose CA is trusted gets the record; one signed by a CA the
+// producer does not trust (the system roots, in the hub) is refused.
+func TestSend_TLSAndSASLAndAnUntrustedBroker(t *testing.T) {
+	pki := testkit.NewPKI(t)
+	cluster := testkit.KafkaWith(t, 1, []string{"t"}, kfake.TLS(pki.ServerTLS(false)),
+		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "acme", "pw"))
+	tg := destination.Target{
+		Destination: hub.Destination{Type: hub.DestinationKafka, Brokers: cluster.ListenAddrs(), Topic: "t", TLS: true,
+			SASLMechanism: "SCRAM-SHA-512", SASLUsername: "acme"},
+		Credentials: hub.Credentials{Password: "pw"},
+	}
+	if err := send(producer(t, pki.CA.CertPEM, true), tg); err != nil {
+		t.Fatalf("TLS + SCRAM to a trusted broker: %v", err)
+	}
+	recs := testkit.ReadRecords(t, cluster, "t", 1, kgo.DialTLSConfig(pki.ClientTLS()),
+		kgo.SASL(scram.Auth{User: "acme", Pass: "pw"}.AsSha512Mechanism()))
+	if string(recs[0].Key) != "acme" {
+		t.Fatalf("record key %q", recs[0].Key)
+	}
+	if err := send(producer(t, nil, true), tg); err == nil {
+		t.Fatal("a broker signed by an untrusted CA was accepted")
+	}
+	if err := send(producer(t, pki.CA.CertPEM, false), tg); err == nil || !strings.Contains(err.Error(), "private") {
+		t.Fatalf("a broker on 127.0.0.1 without private sinks: %v, want refused", err)
+	}
+}

@@ -1,0 +1,355 @@
+// Package rabbitmq publishes attempts to RabbitMQ destinations (SPEC 22)
+// with amqp091-go: persistent messages, publisher confirms, mandatory
+// routing, one connection and channel per broker URL, reconnecting after
+// the broker closed them.
+package rabbitmq
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+)
+
+// Options configure a Publisher.
+type Options struct {
+	// Dial opens the TCP connection to a broker: the SSRF-safe dialer, so
+	// a broker host that resolves to a private address is refused unless
+	// private sinks are allowed. Required.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Name is the connection_name the hub's connections show in RabbitMQ's
+	// management (default "streaming-hub").
+	Name string
+	// TLS is the base TLS configuration of amqps (nil: the system roots).
+	TLS    *tls.Config
+	Logger *slog.Logger // nil discards
+}
+
+// Publisher is a destination.Sender for RabbitMQ, shared by the process's
+// attempts: one connection and one confirming channel per broker URL.
+type Publisher struct {
+	o Options
+
+	mu     sync.Mutex
+	links  map[string]*link // full URL (with credentials) -> its link
+	closed bool
+}
+
+// New returns a Publisher.
+func New(o Options) (*Publisher, error) {
+	if o.Dial == nil {
+		return nil, errors.New("rabbitmq.Options: Dial is required (the SSRF-safe dialer)")
+	}
+	if o.Name == "" {
+		o.Name = "streaming-hub"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Publisher{o: o, links: make(map[string]*link)}, nil
+}
+
+// Send publishes m to t's exchange with t's routing key (templated) as a
+// persistent, mandatory message and waits for the broker's confirm. A
+// message the broker returns (no queue bound) or nacks is a failure; a
+// verification (m.Probe) is not mandatory.
+func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) error {
+	raw, err := brokerURL(t)
+	if err != nil {
+		return err
+	}
+	l, err := p.link(raw)
+	if err != nil {
+		return err
+	}
+	headers := make(amqp.Table, len(m.Headers))
+	for k, v := range m.Headers {
+		headers[k] = v
+	}
+	pub := amqp.Publishing{
+		Headers:      headers,
+		ContentType:  m.ContentType,
+		DeliveryMode: amqp.Persistent,
+		MessageId:    m.ID,
+		Type:         m.EventType,
+		Timestamp:    m.Time,
+		AppId:        "streaming-hub",
+		Body:         m.Body,
+	}
+	// Mandatory, so an unroutable message comes back as a failure; a
+	// verification passes on the confirm wherever it goes.
+	return l.publish(ctx, t.Exchange, destination.RoutingKey(t.RoutingKey, m.EventType, m.TenantID), !m.Probe, pub)
+}
+
+// Close closes every connection.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	links := p.links
+	p.links, p.closed = map[string]*link{}, true
+	p.mu.Unlock()
+	for _, l := range links {
+		l.close()
+	}
+	return nil
+}
+
+func (p *Publisher) link(raw string) (*link, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("rabbitmq: the publisher is closed")
+	}
+	l := p.links[raw]
+	if l == nil {
+		l = &link{url: raw, p: p}
+		p.links[raw] = l
+	}
+	return l, nil
+}
+
+// brokerURL is t's URL with its sealed userinfo put back.
+func brokerURL(t destination.Target) (string, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return "", fmt.Errorf("rabbitmq: bad broker URL")
+	}
+	if c := t.Credentials; c.Username != "" || c.Password != "" {
+		u.User = url.UserPassword(c.Username, c.Password)
+	}
+	return u.String(), nil
+}
+
+// link is one broker URL's connection and confirming channel; publish
+// (re)opens them when they are missing or were closed.
+type link struct {
+	url string
+	p   *Publisher
+
+	mu   sync.Mutex // serializes (re)connecting and publishing
+	sess *session
+}
+
+func (l *link) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sess != nil {
+		l.sess.conn.Close()
+		l.sess = nil
+	}
+}
+
+func (l *link) publish(ctx context.Context, exchange, key string, mandatory bool, pub amqp.Publishing) error {
+	l.mu.Lock()
+	if l.sess == nil || l.sess.ch.IsClosed() || l.sess.conn.IsClosed() {
+		if l.sess != nil {
+			l.sess.conn.Close()
+		}
+		s, err := l.connect(ctx)
+		if err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		l.sess = s
+	}
+	s := l.sess
+	w := s.expect(s.ch.GetNextPublishSeqNo(), deliveryOf(pub))
+	err := s.ch.PublishWithContext(ctx, exchange, key, mandatory, false, pub)
+	l.mu.Unlock()
+	if err != nil {
+		s.forget(w)
+		return fmt.Errorf("rabbitmq: publish: %s", describe(err))
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		s.forget(w)
+		return fmt.Errorf("rabbitmq: no confirm from the broker within the delivery timeout")
+	}
+}
+
+// deliveryOf is what tells one publish from another in a returned
+// message: the attempt's delivery id.
+func deliveryOf(pub amqp.Publishing) string {
+	if v, ok := pub.Headers["X-Lerian-Delivery-Id"].(string); ok {
+		return v
+	}
+	return pub.MessageId
+}
+
+// connect dials the broker (through the SSRF-safe dialer), opens a
+// channel in confirm mode and starts its listener.
+func (l *link) connect(ctx context.Context) (*session, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	cfg := amqp.Config{
+		Properties: amqp.Table{"connection_name": l.p.o.Name, "product": "streaming-hub"},
+		Heartbeat:  10 * time.Second,
+		Locale:     "en_US",
+		Dial: func(network, addr string) (net.Conn, error) {
+			conn, err := l.p.o.Dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			// TLS and AMQP handshakes within the attempt's time; amqp091
+			// clears the deadline once the connection is open.
+			return conn, conn.SetDeadline(deadline)
+		},
+	}
+	if l.p.o.TLS != nil {
+		cfg.TLSClientConfig = l.p.o.TLS.Clone()
+	}
+	conn, err := amqp.DialConfig(l.url, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rabbitmq: connect: %s", describe(err))
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rabbitmq: open a confirming channel: %s", describe(err))
+	}
+	s := &session{conn: conn, ch: ch, waiting: make(map[uint64]*waiter), byDelivery: make(map[string]*waiter)}
+	// Unbuffered, and one goroutine reads both: amqp091 hands a return to
+	// its listener before it reads the confirm that follows it, so a
+	// returned message is always known before its ack.
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation))
+	returns := ch.NotifyReturn(make(chan amqp.Return))
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	go s.listen(confirms, returns, closed)
+	return s, nil
+}
+
+// session is one connection and channel: the publishes awaiting their
+// confirm, by delivery tag.
+type session struct {
+	conn *amqp.Connection
+	ch   *amqp.Channel
+
+	mu         sync.Mutex
+	waiting    map[uint64]*waiter
+	byDelivery map[string]*waiter
+	gone       error // set once the channel closed
+}
+
+type waiter struct {
+	tag      uint64
+	delivery string
+	returned string // the broker's reply text, when it returned the message
+	done     chan error
+}
+
+func (s *session) expect(tag uint64, delivery string) *waiter {
+	w := &waiter{tag: tag, delivery: delivery, done: make(chan error, 1)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone != nil {
+		w.done <- s.gone
+		return w
+	}
+	s.waiting[tag] = w
+	s.byDelivery[delivery] = w
+	return w
+}
+
+func (s *session) forget(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting[w.tag] == w {
+		delete(s.waiting, w.tag)
+	}
+	if s.byDelivery[w.delivery] == w {
+		delete(s.byDelivery, w.delivery)
+	}
+}
+
+func (s *session) listen(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closed <-chan *amqp.Error) {
+	for confirms != nil || returns != nil {
+		select {
+		case c, ok := <-confirms:
+			if !ok {
+				confirms = nil
+				continue
+			}
+			s.confirmed(c)
+		case r, ok := <-returns:
+			if !ok {
+				returns = nil
+				continue
+			}
+			s.mu.Lock()
+			v, _ := r.Headers["X-Lerian-Delivery-Id"].(string)
+			if v == "" {
+				v = r.MessageId
+			}
+			if w := s.byDelivery[v]; w != nil {
+				w.returned = fmt.Sprintf("%d %s", r.ReplyCode, r.ReplyText)
+			}
+			s.mu.Unlock()
+		}
+	}
+	why := errors.New("rabbitmq: the broker closed the connection before confirming")
+	select {
+	case e := <-closed:
+		if e != nil {
+			why = fmt.Errorf("rabbitmq: the broker closed the channel before confirming: %s", describe(e))
+		}
+	default:
+	}
+	s.mu.Lock()
+	s.gone = why
+	for tag, w := range s.waiting {
+		w.done <- why
+		delete(s.waiting, tag)
+	}
+	s.byDelivery = map[string]*waiter{}
+	s.mu.Unlock()
+	s.conn.Close() // a closed channel's connection is not reused either
+}
+
+func (s *session) confirmed(c amqp.Confirmation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.waiting[c.DeliveryTag]
+	if w == nil {
+		return // timed out meanwhile
+	}
+	delete(s.waiting, c.DeliveryTag)
+	if s.byDelivery[w.delivery] == w {
+		delete(s.byDelivery, w.delivery)
+	}
+	switch {
+	case w.returned != "":
+		w.done <- fmt.Errorf("rabbitmq: unroutable: the broker returned the message (%s): no queue is bound for its routing key", w.returned)
+	case !c.Ack:
+		w.done <- errors.New("rabbitmq: the broker refused the message (nack)")
+	default:
+		w.done <- nil
+	}
+}
+
+// describe is an AMQP error without the URL or credentials.
+func describe(err error) string {
+	var ae *amqp.Error
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("%d %s", ae.Code, ae.Reason)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,67 @@
+package storetest
+
+import (
+	"reflect"
+	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// testReach: rate limits and broker destinations (SPEC 22) are stored,
+// updated, cleared and handed to the dispatcher with the claimed job.
+func testReach(t *testing.T, open Opener) {
+	t.Run("RateLimitAndBrokerSettingsRoundTrip", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		rabbit := NewSubscription("acme", "sub_rabbit")
+		rabbit.RateLimit = 50
+		rabbit.Destination = hub.Destination{Type: hub.DestinationRabbitMQ, URL: "amqps://mq.example.com:5671/prod",
+			Exchange: "events", RoutingKey: "{tenant}.{type}", Headers: map[string]string{}}
+		kafka := NewSubscription("acme", "sub_kafka")
+		kafka.Destination = hub.Destination{Type: hub.DestinationKafka, Brokers: []string{"b1:9093", "b2:9093"},
+			Topic: "tenant.events", TLS: true, SASLMechanism: "SCRAM-SHA-512", SASLUsername: "acme", Headers: map[string]string{}}
+		for _, in := range []hub.Subscription{rabbit, kafka} {
+			created, err := e.store.CreateSubscription(e.ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.store.GetSubscription(e.ctx, "acme", in.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, created) || got.RateLimit != in.RateLimit || !reflect.DeepEqual(got.Destination, in.Destination) {
+				t.Fatalf("stored %+v\nread %+v", in, got)
+			}
+		}
+		got, _ := e.store.GetSubscription(e.ctx, "acme", "sub_rabbit")
+		got.RateLimit, got.Destination.RoutingKey = 0, "{type}"
+		updated, err := e.store.UpdateSubscription(e.ctx, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if updated.RateLimit != 0 || updated.Destination.RoutingKey != "{type}" || updated.Destination.Exchange != "events" {
+			t.Fatalf("after update: rate limit %d, destination %+v", updated.RateLimit, updated.Destination)
+		}
+	})
+
+	t.Run("ClaimCarriesRateLimitAndBrokerSettings", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		s := NewSubscription("acme", "sub_k")
+		s.VerificationState, s.RateLimit = hub.VerificationActive, 7
+		s.Destination = hub.Destination{Type: hub.DestinationKafka, Brokers: []string{"b1:9093"}, Topic: "t", Headers: map[string]string{}}
+		if _, err := e.store.CreateSubscription(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		e.publish(t, "acme", "ev", 1)
+		claimed, err := e.store.ClaimJobs(e.ctx, store.ClaimParams{Batch: 4, Lease: 30e9})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d jobs, %v", len(claimed), err)
+		}
+		got := claimed[0].Subscription
+		if got.RateLimit != 7 || got.Destination.Topic != "t" || !reflect.DeepEqual(got.Destination.Brokers, []string{"b1:9093"}) {
+			t.Fatalf("claimed subscription %+v", got)
+		}
+	})
+}
