@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -8,8 +10,10 @@ import (
 	"testing"
 
 	hubpkg "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // The console's writes are the API's: what a tenant does in the forms is
@@ -191,4 +195,91 @@ func assertInert(t *testing.T, where, body string) {
 			t.Errorf("%s: a script that is not the console's: %s", where, m)
 		}
 	}
+}
+
+// The form makes every kind of destination the API takes (SPEC 22), with
+// filters and a rate limit; editing a broker subscription without typing
+// its URL or SASL password again keeps its credentials.
+func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		key := h.tenant("acme")
+		b := h.signIn(key)
+		create := func(v url.Values) string {
+			t.Helper()
+			v.Set("event_type", "transaction.posted@1")
+			got := b.submit("/console/subscriptions/new", "/console/subscriptions", v)
+			if got.status != 201 {
+				t.Fatalf("create %v: %d\n%s", v, got.status, got.body)
+			}
+			return regexp.MustCompile(`/console/subscriptions/([^"]+)"`).FindStringSubmatch(got.body)[1]
+		}
+		rabbit := create(url.Values{"name": {"to-rabbit"}, "destination_type": {"rabbitmq"},
+			"url": {"amqp://hub:s3cret@127.0.0.1:5672/"}, "exchange": {"events"}, "routing_key": {"{tenant}.{type}"},
+			"filters": {`[{"prefix":{"subject":"acc-"}}]`}, "rate_limit": {"50"}})
+		st, body := h.apiCall("GET", "/v1/subscriptions/"+rabbit, "", "acme")
+		for _, want := range []string{`"type":"rabbitmq"`, `"exchange":"events"`, `"routing_key":"{tenant}.{type}"`,
+			`"filters":[{"prefix":{"subject":"acc-"}}]`, `"rate_limit":{"per_second":50}`} {
+			if st != 200 || !strings.Contains(body, want) {
+				t.Fatalf("rabbitmq subscription lacks %s: %s", want, body)
+			}
+		}
+		if strings.Contains(body, "s3cret") {
+			t.Fatalf("the broker password is shown: %s", body)
+		}
+		kafka := create(url.Values{"name": {"to-kafka"}, "destination_type": {"kafka"}, "brokers": {"127.0.0.1:9093, 127.0.0.1:9094"},
+			"topic": {"tenant.events"}, "tls": {"1"}, "sasl_mechanism": {"SCRAM-SHA-512"}, "sasl_username": {"hub"}, "sasl_password": {"pw"}})
+		st, body = h.apiCall("GET", "/v1/subscriptions/"+kafka, "", "acme")
+		for _, want := range []string{`"type":"kafka"`, `"brokers":["127.0.0.1:9093","127.0.0.1:9094"]`, `"topic":"tenant.events"`,
+			`"tls":true`, `"mechanism":"SCRAM-SHA-512"`, `"username":"hub"`} {
+			if st != 200 || !strings.Contains(body, want) {
+				t.Fatalf("kafka subscription lacks %s: %s", want, body)
+			}
+		}
+		// The edit form shows what is stored; saving it unchanged but for
+		// the name keeps the destination and its credentials.
+		page := "/console/subscriptions/" + rabbit
+		edit := b.get(page + "/edit")
+		if !strings.Contains(edit.body, `value="rabbitmq" selected`) || !strings.Contains(edit.body, `name="exchange" value="events"`) {
+			t.Fatalf("the edit form does not show the broker destination:\n%s", edit.body)
+		}
+		urlShown := regexp.MustCompile(`name="url" value="([^"]*)"`).FindStringSubmatch(edit.body)[1]
+		got := b.submit(page+"/edit", page, url.Values{"name": {"renamed"}, "destination_type": {"rabbitmq"}, "type_was": {"rabbitmq"},
+			"url": {urlShown}, "url_was": {urlShown}, "exchange": {"events"}, "routing_key": {"{type}"}, "event_type": {"transaction.posted@1"}})
+		if got.status != 303 {
+			t.Fatalf("edit: %d\n%s", got.status, got.body)
+		}
+		secrets := h.secretsOf(rabbit)
+		if secrets.Broker.Username != "hub" || secrets.Broker.Password != "s3cret" {
+			t.Fatalf("the edit lost the broker credentials: %+v", secrets.Broker)
+		}
+		st, body = h.apiCall("GET", "/v1/subscriptions/"+rabbit, "", "acme")
+		if !strings.Contains(body, `"name":"renamed"`) || !strings.Contains(body, `"routing_key":"{type}"`) || !strings.Contains(body, `"filters":[]`) || !strings.Contains(body, `"rate_limit":null`) {
+			t.Fatalf("after the edit (filters and rate limit emptied): %d %s", st, body)
+		}
+		// A filter that is not valid is refused, naming its path.
+		got = b.submit("/console/subscriptions/new", "/console/subscriptions", url.Values{"name": {"bad"}, "url": {"https://example.com/h"},
+			"event_type": {"transaction.posted@1"}, "filters": {`[{"regex":{"subject":"x"}}]`}})
+		if got.status != 400 || !strings.Contains(got.body, "filters[0]") {
+			t.Fatalf("bad filter: %d\n%s", got.status, got.body)
+		}
+	})
+}
+
+// secretsOf opens a subscription's sealed secrets with the test keyring.
+func (h *hub) secretsOf(id string) hubpkg.SubscriptionSecrets {
+	h.t.Helper()
+	sub, err := h.store.GetSubscription(context.Background(), "acme", id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	keyring, err := envelope.NewKeyring(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sec, err := webhook.OpenSecrets(keyring, sub)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return sec
 }

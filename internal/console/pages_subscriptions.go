@@ -100,7 +100,10 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 			headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
 	}
-	dest := m{"type": "webhook", "url": strings.TrimSpace(f.Get("url")), "headers": headers}
+	dest := destinationRequest(f, creating)
+	if dest["type"] == hub.DestinationWebhook {
+		dest["headers"] = headers
+	}
 	switch f.Get("auth_type") {
 	case "bearer":
 		dest["auth"] = m{"type": "bearer", "token": f.Get("auth_token")}
@@ -127,10 +130,61 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 			body["max_in_flight"] = v // the API names the field
 		}
 	}
+	if raw := strings.TrimSpace(f.Get("filters")); raw != "" {
+		var filters any
+		if err := json.Unmarshal([]byte(raw), &filters); err != nil {
+			filters = raw // not JSON: the API answers a 400 naming filters
+		}
+		body["filters"] = filters
+	} else if !creating {
+		body["filters"] = nil // emptied: no filters
+	}
+	if v := strings.TrimSpace(f.Get("rate_limit")); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			body["rate_limit"] = m{"per_second": n}
+		} else {
+			body["rate_limit"] = m{"per_second": v} // the API names the field
+		}
+	} else if !creating {
+		body["rate_limit"] = nil
+	}
 	if creating {
 		body["enabled"] = f.Get("enabled") != ""
 	}
 	return body
+}
+
+// destinationRequest is the form's destination: a webhook, a RabbitMQ
+// exchange or a Kafka topic (SPEC 22). On an edit, a URL left as shown is
+// not sent again (a broker URL is shown without its credentials, and
+// sending it back would clear them), nor is SASL without a new password.
+func destinationRequest(f url.Values, creating bool) m {
+	kind := f.Get("destination_type")
+	if kind == "" {
+		kind = hub.DestinationWebhook
+	}
+	dest := m{"type": kind}
+	if u := strings.TrimSpace(f.Get("url")); kind != hub.DestinationKafka && (creating || u != f.Get("url_was") || kind != f.Get("type_was")) {
+		dest["url"] = u
+	}
+	switch kind {
+	case hub.DestinationRabbitMQ:
+		dest["exchange"], dest["routing_key"] = strings.TrimSpace(f.Get("exchange")), strings.TrimSpace(f.Get("routing_key"))
+	case hub.DestinationKafka:
+		var brokers []string
+		for _, b := range strings.Split(f.Get("brokers"), ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				brokers = append(brokers, b)
+			}
+		}
+		dest["brokers"], dest["topic"], dest["tls"] = brokers, strings.TrimSpace(f.Get("topic")), f.Get("tls") != ""
+		if mech := f.Get("sasl_mechanism"); mech != "" && (creating || f.Get("sasl_password") != "") {
+			dest["sasl"] = m{"mechanism": mech, "username": f.Get("sasl_username"), "password": f.Get("sasl_password")}
+		} else if mech == "" && !creating && f.Get("sasl_was") != "" {
+			dest["sasl"] = nil
+		}
+	}
+	return dest
 }
 
 // echo is what the form shows again after the API refused it.
