@@ -74,7 +74,7 @@ func (c *Console) tenantAction(w http.ResponseWriter, r *http.Request, s *sessio
 			c.fail(w, r, s, err)
 			return
 		}
-		c.show(w, r, s, http.StatusCreated, "secret", "operator", "API key created", m{
+		c.show(w, r, s, http.StatusCreated, "shown_once", "operator", "API key created", m{
 			"Back": page, "Secret": k["key"], "Message": "The API key " + str(k["id"]) + " is shown only this once: copy it now.",
 		})
 	case "delete-key":
@@ -93,7 +93,7 @@ func (c *Console) tenantAction(w http.ResponseWriter, r *http.Request, s *sessio
 			c.fail(w, r, s, err)
 			return
 		}
-		c.show(w, r, s, http.StatusCreated, "secret", "operator", "Portal link created", m{
+		c.show(w, r, s, http.StatusCreated, "shown_once", "operator", "Portal link created", m{
 			"Back": page, "Secret": l["url"], "Link": true, "Expires": l["expires_at"],
 			"Message": "Whoever opens this link before it expires gets a console session for tenant " + id + " alone. It is shown only this once.",
 		})

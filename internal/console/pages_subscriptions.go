@@ -217,7 +217,7 @@ func (c *Console) createSubscription(w http.ResponseWriter, r *http.Request, s *
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusCreated, "secret", "subscriptions", "Subscription created", m{
+	c.show(w, r, s, http.StatusCreated, "shown_once", "subscriptions", "Subscription created", m{
 		"Sub": created, "Secret": created["signing_secret"], "Warnings": created["warnings"],
 		"Message": "Subscription created. Copy its signing secret now: it is shown only this once. Then verify the destination.",
 	})
@@ -271,7 +271,7 @@ func (c *Console) subscriptionAction(w http.ResponseWriter, r *http.Request, s *
 			c.fail(w, r, s, err)
 			return
 		}
-		c.show(w, r, s, http.StatusOK, "secret", "subscriptions", "Secret rotated", m{
+		c.show(w, r, s, http.StatusOK, "shown_once", "subscriptions", "Secret rotated", m{
 			"Sub": m{"id": id}, "Secret": res["signing_secret"], "Expires": res["previous_secret_expires_at"],
 			"Message": "The new signing secret is shown only this once. The previous one keeps signing until it expires.",
 		})

@@ -22,21 +22,8 @@ func BenchIngest(b *testing.B, open Opener) {
 			for i := range tenants {
 				e.tenant(b, fmt.Sprintf("tenant-%d", i), "")
 			}
-			payload := make([]byte, 1024)
-			for i := range payload {
-				payload[i] = 'a' + byte(i%26)
-			}
-			events := make([]hub.Event, b.N)
-			for i := range events {
-				id := i
-				if i%100 == 99 {
-					id = i - 50 // a redelivery
-				}
-				events[i] = NewEvent(fmt.Sprintf("tenant-%d", id%tenants), fmt.Sprintf("evt-%09d", id))
-				events[i].Data = payload
-				events[i].Offset = int64(i)
-			}
-			b.SetBytes(int64(len(payload)))
+			events := ingestMix(b.N, tenants)
+			b.SetBytes(int64(len(events[0].Data)))
 			b.ResetTimer()
 			accepted := 0
 			for start := 0; start < len(events); start += size {
@@ -91,21 +78,8 @@ func BenchIngestFilters(b *testing.B, open Opener) {
 					}
 				}
 			}
-			payload := make([]byte, 1024)
-			for i := range payload {
-				payload[i] = 'a' + byte(i%26)
-			}
-			events := make([]hub.Event, b.N)
-			for i := range events {
-				id := i
-				if i%100 == 99 {
-					id = i - 50 // a redelivery
-				}
-				events[i] = NewEvent(fmt.Sprintf("tenant-%d", id%tenants), fmt.Sprintf("evt-%09d", id))
-				events[i].Data = payload
-				events[i].Offset = int64(i)
-			}
-			b.SetBytes(int64(len(payload)))
+			events := ingestMix(b.N, tenants)
+			b.SetBytes(int64(len(events[0].Data)))
 			b.ResetTimer()
 			jobs := 0
 			for start := 0; start < len(events); start += size {
@@ -122,4 +96,25 @@ func BenchIngestFilters(b *testing.B, open Opener) {
 			}
 		})
 	}
+}
+
+// ingestMix is BenchIngest's realistic mix of n records: tenants
+// interleaved, ~1 KiB payloads, every 100th record a redelivery of one
+// already sent.
+func ingestMix(n, tenants int) []hub.Event {
+	payload := make([]byte, 1024)
+	for i := range payload {
+		payload[i] = 'a' + byte(i%26)
+	}
+	events := make([]hub.Event, n)
+	for i := range events {
+		id := i
+		if i%100 == 99 {
+			id = i - 50 // a redelivery
+		}
+		events[i] = NewEvent(fmt.Sprintf("tenant-%d", id%tenants), fmt.Sprintf("evt-%09d", id))
+		events[i].Data = payload
+		events[i].Offset = int64(i)
+	}
+	return events
 }
