@@ -10,19 +10,12 @@ import (
 // a tenant key.
 
 func (c *Console) tenants(w http.ResponseWriter, r *http.Request, s *session) {
-	var list struct {
-		Data       []m
-		NextCursor *string `json:"next_cursor"`
-	}
-	q := url.Values{"limit": {"100"}}
-	if cur := r.URL.Query().Get("cursor"); cur != "" {
-		q.Set("cursor", cur)
-	}
-	if err := c.call(r, s, "GET", "/v1/tenants?"+q.Encode(), nil, &list); err != nil {
+	data, next, err := c.listPage(r, s, "/v1/tenants")
+	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusOK, "tenants", "operator", "Tenants", m{"Tenants": list.Data, "Next": list.NextCursor})
+	c.show(w, r, s, http.StatusOK, "tenants", "operator", "Tenants", m{"Tenants": data, "Next": next})
 }
 
 func (c *Console) createTenant(w http.ResponseWriter, r *http.Request, s *session) {
@@ -103,19 +96,12 @@ func (c *Console) tenantAction(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (c *Console) rejections(w http.ResponseWriter, r *http.Request, s *session) {
-	var list struct {
-		Data       []m
-		NextCursor *string `json:"next_cursor"`
-	}
-	q := url.Values{"limit": {"100"}}
-	if cur := r.URL.Query().Get("cursor"); cur != "" {
-		q.Set("cursor", cur)
-	}
-	if err := c.call(r, s, "GET", "/v1/admin/rejections?"+q.Encode(), nil, &list); err != nil {
+	data, next, err := c.listPage(r, s, "/v1/admin/rejections")
+	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusOK, "rejections", "operator", "Rejections", m{"Rejections": list.Data, "Next": list.NextCursor})
+	c.show(w, r, s, http.StatusOK, "rejections", "operator", "Rejections", m{"Rejections": data, "Next": next})
 }
 
 func (c *Console) manifests(w http.ResponseWriter, r *http.Request, s *session) {
@@ -125,4 +111,19 @@ func (c *Console) manifests(w http.ResponseWriter, r *http.Request, s *session) 
 		return
 	}
 	c.show(w, r, s, http.StatusOK, "manifests", "operator", "Manifests", m{"Manifests": list.Data})
+}
+
+// listPage reads one page of 100 of a paged API list at the request's
+// cursor: its items and the next cursor (nil on the last page).
+func (c *Console) listPage(r *http.Request, s *session, path string) ([]m, *string, error) {
+	var list struct {
+		Data       []m
+		NextCursor *string `json:"next_cursor"`
+	}
+	q := url.Values{"limit": {"100"}}
+	if cur := r.URL.Query().Get("cursor"); cur != "" {
+		q.Set("cursor", cur)
+	}
+	err := c.call(r, s, "GET", path+"?"+q.Encode(), nil, &list)
+	return list.Data, list.NextCursor, err
 }
