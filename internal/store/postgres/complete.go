@@ -30,8 +30,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 	var written []string
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(asyncCommit)
-	b.Queue(orderedScans)
+	queueDispatchSettings(b)
 	b.Queue(lockSubscriptions, store.SubscriptionsOf(p.Completions))
 	queueResults(b, p.Completions, now).Query(func(rows pgx.Rows) error {
 		var err error

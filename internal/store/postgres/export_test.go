@@ -1,0 +1,20 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// QueueDispatchSettings, QueueResults and QueueClaim expose the dispatch
+// path's statements to the plan tests.
+var QueueDispatchSettings = queueDispatchSettings
+
+func QueueResults(b *pgx.Batch, cs []store.Completion, now time.Time) { queueResults(b, cs, now) }
+
+func QueueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time) {
+	var out []store.Claimed
+	queueClaim(b, p, now, &out)
+}
