@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A kfake cluster as the tenant's Kafka (SCRAM-SHA-512): every event
@@ -35,8 +39,10 @@ func TestKafka_BinaryModeRecordsWithEveryHeaderInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { prod.Close() })
+		spans := tracetest.NewSpanRecorder()
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
 			c.Senders = map[string]destination.Sender{hub.DestinationKafka: prod}
+			c.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
 		}})
 		r.brokerSub("sub_kafka", hub.Destination{Type: hub.DestinationKafka, Brokers: cluster.ListenAddrs(), Topic: "tenant.events",
 			SASLMechanism: "SCRAM-SHA-512", SASLUsername: "acme"}, hub.Credentials{Password: "scram-secret"})
@@ -74,6 +80,27 @@ func TestKafka_BinaryModeRecordsWithEveryHeaderInOrder(t *testing.T) {
 			}
 		}
 		testkit.WaitFor(t, "every job succeeded", func() bool { return r.allSucceeded("acme", "sub_kafka", n) })
+
+		// Each publish is a span with the messaging conventions, not HTTP's
+		// (the rig's webhook subscription keeps its POST spans).
+		kinds := map[string]int{}
+		for _, sp := range spans.Ended() {
+			attrs := map[string]string{}
+			for _, kv := range sp.Attributes() {
+				attrs[string(kv.Key)] = kv.Value.Emit()
+			}
+			sub := attrs["streaming_hub.subscription_id"]
+			kinds[sub+" "+sp.Name()]++
+			if sub == "sub_kafka" && (sp.SpanKind() != trace.SpanKindClient || attrs["messaging.system"] != "kafka" ||
+				attrs["messaging.destination.name"] != "tenant.events" || attrs["messaging.operation.type"] != "send" ||
+				attrs["server.address"] != "127.0.0.1" || attrs["url.full"] != "" || attrs["http.request.method"] != "" ||
+				!strings.HasPrefix(attrs["messaging.message.id"], "evt-")) {
+				t.Fatalf("span %q (%v): %v", sp.Name(), sp.SpanKind(), attrs)
+			}
+		}
+		if kinds["sub_kafka send tenant.events"] != n || kinds["sub_1 POST"] != n || len(kinds) != 2 {
+			t.Fatalf("attempt spans by subscription and name: %v, want %d each of sub_kafka's \"send tenant.events\" and sub_1's POST", kinds, n)
+		}
 	})
 }
 

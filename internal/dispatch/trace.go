@@ -34,9 +34,12 @@ func (d *Dispatcher) traceAttempt(ctx context.Context, c store.Claimed, a *hub.A
 	if sc, ok := telemetry.SpanContext(c.Event.TraceParent, c.Event.TraceState); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	ctx, span := t.Start(ctx, "POST", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(append(urlAttributes(c.Subscription.Destination.URL),
-			semconv.HTTPRequestMethodPost,
+	name, attrs := "POST", append(urlAttributes(c.Subscription.Destination.URL), semconv.HTTPRequestMethodPost)
+	if dest := c.Subscription.Destination; dest.Type != hub.DestinationWebhook {
+		name, attrs = brokerSpan(dest)
+	}
+	ctx, span := t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(append(attrs,
 			semconv.MessagingMessageID(c.Event.ID),
 			attribute.String("streaming_hub.tenant_id", c.Job.TenantID),
 			attribute.String("streaming_hub.subscription_id", c.Job.SubscriptionID),
@@ -44,6 +47,36 @@ func (d *Dispatcher) traceAttempt(ctx context.Context, c store.Claimed, a *hub.A
 			attribute.Int("streaming_hub.attempt", c.Job.Attempts+1),
 		)...))
 	return ctx, span, telemetry.TraceParent(span.SpanContext())
+}
+
+// brokerSpan names the span of a publish to a broker destination and gives
+// it the messaging conventions instead of HTTP's: "send <exchange or
+// topic>", the system, the destination and the broker's host (never its
+// credentials). The span stays a CLIENT span, as every attempt's is.
+func brokerSpan(dest hub.Destination) (string, []attribute.KeyValue) {
+	attrs := []attribute.KeyValue{semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("send")}
+	var where, host string
+	switch dest.Type {
+	case hub.DestinationRabbitMQ:
+		attrs = append(attrs, semconv.MessagingSystemRabbitMQ)
+		where = dest.Exchange
+		if u, err := url.Parse(dest.URL); err == nil {
+			host = u.Hostname()
+		}
+	case hub.DestinationKafka:
+		attrs = append(attrs, semconv.MessagingSystemKafka)
+		where = dest.Topic
+		if len(dest.Brokers) > 0 {
+			if h, _, err := net.SplitHostPort(dest.Brokers[0]); err == nil {
+				host = h
+			}
+		}
+	}
+	attrs = append(attrs, semconv.MessagingDestinationName(where))
+	if host != "" {
+		attrs = append(attrs, semconv.ServerAddress(host))
+	}
+	return "send " + where, attrs
 }
 
 // endAttempt ends an attempt's span with its outcome.
