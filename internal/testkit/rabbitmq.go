@@ -111,9 +111,9 @@ func UniqueName() string {
 	return hex.EncodeToString(b[:])
 }
 
-// CloseAMQPConnections closes, with rabbitmqctl, every connection whose
-// client-provided connection_name is name, and returns how many it closed.
-func CloseAMQPConnections(t testing.TB, name string) int {
+// AMQPConnections lists, with rabbitmqctl, the connections whose
+// client-provided connection_name is name.
+func AMQPConnections(t testing.TB, name string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
@@ -121,18 +121,28 @@ func CloseAMQPConnections(t testing.TB, name string) int {
 	if err != nil {
 		t.Fatalf("rabbitmqctl list_connections: %v: %s", err, out)
 	}
-	closed := 0
+	var conns []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		line := sc.Text()
-		conn, props, ok := strings.Cut(line, "\t")
-		if !ok || !strings.Contains(props, `"`+name+`"`) {
-			continue
+		conn, props, ok := strings.Cut(sc.Text(), "\t")
+		if ok && strings.Contains(props, `"`+name+`"`) {
+			conns = append(conns, conn)
 		}
+	}
+	return conns
+}
+
+// CloseAMQPConnections closes, with rabbitmqctl, every connection whose
+// client-provided connection_name is name, and returns how many it closed.
+func CloseAMQPConnections(t testing.TB, name string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
+	defer cancel()
+	conns := AMQPConnections(t, name)
+	for _, conn := range conns {
 		if out, err := exec.CommandContext(ctx, "rabbitmqctl", "close_connection", conn, "closed by a test").CombinedOutput(); err != nil {
 			t.Fatalf("rabbitmqctl close_connection: %v: %s", err, out)
 		}
-		closed++
 	}
-	return closed
+	return len(conns)
 }

@@ -35,17 +35,15 @@ type Options struct {
 	// in the hub (tenants' brokers are verified against the system
 	// roots); tests trust their own CA.
 	CACert []byte
-	Logger *slog.Logger // nil discards
+	Logger *slog.Logger     // nil discards
+	Now    func() time.Time // the clock of idle clients; nil means time.Now
 }
 
 // Producer is a destination.Sender for Kafka: one client per destination
 // (its brokers, TLS and credentials), shared by the process's attempts.
 type Producer struct {
-	o Options
-
-	mu      sync.Mutex
-	clients map[string]*client
-	closed  bool
+	o       Options
+	clients *destination.Pool[*client]
 }
 
 // client is one destination's franz-go client and why its latest
@@ -80,17 +78,18 @@ func New(o Options) (*Producer, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Producer{o: o, clients: make(map[string]*client)}, nil
+	return &Producer{o: o, clients: destination.NewPool(o.Now, func(c *client) { c.Close() })}, nil
 }
 
 // Send produces m to t's topic, key = the tenant, as a binary-mode
 // CloudEvent (the ce-*, X-Lerian-* and webhook-* headers, content-type),
 // and waits for the acks=all acknowledgement.
 func (p *Producer) Send(ctx context.Context, t destination.Target, m destination.Message) error {
-	cl, err := p.client(t)
+	cl, release, err := p.client(t)
 	if err != nil {
 		return err
 	}
+	defer release()
 	rec := &kgo.Record{Topic: t.Topic, Key: []byte(m.TenantID), Value: m.Body, Headers: headers(m)}
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		why := "kafka: produce: " + err.Error()
@@ -121,27 +120,27 @@ func headers(m destination.Message) []kgo.RecordHeader {
 
 // Close closes every client.
 func (p *Producer) Close() error {
-	p.mu.Lock()
-	clients := p.clients
-	p.clients, p.closed = map[string]*client{}, true
-	p.mu.Unlock()
-	for _, cl := range clients {
-		cl.Close()
-	}
+	p.clients.Close()
 	return nil
 }
 
-func (p *Producer) client(t destination.Target) (*client, error) {
+// Clients is how many clients are open (one per destination and
+// credentials in use; idle ones are closed after destination.IdleAfter).
+func (p *Producer) Clients() int { return p.clients.Len() }
+
+// client is t's client, opened on first use, for one send.
+func (p *Producer) client(t destination.Target) (*client, func(), error) {
 	sum := sha256.Sum256([]byte(t.Credentials.Password))
 	key := strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:])}, "|")
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errors.New("kafka: the producer is closed")
+	cl, release, err := p.clients.Acquire(key, func() (*client, error) { return p.open(t) })
+	if errors.Is(err, destination.ErrClosed) {
+		err = errors.New("kafka: the producer is closed")
 	}
-	if cl := p.clients[key]; cl != nil {
-		return cl, nil
-	}
+	return cl, release, err
+}
+
+// open makes t's client.
+func (p *Producer) open(t destination.Target) (*client, error) {
 	sec, err := kafkasec.New(config.Kafka{TLS: t.TLS, CACert: p.o.CACert, SASLMechanism: t.SASLMechanism,
 		SASLUsername: t.SASLUsername, SASLPassword: t.Credentials.Password}, p.o.Logger)
 	if err != nil {
@@ -160,6 +159,5 @@ func (p *Producer) client(t destination.Target) (*client, error) {
 	if c.Client, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}
-	p.clients[key] = c
 	return c, nil
 }

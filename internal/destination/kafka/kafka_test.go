@@ -62,3 +62,39 @@ func TestSend_TLSAndSASLAndAnUntrustedBroker(t *testing.T) {
 		t.Fatalf("a broker on 127.0.0.1 without private sinks: %v, want refused", err)
 	}
 }
+
+// A destination moved to other brokers (or given a new password, or
+// deleted) leaves its old client behind: it is closed once idle for
+// destination.IdleAfter, and a later send to the old brokers opens a new one.
+func TestSend_AnIdleClientIsClosedAndReopenedWhenNeeded(t *testing.T) {
+	clock := testkit.NewClock()
+	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	oldBrokers, newBrokers := testkit.KafkaWith(t, 1, []string{"t"}), testkit.KafkaWith(t, 1, []string{"t"})
+	at := func(c *kfake.Cluster) destination.Target {
+		return destination.Target{Destination: hub.Destination{Type: hub.DestinationKafka, Brokers: c.ListenAddrs(), Topic: "t"}}
+	}
+	if err := send(p, at(oldBrokers)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(destination.IdleAfter + time.Second)
+	if err := send(p, at(newBrokers)); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Clients(); n != 1 {
+		t.Fatalf("%d clients open, want only the new brokers'", n)
+	}
+	if err := send(p, at(oldBrokers)); err != nil {
+		t.Fatalf("the old brokers after their client was closed: %v", err)
+	}
+	if n := p.Clients(); n != 2 {
+		t.Fatalf("%d clients open, want 2", n)
+	}
+	if got := testkit.ReadRecords(t, oldBrokers, "t", 2); len(got) != 2 {
+		t.Fatalf("old brokers got %d records", len(got))
+	}
+}

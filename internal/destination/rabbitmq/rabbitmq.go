@@ -31,17 +31,15 @@ type Options struct {
 	Name string
 	// TLS is the base TLS configuration of amqps (nil: the system roots).
 	TLS    *tls.Config
-	Logger *slog.Logger // nil discards
+	Logger *slog.Logger     // nil discards
+	Now    func() time.Time // the clock of idle connections; nil means time.Now
 }
 
 // Publisher is a destination.Sender for RabbitMQ, shared by the process's
 // attempts: one connection and one confirming channel per broker URL.
 type Publisher struct {
-	o Options
-
-	mu     sync.Mutex
-	links  map[string]*link // full URL (with credentials) -> its link
-	closed bool
+	o     Options
+	links *destination.Pool[*link] // by full URL (with credentials)
 }
 
 // New returns a Publisher.
@@ -55,7 +53,7 @@ func New(o Options) (*Publisher, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Publisher{o: o, links: make(map[string]*link)}, nil
+	return &Publisher{o: o, links: destination.NewPool(o.Now, (*link).close)}, nil
 }
 
 // Send publishes m to t's exchange with t's routing key (templated) as a
@@ -67,10 +65,14 @@ func (p *Publisher) Send(ctx context.Context, t destination.Target, m destinatio
 	if err != nil {
 		return err
 	}
-	l, err := p.link(raw)
+	l, release, err := p.links.Acquire(raw, func() (*link, error) { return &link{url: raw, p: p}, nil })
+	if errors.Is(err, destination.ErrClosed) {
+		err = errors.New("rabbitmq: the publisher is closed")
+	}
 	if err != nil {
 		return err
 	}
+	defer release()
 	headers := make(amqp.Table, len(m.Headers))
 	for k, v := range m.Headers {
 		headers[k] = v
@@ -92,29 +94,13 @@ func (p *Publisher) Send(ctx context.Context, t destination.Target, m destinatio
 
 // Close closes every connection.
 func (p *Publisher) Close() error {
-	p.mu.Lock()
-	links := p.links
-	p.links, p.closed = map[string]*link{}, true
-	p.mu.Unlock()
-	for _, l := range links {
-		l.close()
-	}
+	p.links.Close()
 	return nil
 }
 
-func (p *Publisher) link(raw string) (*link, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errors.New("rabbitmq: the publisher is closed")
-	}
-	l := p.links[raw]
-	if l == nil {
-		l = &link{url: raw, p: p}
-		p.links[raw] = l
-	}
-	return l, nil
-}
+// Links is how many broker connections are kept (one per broker URL and
+// credentials in use; idle ones are closed after destination.IdleAfter).
+func (p *Publisher) Links() int { return p.links.Len() }
 
 // brokerURL is t's URL with its sealed userinfo put back.
 func brokerURL(t destination.Target) (string, error) {

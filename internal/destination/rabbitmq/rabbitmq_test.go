@@ -128,3 +128,35 @@ func TestPublish_RefusesAPrivateBrokerUnlessAllowed(t *testing.T) {
 		t.Fatalf("publish to 127.0.0.1 without private sinks: %v, want refused", err)
 	}
 }
+
+// A destination given new credentials (or another vhost, or deleted)
+// leaves its old connection behind: it is closed once idle for
+// destination.IdleAfter, and only the connection in use stays open.
+func TestPublish_AnIdleConnectionIsClosed(t *testing.T) {
+	r := testkit.NewRabbit(t, "#")
+	name := "test-" + testkit.UniqueName()
+	clock := testkit.NewClock()
+	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	p, err := rabbitmq.New(rabbitmq.Options{Dial: d.DialContext, Name: name, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	old := target(t, r, "k")
+	moved := old
+	moved.URL = strings.TrimSuffix(old.URL, "/") + "/%2f" // the same broker and vhost, written otherwise: another link
+	if err := send(t, p, old, message("evt-1", "att_1")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(destination.IdleAfter + time.Second)
+	if err := send(t, p, moved, message("evt-2", "att_2")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the idle connection closed at the broker", func() bool { return len(testkit.AMQPConnections(t, name)) == 1 })
+	if p.Links() != 1 {
+		t.Fatalf("%d links kept, want 1", p.Links())
+	}
+	if got := r.Take(t); len(got) != 2 {
+		t.Fatalf("queue holds %d messages, want 2", len(got))
+	}
+}
