@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
@@ -24,7 +25,8 @@ const EnvBenchRows = "STREAMING_HUB_BENCH_ROWS"
 // BenchmarkLargeTables measures ingest, claim+complete, a pull page and a
 // retention batch on tables that already hold STREAMING_HUB_BENCH_ROWS
 // rows each (three tables: 3x rows in all), against the same on empty
-// tables (STREAMING_HUB_BENCH_ROWS=0 or unset). The filled schema,
+// tables (STREAMING_HUB_BENCH_ROWS=0 or unset), which hold the same seven
+// days of health rollups as a filled schema. The filled schema,
 // bench_rows_<N>, is kept for later runs (filling takes a while); drop it
 // by hand when done.
 //
@@ -39,7 +41,17 @@ func BenchmarkLargeTables(b *testing.B) {
 		rows = n
 	}
 	if rows == 0 {
+		// Empty history, but the same seven days of rollups as a filled
+		// schema: the health read is compared at equal rollups, so the
+		// ratio says what the history itself costs it.
 		s := testkit.OpenPostgres(b, store.Options{})
+		ctx := context.Background()
+		if err := storetest.BenchSetup(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		if err := seedRollups(ctx, s.Pool(), 33_400_000); err != nil {
+			b.Fatal(err)
+		}
 		storetest.BenchTables(b, s, 0)
 		return
 	}
@@ -129,12 +141,7 @@ func fill(b *testing.B, conn *pgx.Conn, s store.Store, rows int64) {
 		}
 		fmt.Fprintf(os.Stderr, "fill: %d of %d rows per table (%s)\n", hi, rows, time.Since(start).Round(time.Second))
 	}
-	// The health rollups those jobs' completions wrote: one hourly bucket
-	// per subscription over the seven days.
-	if _, err := conn.Exec(ctx, `INSERT INTO subscription_rollups (subscription_id, bucket_start, successes, h2, last_success_at)
-		SELECT 'sub_t' || lpad(t::text, 3, '0'), date_trunc('hour', now() - interval '7 days') + h * interval '1 hour',
-			$1::bigint / $2 / 168, $1::bigint / $2 / 168, date_trunc('hour', now() - interval '7 days') + h * interval '1 hour'
-		FROM generate_series(0, $2 - 1) AS t, generate_series(0, 167) AS h`, rows, storetest.BenchTenants); err != nil {
+	if err := seedRollups(ctx, conn, rows); err != nil {
 		b.Fatal(err)
 	}
 	for _, q := range []string{
@@ -146,4 +153,16 @@ func fill(b *testing.B, conn *pgx.Conn, s store.Store, rows int64) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "fill: done in %s\n", time.Since(start).Round(time.Second))
+}
+
+// seedRollups writes the health rollups the completions of rows jobs
+// would have written over seven days: one hourly bucket per subscription.
+func seedRollups(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, rows int64) error {
+	_, err := db.Exec(ctx, `INSERT INTO subscription_rollups (subscription_id, bucket_start, successes, h2, last_success_at)
+		SELECT 'sub_t' || lpad(t::text, 3, '0'), date_trunc('hour', now() - interval '7 days') + h * interval '1 hour',
+			$1::bigint / $2 / 168, $1::bigint / $2 / 168, date_trunc('hour', now() - interval '7 days') + h * interval '1 hour'
+		FROM generate_series(0, $2 - 1) AS t, generate_series(0, 167) AS h`, rows, storetest.BenchTenants)
+	return err
 }
