@@ -20,7 +20,7 @@ const IdleAfter = 10 * time.Minute
 // IdleAfter with no send in flight; it sweeps at most once a minute, on
 // its way to a send. V is the connection; close closes one.
 type Pool[V any] struct {
-	Now   func() time.Time // nil means time.Now
+	now   func() time.Time
 	close func(V)
 
 	mu     sync.Mutex
@@ -40,7 +40,7 @@ func NewPool[V any](now func() time.Time, close func(V)) *Pool[V] {
 	if now == nil {
 		now = time.Now
 	}
-	return &Pool[V]{Now: now, close: close, conns: make(map[string]*pooled[V])}
+	return &Pool[V]{now: now, close: close, conns: make(map[string]*pooled[V])}
 }
 
 // Acquire returns key's connection, opening it with open when there is
@@ -52,7 +52,7 @@ func (p *Pool[V]) Acquire(key string, open func() (V, error)) (v V, release func
 	if p.closed {
 		return v, nil, ErrClosed
 	}
-	now := p.Now()
+	now := p.now()
 	p.sweep(now)
 	c := p.conns[key]
 	if c == nil {
@@ -67,7 +67,7 @@ func (p *Pool[V]) Acquire(key string, open func() (V, error)) (v V, release func
 	return c.v, func() {
 		p.mu.Lock()
 		c.inFlight--
-		c.used = p.Now()
+		c.used = p.now()
 		p.mu.Unlock()
 	}, nil
 }
