@@ -35,22 +35,24 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 // flush writes a batch and, while running, claims in the same transaction
 // the next jobs of the subscriptions it frees (as many as the local queue
 // has room for): a busy subscription goes from one job to the next without
-// a separate claim. Once the stop began it only writes. It retries while
-// the database is unreachable, waiting on the dispatcher's clock, until
-// ctx is done: an unwritten result is only lost if its lease expires
-// first, and then the job is simply delivered again.
+// a separate claim. Once the stop began it only writes.
+//
+// A result is never given up while the process runs (SPEC 25): the write is
+// retried with back-off, waiting on the dispatcher's clock, for as long as
+// the database stays away, and the leases of the batch stay held (renewed
+// once the database answers again), so an outage of any length does not
+// make an answered job be attempted again. Only the end of ctx (the
+// shutdown deadline) abandons the batch; then its leases expire and the
+// jobs are delivered again, at least once.
 func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *queue) {
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+	for wait, tries := 50*time.Millisecond, 1; ; wait, tries = min(2*wait, maxResultWait), tries+1 {
 		err := d.write(batch, q)
 		if err == nil {
 			return
 		}
-		d.cfg.Logger.Error("recording delivery results failed; retrying", "results", len(batch), "err", err)
-		if wait >= 5*time.Second {
-			d.cfg.Logger.Error("giving up on these results: their leases will expire and the jobs be delivered again", "results", len(batch))
-			d.forgetAll(batch)
-			return
-		}
+		d.storeFailed()
+		d.cfg.Logger.Error("recording delivery results failed; retrying until the database answers", "results", len(batch),
+			"tries", tries, "next_try_in", wait, "err", err)
 		if !d.sleep(ctx, wait) {
 			d.cfg.Logger.Error("stopped before these results were recorded: their leases will expire and the jobs be delivered again", "results", len(batch))
 			d.forgetAll(batch)
@@ -58,6 +60,9 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 		}
 	}
 }
+
+// maxResultWait is the longest wait between two tries of a result write.
+const maxResultWait = 5 * time.Second
 
 // write is one try of flush: the batch's results, and the hand-off claim
 // unless the stop began (Stop waits for a hand-off in progress).

@@ -124,6 +124,11 @@ type Dispatcher struct {
 	stopped  bool
 	fenced   chan struct{}
 
+	// lastStoreFailure is when a store call last failed here (unix ns on
+	// the dispatcher's clock; 0: never): lease recovery waits a lease
+	// after it (Maintain).
+	lastStoreFailure atomic.Int64
+
 	// after is the clock's timer for retry waits (time.After unless a
 	// test replaces it).
 	after func(time.Duration) <-chan time.Time
@@ -488,6 +493,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		cancel()
 		done()
 		if err != nil && !d.isStopping() {
+			d.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
 		d.enqueue(q, claimed)

@@ -133,6 +133,7 @@ func (d *Dispatcher) renewLoop(stop <-chan struct{}) {
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), max(d.cfg.Lease/3, time.Second))
 			if err := d.RenewLeases(ctx); err != nil {
+				d.storeFailed()
 				d.cfg.Logger.Error("renewing leases failed; retrying", "err", err)
 			}
 			cancel()

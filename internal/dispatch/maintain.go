@@ -12,6 +12,7 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := d.Maintain(ctx); err != nil && ctx.Err() == nil {
+			d.storeFailed()
 			d.cfg.Logger.Error("dispatch maintenance failed", "err", err)
 		}
 		select {
@@ -30,16 +31,17 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 // subscriptions. Every delivery replica runs it: each step locks the rows
 // it changes. (Retention and job counts are housekeeping's, one replica at
 // a time.)
+//
+// Leases are not recovered until the database has answered this process
+// for a whole lease since it last failed: after an outage, every live
+// process first renews its leases and records the results it kept
+// (flush never gives them up), so only the leases of processes that died
+// are recovered, and an answered job is not attempted again.
 func (d *Dispatcher) Maintain(ctx context.Context) error {
-	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
-	if err != nil {
-		return err
-	}
-	d.cfg.Metrics.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
-	d.cfg.Metrics.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
-	if rec.Recovered+rec.Poisoned > 0 {
-		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
-		d.Wake()
+	if d.recoveryAllowed() {
+		if err := d.recover(ctx); err != nil {
+			return err
+		}
 	}
 	if g := d.cfg.AutoDisable; g != nil {
 		disabled, err := d.cfg.Store.AutoDisable(ctx, *g)
@@ -52,4 +54,29 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// recover returns expired leases to their queues (or to poison).
+func (d *Dispatcher) recover(ctx context.Context) error {
+	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	d.cfg.Metrics.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
+	d.cfg.Metrics.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
+	if rec.Recovered+rec.Poisoned > 0 {
+		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
+		d.Wake()
+	}
+	return nil
+}
+
+// storeFailed notes that a call to the store failed just now.
+func (d *Dispatcher) storeFailed() { d.lastStoreFailure.Store(d.now().UnixNano()) }
+
+// recoveryAllowed reports whether the store has answered for a whole lease
+// since it last failed here (or never failed).
+func (d *Dispatcher) recoveryAllowed() bool {
+	last := d.lastStoreFailure.Load()
+	return last == 0 || d.now().Sub(time.Unix(0, last)) >= d.cfg.Lease
 }
