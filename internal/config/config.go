@@ -146,6 +146,7 @@ func loadInto(r *reader, mode Mode) Config {
 	r.str("KAFKA_GROUP", &k.Group)
 	r.duration("KAFKA_SESSION_TIMEOUT", &k.SessionTimeout)
 	r.positiveInt("MAX_RECORD_BYTES", &k.MaxRecordBytes)
+	r.duration("INGEST_STALL_AFTER", &k.StallAfter)
 	r.str("DEV_KAFKA_ADDR", &c.DevKafkaAddr)
 	r.kafka(&c.Kafka)
 	r.boolean("ALLOW_INSECURE_DB_TLS", &c.AllowInsecureDBTLS)

@@ -166,13 +166,15 @@ func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
 		"STREAMING_HUB_KAFKA_SESSION_TIMEOUT":     "10s",
 		"STREAMING_HUB_MAX_RECORD_BYTES":          "2048",
 		"STREAMING_HUB_HOUSEKEEPING_INTERVAL":     "5m",
+		"STREAMING_HUB_INGEST_STALL_AFTER":        "3s",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Ingest.Group != "streaming-hub.staging" || c.Dispatch.IdleInterval != 40*time.Millisecond ||
 		c.Breaker.OpenFor != time.Minute || c.Autodisable.Enabled || c.Pull.Burst != 7 ||
-		c.Ingest.SessionTimeout != 10*time.Second || c.Ingest.MaxRecordBytes != 2048 || c.Housekeeping.Interval != 5*time.Minute {
+		c.Ingest.SessionTimeout != 10*time.Second || c.Ingest.MaxRecordBytes != 2048 || c.Housekeeping.Interval != 5*time.Minute ||
+		c.Ingest.StallAfter != 3*time.Second {
 		t.Fatalf("overrides not applied: %+v", c)
 	}
 }

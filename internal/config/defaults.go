@@ -27,7 +27,7 @@ func Defaults(mode Mode) Config {
 			RetryMin:       100 * time.Millisecond,
 			RetryMax:       5 * time.Second,
 			WriteTimeout:   15 * time.Second,
-			StallAfter:     30 * time.Second,
+			StallAfter:     10 * time.Second,
 		},
 		Dispatch: Dispatch{
 			Workers:             8,
@@ -121,9 +121,9 @@ type Ingest struct {
 	RetryMin     time.Duration // first wait after a failed transaction
 	RetryMax     time.Duration // longest wait
 	WriteTimeout time.Duration // bound on one transaction
-	// StallAfter is how long a partition may fail to persist its batch
-	// before /readyz reports ingest as failing (disk full, constraint
-	// errors): SPEC section 16.
+	// StallAfter (INGEST_STALL_AFTER) is how long a partition may fail to
+	// persist its batch before /readyz reports ingest as failing (disk
+	// full, a read-only database, constraint errors): SPEC 16 and 25.
 	StallAfter time.Duration
 	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
 	// 0 keeps franz-go's own (5m). Dev mode lowers it.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
@@ -107,6 +108,7 @@ func TestDiskFullSQLite(t *testing.T) {
 		recs = append(recs, r)
 	}
 	testkit.Produce(t, prod, recs...)
+	full := time.Now()
 
 	var checks map[string]string
 	testkit.WaitFor(t, "/readyz to report ingest failing while the disk is full", func() bool {
@@ -114,7 +116,8 @@ func TestDiskFullSQLite(t *testing.T) {
 		checks = c
 		return st == 503 && c["ingest"] != "" && c["ingest"] != "ok"
 	})
-	fmt.Printf("\n== disk full (SQLite on a full tmpfs)\n   /readyz 503: ingest: %s\n", checks["ingest"])
+	fmt.Printf("\n== disk full (SQLite on a full tmpfs)\n   /readyz 503 %.1f s after the produce (STREAMING_HUB_INGEST_STALL_AFTER 10s): ingest: %s\n",
+		time.Since(full).Seconds(), checks["ingest"])
 	if off, ok := testkit.CommittedOffsets(t, prod, "faults-diskfull", topic)[0]; ok && off > 0 {
 		t.Fatalf("offset %d committed while nothing could be persisted", off)
 	}

@@ -200,7 +200,7 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		if off, ok := testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1]; ok {
 			t.Fatalf("failing partition committed offset %d", off)
 		}
-		// Readiness: failing for 30 s is a transient; longer is a stall
+		// Readiness: failing for StallAfter (10 s) is a transient; longer is a stall
 		// /readyz reports as the check named ingest.
 		clock.Advance(cfg.StallAfter)
 		if err := c.Stalled(context.Background()); err != nil {
