@@ -107,7 +107,10 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Now == nil {
 		h.Now = time.Now
 	}
-	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now}); err != nil {
+	h.Metrics = metrics.New()
+	pool := store.PoolOptions{MaxConns: cfg.DatabaseMaxConns, NoIngest: !cfg.Role.Ingests(), NoDelivery: !cfg.Role.Delivers(),
+		OnWait: h.Metrics.ObservePoolWait}
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool}); err != nil {
 		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
 	if err := h.Store.Ping(ctx); err != nil {
@@ -127,7 +130,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 	}
 
-	h.Metrics = metrics.New()
+	if p, ok := h.Store.(store.PoolReporter); ok {
+		h.Metrics.WatchPool(p)
+	}
 	if h.Tracing, err = telemetry.New(ctx, h.Telemetry, hub.Version, h.Logger.With("component", "telemetry")); err != nil {
 		return err
 	}

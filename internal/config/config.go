@@ -51,6 +51,9 @@ type Config struct {
 
 	HTTPAddr    string
 	DatabaseURL string
+	// DatabaseMaxConns (DATABASE_MAX_CONNS) is the PostgreSQL pool size; a
+	// pool_max_conns in DATABASE_URL wins. store.SplitPool divides it.
+	DatabaseMaxConns int
 
 	DevKafkaAddr string
 	Ingest       Ingest
@@ -135,6 +138,11 @@ func loadInto(r *reader, mode Mode) Config {
 		r.fail("HTTP_ADDR", "%s", err)
 	}
 	r.str("DATABASE_URL", &c.DatabaseURL)
+	c.DatabaseMaxConns = MaxConnsFor(c.Role)
+	r.atLeast("DATABASE_MAX_CONNS", 2, &c.DatabaseMaxConns)
+	if n, ok := urlPoolSize(c.DatabaseURL); ok && n < 2 {
+		r.fail("DATABASE_URL", "pool_max_conns must be at least 2")
+	}
 
 	k := &c.Ingest
 	r.list("KAFKA_BROKERS", &k.Brokers)
@@ -368,6 +376,30 @@ func (r *reader) positiveInt(name string, v *int) {
 		return
 	}
 	*v = n
+}
+
+func (r *reader) atLeast(name string, least int, v *int) {
+	s, ok := r.raw(name)
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < least {
+		r.fail(name, "must be an integer of at least %d, got %q", least, s)
+		return
+	}
+	*v = n
+}
+
+// urlPoolSize reads the pool_max_conns of a PostgreSQL URL, if it has one
+// (a value that is not a number is pgx's to report).
+func urlPoolSize(raw string) (int, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(u.Query().Get("pool_max_conns"))
+	return n, err == nil
 }
 
 func (r *reader) milliseconds(name string, v *time.Duration) {

@@ -98,6 +98,9 @@ func TestLoad_BadValuesNameTheVariable(t *testing.T) {
 		{Dev, map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "https://a.example; script-src *"}, nil, `STREAMING_HUB_CONSOLE_FRAME_ANCESTORS: "https://a.example;" is not a source`},
 		{Dev, map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "'none' https://a.example"}, nil, `STREAMING_HUB_CONSOLE_FRAME_ANCESTORS: 'none' must stand alone`},
 		{Dev, map[string]string{"STREAMING_HUB_CONSOLE_FRAME_ANCESTORS": "javascript:x"}, nil, `STREAMING_HUB_CONSOLE_FRAME_ANCESTORS: "javascript:x" is not a source`},
+		{Dev, map[string]string{"STREAMING_HUB_DATABASE_MAX_CONNS": "1"}, nil, `STREAMING_HUB_DATABASE_MAX_CONNS: must be an integer of at least 2, got "1"`},
+		{Dev, map[string]string{"STREAMING_HUB_DATABASE_MAX_CONNS": "lots"}, nil, `STREAMING_HUB_DATABASE_MAX_CONNS: must be an integer of at least 2, got "lots"`},
+		{Serve, map[string]string{"STREAMING_HUB_DATABASE_URL": "postgres://h/db?pool_max_conns=1"}, nil, `STREAMING_HUB_DATABASE_URL: pool_max_conns must be at least 2`},
 	}
 	for _, c := range cases {
 		e := serveEnv()
@@ -118,6 +121,23 @@ func TestLoad_BadValuesNameTheVariable(t *testing.T) {
 		if strings.Contains(err.Error(), "\n") {
 			t.Errorf("error spans lines: %q", err)
 		}
+	}
+}
+
+// The pool's size follows the role unless DATABASE_MAX_CONNS says (SPEC 25).
+func TestLoad_PoolSizeByRole(t *testing.T) {
+	for role, want := range map[string]int{"all": 16, "ingest": 8, "delivery": 16} {
+		e := serveEnv()
+		e["STREAMING_HUB_ROLE"] = role
+		c, err := Load(Serve, env(e))
+		if err != nil || c.DatabaseMaxConns != want {
+			t.Errorf("role %s: pool %d, %v; want %d", role, c.DatabaseMaxConns, err, want)
+		}
+	}
+	e := serveEnv()
+	e["STREAMING_HUB_DATABASE_MAX_CONNS"] = "40"
+	if c, err := Load(Serve, env(e)); err != nil || c.DatabaseMaxConns != 40 {
+		t.Errorf("DATABASE_MAX_CONNS=40: pool %d, %v", c.DatabaseMaxConns, err)
 	}
 }
 

@@ -17,6 +17,8 @@ func Defaults(mode Mode) Config {
 		Role:     RoleAll,
 		Env:      "local",
 		HTTPAddr: ":8080",
+		// DATABASE_MAX_CONNS: by role (MaxConnsFor), for RoleAll here.
+		DatabaseMaxConns: MaxConnsFor(RoleAll),
 
 		DevKafkaAddr: "127.0.0.1:9092",
 		Ingest: Ingest{
@@ -99,6 +101,17 @@ func Defaults(mode Mode) Config {
 		c.Ingest.MetadataMaxAge = 2 * time.Second
 	}
 	return c
+}
+
+// MaxConnsFor is the default database pool size of a role (SPEC 25): a
+// process that delivers needs connections for claims, completions and the
+// API; one that only ingests, for its partitions' transactions and the API.
+// Σ(replicas × pool) must stay within PostgreSQL's max_connections.
+func MaxConnsFor(r Role) int {
+	if r == RoleIngest {
+		return 8
+	}
+	return 16
 }
 
 // groupFor is the consumer group of an environment (STREAMING_HUB_ENV).

@@ -4,12 +4,14 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // Metrics is the hub's set of collectors. The zero value is not usable; call
@@ -56,6 +58,11 @@ type Metrics struct {
 
 	// Producer manifests.
 	ManifestRefresh *prometheus.CounterVec // result: ok | error
+
+	// Database pool (SPEC 25): how long calls waited for a connection of
+	// their budget; the connections themselves are gauges read at scrape
+	// time (WatchPool).
+	PoolWait *prometheus.HistogramVec // budget: api | ingest | dispatch
 }
 
 // New creates and registers every collector, plus the Go and process ones.
@@ -166,6 +173,11 @@ func New() *Metrics {
 			Name: "streaming_hub_retention_deleted_total",
 			Help: "Rows deleted by retention, by kind.",
 		}, []string{"kind"}),
+		PoolWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "streaming_hub_db_pool_wait_seconds",
+			Help:    "How long a database call waited for a connection of its budget (api, ingest, dispatch): waits mean the budget is saturated.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"budget"}),
 	}
 	r.MustRegister(
 		collectors.NewGoCollector(),
@@ -174,7 +186,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
-		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh,
+		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh, m.PoolWait,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)
@@ -195,6 +207,43 @@ func New() *Metrics {
 		m.OffsetCommits.WithLabelValues(r)
 	}
 	return m
+}
+
+// ObservePoolWait records one call's wait for its budget.
+func (m *Metrics) ObservePoolWait(b store.Budget, waited time.Duration) {
+	m.PoolWait.WithLabelValues(b.String()).Observe(waited.Seconds())
+}
+
+// WatchPool exports the store's connections at each scrape:
+// streaming_hub_db_pool_connections{state} (max, in_use, idle) and
+// streaming_hub_db_pool_budget_connections{budget,state} (share, in_use).
+func (m *Metrics) WatchPool(p store.PoolReporter) {
+	m.Registry.MustRegister(poolCollector{p})
+}
+
+var (
+	poolConnsDesc = prometheus.NewDesc("streaming_hub_db_pool_connections",
+		"Database connections of this process: max (the pool size), in_use, idle.", []string{"state"}, nil)
+	poolBudgetDesc = prometheus.NewDesc("streaming_hub_db_pool_budget_connections",
+		"Each budget's share of the pool and the connections it holds (state share | in_use).", []string{"budget", "state"}, nil)
+)
+
+type poolCollector struct{ p store.PoolReporter }
+
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- poolConnsDesc
+	ch <- poolBudgetDesc
+}
+
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.p.PoolStats()
+	ch <- prometheus.MustNewConstMetric(poolConnsDesc, prometheus.GaugeValue, float64(s.Max), "max")
+	ch <- prometheus.MustNewConstMetric(poolConnsDesc, prometheus.GaugeValue, float64(s.InUse), "in_use")
+	ch <- prometheus.MustNewConstMetric(poolConnsDesc, prometheus.GaugeValue, float64(s.Idle), "idle")
+	for b, st := range s.Budgets {
+		ch <- prometheus.MustNewConstMetric(poolBudgetDesc, prometheus.GaugeValue, float64(st.Share), b.String(), "share")
+		ch <- prometheus.MustNewConstMetric(poolBudgetDesc, prometheus.GaugeValue, float64(st.InUse), b.String(), "in_use")
+	}
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -49,6 +49,8 @@ type Options struct {
 	// MaxRejections bounds rejected_records to the newest N; 0 means
 	// DefaultMaxRejections.
 	MaxRejections int
+	// Pool sizes the connection pool and divides it between budgets.
+	Pool PoolOptions
 }
 
 // DefaultMaxRejections is how many rejected records are kept.

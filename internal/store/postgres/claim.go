@@ -135,6 +135,7 @@ func queueDispatchSettings(b *pgx.Batch) {
 // ClaimJobs is one round trip: BEGIN, the claim and COMMIT, pipelined.
 func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Claimed, err error) {
 	defer wrap(&err, "ClaimJobs")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	var out []store.Claimed
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -232,6 +233,7 @@ SELECT id, status FROM done`
 
 func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) (err error) {
 	defer wrap(&err, "ReleaseJobs")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if len(leases) == 0 {
 		return nil
 	}
@@ -258,6 +260,7 @@ func leaseArrays(leases []store.JobLease) (ids, tokens []string) {
 // RenewLeases extends the leases in one statement, fenced on their tokens.
 func (db *DB) RenewLeases(ctx context.Context, p store.RenewParams) (_ []string, err error) {
 	defer wrap(&err, "RenewLeases")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if len(p.Leases) == 0 {
 		return nil, nil
 	}
@@ -333,6 +336,7 @@ SELECT id, status, n, claimed_at FROM done`
 
 func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
 	defer wrap(&err, "RecoverLeases")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	now := db.opts.Stamp()
 	var res store.RecoverResult
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
@@ -397,6 +401,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 // WakeJobs makes the subscriptions' waiting jobs due now.
 func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, err error) {
 	defer wrap(&err, "WakeJobs")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if len(subscriptionIDs) == 0 {
 		return 0, nil
 	}
@@ -432,6 +437,7 @@ func (db *DB) reconcileInFlight(ctx context.Context) error {
 
 func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
 	defer wrap(&err, "DeadLetterOrphans")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	// Driven from the subscriptions that are off (usually none), so the
 	// pending jobs of the healthy ones are never scanned.
 	rows, err := db.pool.Query(ctx, `SELECT s.id FROM subscriptions s WHERE (s.deleted_at IS NOT NULL OR NOT s.enabled)
@@ -465,6 +471,7 @@ func (db *DB) DeadLetterOrphans(ctx context.Context) (_ int, err error) {
 // CountJobs: see store.CountJobsSQL.
 func (db *DB) CountJobs(ctx context.Context) (_ map[hub.JobStatus]int64, err error) {
 	defer wrap(&err, "CountJobs")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	var pending, inFlight, dead int64
 	if err := db.pool.QueryRow(ctx, store.CountJobsSQL).Scan(&pending, &inFlight, &dead); err != nil {
 		return nil, err

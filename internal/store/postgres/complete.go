@@ -22,6 +22,7 @@ import (
 // so the hand-off never claims for a subscription it just disabled.
 func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
 	defer wrap(&err, "CompleteJobs")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if len(p.Completions) == 0 {
 		return store.CompleteResult{}, nil
 	}
@@ -230,6 +231,7 @@ func queueDisable(b *pgx.Batch, disabled []store.Disabled, now time.Time, dead *
 // again and disables those Go finds due.
 func (db *DB) AutoDisable(ctx context.Context, g store.AutoDisable) (_ []store.Disabled, err error) {
 	defer wrap(&err, "AutoDisable")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	now := db.opts.Stamp()
 	rows, err := db.pool.Query(ctx, `SELECT id FROM subscriptions
 		WHERE enabled AND deleted_at IS NULL AND failure_first_at <= $1`, g.Cutoff(now))

@@ -9,6 +9,7 @@ import (
 
 func (db *DB) CreateConsoleSession(ctx context.Context, s store.ConsoleSession) (err error) {
 	defer wrap(&err, "CreateConsoleSession")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	if _, err := db.pool.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at <= $1`, db.opts.Stamp()); err != nil {
 		return err
 	}
@@ -21,6 +22,7 @@ func (db *DB) CreateConsoleSession(ctx context.Context, s store.ConsoleSession) 
 
 func (db *DB) TouchConsoleSession(ctx context.Context, hash string, idle time.Duration) (_ store.ConsoleSession, err error) {
 	defer wrap(&err, "TouchConsoleSession")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
 	var s store.ConsoleSession
 	err = db.pool.QueryRow(ctx,
@@ -35,12 +37,14 @@ func (db *DB) TouchConsoleSession(ctx context.Context, hash string, idle time.Du
 
 func (db *DB) DeleteConsoleSession(ctx context.Context, hash string) (err error) {
 	defer wrap(&err, "DeleteConsoleSession")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	_, err = db.pool.Exec(ctx, `DELETE FROM console_sessions WHERE token_hash = $1`, hash)
 	return err
 }
 
 func (db *DB) CreatePortalLink(ctx context.Context, l store.PortalLink) (err error) {
 	defer wrap(&err, "CreatePortalLink")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	if _, err := db.pool.Exec(ctx, `DELETE FROM portal_links WHERE expires_at <= $1`, db.opts.Stamp()); err != nil {
 		return err
 	}
@@ -52,6 +56,7 @@ func (db *DB) CreatePortalLink(ctx context.Context, l store.PortalLink) (err err
 
 func (db *DB) GetPortalLink(ctx context.Context, hash string) (_ store.PortalLink, err error) {
 	defer wrap(&err, "GetPortalLink")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	var l store.PortalLink
 	err = db.pool.QueryRow(ctx,
 		`SELECT token_hash, tenant_id, created_at, expires_at, revoked FROM portal_links WHERE token_hash = $1`, hash).
@@ -62,6 +67,7 @@ func (db *DB) GetPortalLink(ctx context.Context, hash string) (_ store.PortalLin
 
 func (db *DB) RevokePortalLink(ctx context.Context, hash string) (err error) {
 	defer wrap(&err, "RevokePortalLink")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	tag, err := db.pool.Exec(ctx, `UPDATE portal_links SET revoked = true WHERE token_hash = $1`, hash)
 	if err == nil && tag.RowsAffected() == 0 {
 		return store.PortalLinkNotFound()

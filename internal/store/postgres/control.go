@@ -13,6 +13,7 @@ import (
 
 func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) (err error) {
 	defer wrap(&err, "CreateAPIKey")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	_, err = db.pool.Exec(ctx, `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ($1, $2, $3, $4)`,
 		k.ID, k.TenantID, k.Hash, k.CreatedAt)
 	return broken(err, store.TenantNotFound(k.TenantID), nil)
@@ -20,6 +21,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, k hub.APIKey) (err error) {
 
 func (db *DB) GetAPIKey(ctx context.Context, id string) (_ hub.APIKey, err error) {
 	defer wrap(&err, "GetAPIKey")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	var k hub.APIKey
 	err = db.pool.QueryRow(ctx, `SELECT id, tenant_id, hash, created_at FROM api_keys WHERE id = $1`, id).
 		Scan(&k.ID, &k.TenantID, &k.Hash, &k.CreatedAt)
@@ -29,6 +31,7 @@ func (db *DB) GetAPIKey(ctx context.Context, id string) (_ hub.APIKey, err error
 
 func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) (err error) {
 	defer wrap(&err, "DeleteAPIKey")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	tag, err := db.pool.Exec(ctx, `DELETE FROM api_keys WHERE id = $1 AND tenant_id = $2`, id, tenantID)
 	if err == nil && tag.RowsAffected() == 0 {
 		return store.APIKeyNotFound(id)
@@ -76,6 +79,7 @@ func spanTimes(s hub.Subscription) (first, last *time.Time) {
 
 func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "CreateSubscription")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	enc, err := store.EncodeSubscription(s)
 	if err != nil {
 		return hub.Subscription{}, err
@@ -93,6 +97,7 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 
 func (db *DB) GetSubscription(ctx context.Context, tenantID, id string) (_ hub.Subscription, err error) {
 	defer wrap(&err, "GetSubscription")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	return db.getSubscription(ctx, tenantID, id)
 }
 
@@ -104,6 +109,7 @@ func (db *DB) getSubscription(ctx context.Context, tenantID, id string) (hub.Sub
 
 func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsParams) (_ []hub.Subscription, err error) {
 	defer wrap(&err, "ListSubscriptions")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	rows, err := db.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
 		WHERE tenant_id = $1 AND id > $2 AND deleted_at IS NULL ORDER BY id LIMIT $3`,
 		p.TenantID, p.After, store.ClampLimit(p.Limit, 50, 1000))
@@ -115,6 +121,7 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 
 func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "UpdateSubscription")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	enc, err := store.EncodeSubscription(s)
 	if err != nil {
 		return hub.Subscription{}, err
@@ -171,6 +178,7 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 
 func (db *DB) DeleteSubscription(ctx context.Context, tenantID, id string) (err error) {
 	defer wrap(&err, "DeleteSubscription")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE subscriptions SET deleted_at = $3, enabled = false, version = version + 1, updated_at = $3

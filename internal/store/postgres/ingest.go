@@ -28,6 +28,7 @@ var rejectionColumns = []string{
 // Rows are written with COPY.
 func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
 	defer wrap(&err, "Ingest")
+	defer db.budgets.use(ctx, store.BudgetIngest)()
 	var res store.IngestResult
 	now := db.opts.Stamp()
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {

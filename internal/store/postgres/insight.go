@@ -77,6 +77,7 @@ func queueRollups(b *pgx.Batch, cs []store.Completion) {
 
 func (db *DB) ListRollups(ctx context.Context, subscriptionID string, from time.Time) (_ []store.Rollup, err error) {
 	defer wrap(&err, "ListRollups")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	rows, err := db.pool.Query(ctx, `SELECT subscription_id, bucket_start, successes, failures, `+
 		strings.Join(histogramColumns, ", ")+`, last_success_at, last_failure_at, last_error
 		FROM subscription_rollups WHERE subscription_id = $1 AND bucket_start >= $2 ORDER BY bucket_start`,
@@ -107,6 +108,7 @@ func utcPtr(t *time.Time) *time.Time {
 
 func (db *DB) Backlog(ctx context.Context, subscriptionID string) (_ map[hub.JobStatus]int64, err error) {
 	defer wrap(&err, "Backlog")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	var pending, inFlight, dead int64
 	err = db.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM delivery_jobs WHERE subscription_id = $1 AND status = 'pending'),
@@ -118,6 +120,7 @@ func (db *DB) Backlog(ctx context.Context, subscriptionID string) (_ map[hub.Job
 
 func (db *DB) PruneRollups(ctx context.Context, before time.Time) (_ int, err error) {
 	defer wrap(&err, "PruneRollups")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	tag, err := db.pool.Exec(ctx, `DELETE FROM subscription_rollups WHERE bucket_start < $1`, before)
 	return int(tag.RowsAffected()), err
 }
@@ -147,6 +150,7 @@ func noteTypes(ctx context.Context, tx pgxtx, events []hub.Event, outcomes []sto
 
 func (db *DB) ListTypesSeen(ctx context.Context, tenantID string) (_ []store.TypeSeen, err error) {
 	defer wrap(&err, "ListTypesSeen")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	rows, err := db.pool.Query(ctx, `SELECT tenant_id, event_type, schema_major, source, first_seen_at, last_seen_at
 		FROM event_types_seen WHERE tenant_id = $1 ORDER BY event_type, schema_major`, tenantID)
 	if err != nil {
@@ -162,6 +166,7 @@ func (db *DB) ListTypesSeen(ctx context.Context, tenantID string) (_ []store.Typ
 
 func (db *DB) RecordManifestFetch(ctx context.Context, url string, at time.Time, manifest []byte, fetchErr string) (err error) {
 	defer wrap(&err, "RecordManifestFetch")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	fetchErr = store.CleanText(fetchErr, 1024)
 	if manifest != nil {
 		_, err = db.pool.Exec(ctx, `INSERT INTO manifest_sources (url, manifest, last_fetched_at, last_success_at, last_error)
@@ -178,6 +183,7 @@ func (db *DB) RecordManifestFetch(ctx context.Context, url string, at time.Time,
 
 func (db *DB) ListManifests(ctx context.Context) (_ []store.ManifestSource, err error) {
 	defer wrap(&err, "ListManifests")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	rows, err := db.pool.Query(ctx, `SELECT url, manifest, last_fetched_at, last_success_at, last_error
 		FROM manifest_sources ORDER BY url`)
 	if err != nil {
@@ -193,6 +199,7 @@ func (db *DB) ListManifests(ctx context.Context) (_ []store.ManifestSource, err 
 
 func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event, _ []hub.Job, err error) {
 	defer wrap(&err, "GetEvent")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	ev, err := scanEvent(db.pool.QueryRow(ctx, `SELECT `+eventSelect+` FROM events WHERE tenant_id = $1 AND ce_id = $2`, tenantID, ceID))
 	if err != nil {
 		return hub.Event{}, nil, notFound(err, store.EventNotFound, ceID)
@@ -208,6 +215,7 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 // first and merging; a time range is an id range (store.JobIDBound).
 func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "SearchJobs")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	before, low, limit := p.IDRange()
 	var since, until *time.Time
 	if !p.Since.IsZero() {
@@ -238,6 +246,7 @@ func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub
 
 func (db *DB) ListAPIKeys(ctx context.Context, tenantID string) (_ []hub.APIKey, err error) {
 	defer wrap(&err, "ListAPIKeys")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	rows, err := db.pool.Query(ctx, `SELECT id, tenant_id, created_at, last_used_at FROM api_keys WHERE tenant_id = $1 ORDER BY id`, tenantID)
 	if err != nil {
 		return nil, err
@@ -252,6 +261,7 @@ func (db *DB) ListAPIKeys(ctx context.Context, tenantID string) (_ []hub.APIKey,
 
 func (db *DB) TouchAPIKey(ctx context.Context, id string, at time.Time) (err error) {
 	defer wrap(&err, "TouchAPIKey")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	_, err = db.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $2
 		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)`, id, at, at.Add(-store.KeyTouchInterval))
 	return err

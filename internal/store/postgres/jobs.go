@@ -73,6 +73,7 @@ func deadLetterPending(ctx context.Context, tx pgxtx, subscriptionIDs []string, 
 
 func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "ListJobs")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	before := p.Before
 	if before == "" {
 		before = "\U0010FFFF"
@@ -85,6 +86,7 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 
 func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
 	defer wrap(&err, "GetJob")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
@@ -118,6 +120,7 @@ func replayable(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID string)
 
 func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, err error) {
 	defer wrap(&err, "ReplayJob")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
 	var out hub.Job
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
@@ -151,6 +154,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, er
 
 func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ int, err error) {
 	defer wrap(&err, "ReplaySubscription")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
 	n := 0
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {

@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,6 +23,8 @@ var migrationFiles embed.FS
 // DB is a store.Store on PostgreSQL.
 type DB struct {
 	pool       *pgxpool.Pool
+	budgets    *budgets
+	locks      sessionLocks
 	opts       store.Options
 	migrations []migrate.Migration
 }
@@ -29,7 +32,9 @@ type DB struct {
 var _ store.Store = (*DB)(nil)
 
 // Open connects to url (postgres://...). A search_path parameter in the URL
-// selects the schema, which is how tests get a fresh schema each.
+// selects the schema, which is how tests get a fresh schema each. The pool
+// has opts.Pool.MaxConns connections unless the URL's pool_max_conns says
+// otherwise, divided between budgets by store.SplitPool.
 func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error) {
 	defer wrap(&err, "Open")
 	migrations, err := migrate.Load(migrationFiles, "migrations")
@@ -40,17 +45,25 @@ func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error
 	if err != nil {
 		return nil, err
 	}
+	if !strings.Contains(url, "pool_max_conns") && opts.Pool.MaxConns > 0 {
+		cfg.MaxConns = int32(opts.Pool.MaxConns)
+	}
+	if cfg.MaxConns < 2 {
+		return nil, fmt.Errorf("pool_max_conns must be at least 2, got %d", cfg.MaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &DB{pool: pool, opts: opts.WithDefaults(), migrations: migrations}, nil
+	shares := store.SplitPool(int(cfg.MaxConns), !opts.Pool.NoIngest, !opts.Pool.NoDelivery)
+	return &DB{pool: pool, budgets: newBudgets(shares, opts.Pool.OnWait), opts: opts.WithDefaults(), migrations: migrations}, nil
 }
 
 func (db *DB) Close() error { db.pool.Close(); return nil }
 
 func (db *DB) Ping(ctx context.Context) (err error) {
 	defer wrap(&err, "Ping")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	return db.pool.Ping(ctx)
 }
 

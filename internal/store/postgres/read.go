@@ -13,6 +13,7 @@ import (
 
 func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) (_ []hub.Rejection, err error) {
 	defer wrap(&err, "ListRejections")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	before := p.Before
 	if before <= 0 {
 		before = 1<<63 - 1
@@ -62,6 +63,7 @@ func collectEvents(rows pgx.Rows, err error) ([]hub.Event, error) {
 
 func (db *DB) ListEvents(ctx context.Context, p store.ListEventsParams) (_ []hub.Event, err error) {
 	defer wrap(&err, "ListEvents")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	types := p.Types
 	if types == nil {
 		types = []string{} // NULL would make cardinality() NULL and match nothing

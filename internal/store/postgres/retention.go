@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -13,6 +15,7 @@ import (
 
 func (db *DB) Prune(ctx context.Context, p store.PruneParams) (_ store.PruneResult, err error) {
 	defer wrap(&err, "Prune")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
 }
 
@@ -75,29 +78,76 @@ func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int) (int
 }
 
 // Exclusive holds a session-level advisory lock, keyed by the schema and
-// name, on a connection of its own while fn runs. A process that dies loses
-// its session, and with it the lock.
+// name, while fn runs. Every lock of this process is held on one
+// connection of its own (the one the budgets leave out of their shares),
+// taken while any lock is held; a process that dies loses its session, and
+// with it the locks.
 func (db *DB) Exclusive(ctx context.Context, name string, fn func(context.Context) error) (bool, error) {
-	conn, err := db.pool.Acquire(ctx)
-	if err != nil {
-		return false, fmt.Errorf("postgres: Exclusive: %w", err)
-	}
-	defer conn.Release()
-	const key = `hashtextextended(current_schema() || '/streaming-hub/' || $1, 0)`
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, name).Scan(&ok); err != nil || !ok {
+	ok, err := db.locks.lock(ctx, db.pool, name)
+	if err != nil || !ok {
 		if err != nil {
 			err = fmt.Errorf("postgres: Exclusive: %w", err)
 		}
 		return false, err
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(`+key+`)`, name); err != nil {
-			// Ending the session is what releases the lock now.
-			conn.Conn().Close(uctx)
-		}
-	}()
+	defer db.locks.unlock(ctx, name)
 	return true, fn(ctx)
+}
+
+const lockKey = `hashtextextended(current_schema() || '/streaming-hub/' || $1, 0)`
+
+// sessionLocks are the advisory locks this process holds, on one session.
+type sessionLocks struct {
+	mu   sync.Mutex
+	conn *pgxpool.Conn // while any lock is held
+	held map[string]bool
+}
+
+// lock takes name's lock unless this process or another holds it.
+func (l *sessionLocks) lock(ctx context.Context, pool *pgxpool.Pool, name string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[name] {
+		return false, nil
+	}
+	if l.conn == nil {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return false, err
+		}
+		l.conn, l.held = conn, make(map[string]bool)
+	}
+	var ok bool
+	err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+lockKey+`)`, name).Scan(&ok)
+	if ok {
+		l.held[name] = true
+	}
+	l.releaseIfIdle(err)
+	return ok, err
+}
+
+func (l *sessionLocks) unlock(ctx context.Context, name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.held, name)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := l.conn.Exec(uctx, `SELECT pg_advisory_unlock(`+lockKey+`)`, name)
+	l.releaseIfIdle(err)
+}
+
+// releaseIfIdle gives the session back when no lock is held on it, and
+// ends it after an error: ending the session is what releases its locks
+// then (the others held on it are lost with it, as when a process dies).
+func (l *sessionLocks) releaseIfIdle(err error) {
+	if err != nil {
+		l.conn.Conn().Close(context.Background())
+		l.conn.Release()
+		l.conn, l.held = nil, nil
+		return
+	}
+	if len(l.held) == 0 {
+		l.conn.Release()
+		l.conn = nil
+	}
 }

@@ -20,6 +20,7 @@ func scanTenant(row pgx.Row) (hub.Tenant, error) {
 
 func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (_ hub.Tenant, err error) {
 	defer wrap(&err, "CreateTenant")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	if err := p.Validate(); err != nil {
 		return hub.Tenant{}, err
 	}
@@ -35,12 +36,14 @@ func (db *DB) CreateTenant(ctx context.Context, p store.CreateTenantParams) (_ h
 
 func (db *DB) GetTenant(ctx context.Context, id string) (_ hub.Tenant, err error) {
 	defer wrap(&err, "GetTenant")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	t, err := scanTenant(db.pool.QueryRow(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = $1`, id))
 	return t, notFound(err, store.TenantNotFound, id)
 }
 
 func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) (_ []hub.Tenant, err error) {
 	defer wrap(&err, "ListTenants")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	rows, err := db.pool.Query(ctx,
 		`SELECT `+tenantColumns+` FROM tenants WHERE id > $1 ORDER BY id LIMIT $2`,
 		p.After, store.ClampLimit(p.Limit, 50, 1000))
@@ -52,6 +55,7 @@ func (db *DB) ListTenants(ctx context.Context, p store.ListTenantsParams) (_ []h
 
 func (db *DB) UpdateTenant(ctx context.Context, p store.UpdateTenantParams) (_ hub.Tenant, err error) {
 	defer wrap(&err, "UpdateTenant")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
 	if err := p.Validate(); err != nil {
 		return hub.Tenant{}, err
 	}

@@ -185,3 +185,10 @@ func (db *DB) CountRows(ctx context.Context, table string) (n int64, err error) 
 	err = db.r.QueryRowContext(ctx, `SELECT count(*) FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`).Scan(&n)
 	return n, err
 }
+
+// PoolStats reports the writer (one connection) and the readers together;
+// SQLite serves one process, so it has no budgets to divide.
+func (db *DB) PoolStats() store.PoolStats {
+	w, r := db.w.Stats(), db.r.Stats()
+	return store.PoolStats{Max: w.MaxOpenConnections + r.MaxOpenConnections, InUse: w.InUse + r.InUse, Idle: w.Idle + r.Idle}
+}
