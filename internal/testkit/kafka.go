@@ -3,6 +3,8 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,4 +162,52 @@ func ReadRecords(t testing.TB, c *kfake.Cluster, topic string, n int, opts ...kg
 		return len(got) >= n
 	})
 	return got
+}
+
+// ReplaceableKafka is a kfake cluster on a fixed port that Replace swaps
+// for a new one behind the same address: a tenant's cluster rebuilt, with
+// its topics created again under new topic ids and no records.
+type ReplaceableKafka struct {
+	Addr       string // host:port, the same for every cluster
+	t          testing.TB
+	partitions int32
+	topics     []string
+	opts       []kfake.Opt
+
+	mu sync.Mutex
+	c  *kfake.Cluster
+}
+
+// NewReplaceableKafka starts the first cluster (KafkaWith's, on a free
+// port of its own); the last one is closed when the test ends.
+func NewReplaceableKafka(t testing.TB, partitions int32, topics []string, opts ...kfake.Opt) *ReplaceableKafka {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	k := &ReplaceableKafka{Addr: ln.Addr().String(), t: t, partitions: partitions, topics: topics,
+		opts: append([]kfake.Opt{kfake.Ports(port)}, opts...)}
+	k.c = KafkaWith(t, partitions, topics, k.opts...)
+	return k
+}
+
+// Cluster is the cluster behind Addr now.
+func (k *ReplaceableKafka) Cluster() *kfake.Cluster {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.c
+}
+
+// Replace closes the cluster and starts a new one at the same address,
+// and returns it.
+func (k *ReplaceableKafka) Replace() *kfake.Cluster {
+	k.t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.c.Close()
+	k.c = KafkaWith(k.t, k.partitions, k.topics, k.opts...)
+	return k.c
 }

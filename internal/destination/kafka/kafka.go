@@ -1,7 +1,8 @@
 // Package kafka produces attempts to tenants' Kafka destinations (SPEC 22)
 // with franz-go: binary-mode CloudEvents keyed by tenant, acks=all from an
 // idempotent producer, TLS and SASL through internal/kafkasec, one client
-// per destination.
+// per destination, dropped and dialed again after an error a new client
+// could cure.
 package kafka
 
 import (
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -83,9 +85,14 @@ func New(o Options) (*Producer, error) {
 
 // Send produces m to t's topic, key = the tenant, as a binary-mode
 // CloudEvent (the ce-*, X-Lerian-* and webhook-* headers, content-type),
-// and waits for the acks=all acknowledgement.
+// and waits for the acks=all acknowledgement. A failure a new client
+// could cure drops t's client: this attempt fails, the next dials again.
 func (p *Producer) Send(ctx context.Context, t destination.Target, m destination.Message) error {
-	cl, release, err := p.client(t)
+	key := clientKey(t)
+	cl, release, err := p.clients.Acquire(key, func() (*client, error) { return p.open(t) })
+	if errors.Is(err, destination.ErrClosed) {
+		err = errors.New("kafka: the producer is closed")
+	}
 	if err != nil {
 		return err
 	}
@@ -99,9 +106,39 @@ func (p *Producer) Send(ctx context.Context, t destination.Target, m destination
 		if cerr := cl.connectErr(); cerr != nil {
 			why += " (the last connection to a broker failed: " + webhook.Describe(cerr) + ")"
 		}
+		if curable(err) && p.clients.Discard(key, cl) {
+			p.o.Logger.Warn("dropped a Kafka destination's client; the next attempt dials again",
+				"brokers", strings.Join(t.Brokers, ","), "topic", t.Topic, "error", why)
+		}
 		return errors.New(why)
 	}
 	return nil
+}
+
+// curable is whether a new client could cure a produce's err: all but the
+// hub's own cancellation and the Kafka errors about the record or the
+// client's rights (too large, invalid, not authorized), which come back
+// the same on any connection. So: a topic with a new id (the cluster
+// replaced, or the topic deleted and created again, which franz-go never
+// adopts), unknown topics or partitions, leader and metadata errors,
+// producer ids the brokers forgot, broken connections, and a client that
+// gave no answer within the delivery timeout.
+func curable(err error) bool {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
+		return true // wedged; the timeout wraps the last error, whatever it was
+	}
+	ke, ok := errors.AsType[*kerr.Error](err)
+	if !ok {
+		return true // the client's own: connections, producer id, closed
+	}
+	switch ke {
+	case kerr.UnknownProducerID, kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping:
+		return true // the idempotent producer's state, which a new cluster does not have
+	}
+	return ke.Retriable
 }
 
 // headers are m's headers in a stable order, content-type first.
@@ -124,19 +161,16 @@ func (p *Producer) Close() error {
 	return nil
 }
 
-// Clients is how many clients are open (one per destination and
-// credentials in use; idle ones are closed after destination.IdleAfter).
+// Clients is how many clients are kept (one per destination and
+// credentials in use; idle ones are closed after destination.IdleAfter,
+// dropped ones once their sends are over).
 func (p *Producer) Clients() int { return p.clients.Len() }
 
-// client is t's client, opened on first use, for one send.
-func (p *Producer) client(t destination.Target) (*client, func(), error) {
+// clientKey is t's client's key in the pool: its brokers, TLS and
+// credentials (the password hashed).
+func clientKey(t destination.Target) string {
 	sum := sha256.Sum256([]byte(t.Credentials.Password))
-	key := strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:])}, "|")
-	cl, release, err := p.clients.Acquire(key, func() (*client, error) { return p.open(t) })
-	if errors.Is(err, destination.ErrClosed) {
-		err = errors.New("kafka: the producer is closed")
-	}
-	return cl, release, err
+	return strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:])}, "|")
 }
 
 // open makes t's client.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -96,5 +97,48 @@ func TestSend_AnIdleClientIsClosedAndReopenedWhenNeeded(t *testing.T) {
 	}
 	if got := testkit.ReadRecords(t, oldBrokers, "t", 2); len(got) != 2 {
 		t.Fatalf("old brokers got %d records", len(got))
+	}
+}
+
+// A destination's cluster replaced behind the same address (new topic
+// ids: franz-go's client would fail UNKNOWN_TOPIC_ID for good), then its
+// topic deleted and created again: the attempt that meets the change may
+// fail, the next one dials a new client and is delivered, with no restart.
+func TestSend_AClusterReplacedOrATopicRecreatedIsDeliveredToAgain(t *testing.T) {
+	k := testkit.NewReplaceableKafka(t, 1, []string{"t"})
+	p := producer(t, nil, true)
+	tg := destination.Target{Destination: hub.Destination{Type: hub.DestinationKafka, Brokers: []string{k.Addr}, Topic: "t"}}
+	if err := send(p, tg); err != nil {
+		t.Fatal(err)
+	}
+	// Within two attempts: the first may meet the old client's view.
+	deliveredAgain := func(what string) {
+		t.Helper()
+		err := send(p, tg)
+		if err != nil {
+			t.Logf("%s: the attempt that met it failed: %v", what, err)
+			if err = send(p, tg); err != nil {
+				t.Fatalf("%s: the next attempt failed too: %v", what, err)
+			}
+		}
+		if got := testkit.ReadRecords(t, k.Cluster(), "t", 1); len(got) != 1 || string(got[0].Key) != "acme" {
+			t.Fatalf("%s: the topic holds %d records, want the one delivered", what, len(got))
+		}
+	}
+	k.Replace()
+	deliveredAgain("the cluster replaced")
+
+	adm := kadm.NewClient(testkit.Producer(t, k.Cluster()))
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
+	defer cancel()
+	if _, err := adm.DeleteTopic(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	deliveredAgain("the topic deleted and created again")
+	if n := p.Clients(); n != 1 {
+		t.Fatalf("%d clients kept, want the one in use", n)
 	}
 }

@@ -1,7 +1,7 @@
 // Package rabbitmq publishes attempts to RabbitMQ destinations (SPEC 22)
 // with amqp091-go: persistent messages, publisher confirms, mandatory
-// routing, one connection and channel per broker URL, reconnecting after
-// the broker closed them.
+// routing, one connection and channel per broker URL, dialed again after
+// they failed (closed, a channel error, no confirm in time).
 package rabbitmq
 
 import (
@@ -65,7 +65,7 @@ func (p *Publisher) Send(ctx context.Context, t destination.Target, m destinatio
 	if err != nil {
 		return err
 	}
-	l, release, err := p.links.Acquire(raw, func() (*link, error) { return &link{url: raw, p: p}, nil })
+	l, release, err := p.links.Acquire(raw, func() (*link, error) { return &link{url: raw, host: hostOf(t.URL), p: p}, nil })
 	if errors.Is(err, destination.ErrClosed) {
 		err = errors.New("rabbitmq: the publisher is closed")
 	}
@@ -99,7 +99,8 @@ func (p *Publisher) Close() error {
 }
 
 // Links is how many broker connections are kept (one per broker URL and
-// credentials in use; idle ones are closed after destination.IdleAfter).
+// credentials in use; idle ones are closed after destination.IdleAfter,
+// failed ones once their sends are over).
 func (p *Publisher) Links() int { return p.links.Len() }
 
 // brokerURL is t's URL with its sealed userinfo put back.
@@ -114,13 +115,30 @@ func brokerURL(t destination.Target) (string, error) {
 	return u.String(), nil
 }
 
-// link is one broker URL's connection and confirming channel; publish
-// (re)opens them when they are missing or were closed.
-type link struct {
-	url string
-	p   *Publisher
+// hostOf is a broker URL's host, for logs (never its credentials).
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Host
+	}
+	return ""
+}
 
-	mu   sync.Mutex // serializes (re)connecting and publishing
+// closeWait bounds the close handshake of a connection the pool closes:
+// one that stopped answering must not hold a goroutine until the
+// heartbeat gives up on it.
+const closeWait = 5 * time.Second
+
+// link is one broker URL's connection and confirming channel, dialed by
+// its first publish (again, while dialing fails). Once they fail (the
+// broker or the network closed them, a channel error, no confirm within
+// the delivery timeout) the link is discarded from the pool: the attempt
+// that met the failure fails, the next one gets a new link and dials.
+type link struct {
+	url  string
+	host string
+	p    *Publisher
+
+	mu   sync.Mutex // serializes dialing and publishing
 	sess *session
 }
 
@@ -128,17 +146,21 @@ func (l *link) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sess != nil {
-		l.sess.conn.Close()
-		l.sess = nil
+		l.sess.conn.CloseDeadline(time.Now().Add(closeWait))
+	}
+}
+
+// drop discards l from the pool, once.
+func (l *link) drop(why error) {
+	if l.p.links.Discard(l.url, l) {
+		l.p.o.Logger.Warn("dropped a RabbitMQ destination's connection; the next attempt dials again",
+			"host", l.host, "error", why.Error())
 	}
 }
 
 func (l *link) publish(ctx context.Context, exchange, key string, mandatory bool, pub amqp.Publishing) error {
 	l.mu.Lock()
-	if l.sess == nil || l.sess.ch.IsClosed() || l.sess.conn.IsClosed() {
-		if l.sess != nil {
-			l.sess.conn.Close()
-		}
+	if l.sess == nil {
 		s, err := l.connect(ctx)
 		if err != nil {
 			l.mu.Unlock()
@@ -152,14 +174,21 @@ func (l *link) publish(ctx context.Context, exchange, key string, mandatory bool
 	l.mu.Unlock()
 	if err != nil {
 		s.forget(w)
-		return fmt.Errorf("rabbitmq: publish: %s", describe(err))
+		err = fmt.Errorf("rabbitmq: publish: %s", describe(err))
+		l.drop(err) // a closed channel or connection, or a broken socket
+		return err
 	}
 	select {
 	case err := <-w.done:
 		return err
 	case <-ctx.Done():
 		s.forget(w)
-		return fmt.Errorf("rabbitmq: no confirm from the broker within the delivery timeout")
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("rabbitmq: %v", ctx.Err())
+		}
+		err := errors.New("rabbitmq: no confirm from the broker within the delivery timeout")
+		l.drop(err) // a connection that stopped answering waits for its heartbeat otherwise
+		return err
 	}
 }
 
@@ -215,7 +244,7 @@ func (l *link) connect(ctx context.Context) (*session, error) {
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation))
 	returns := ch.NotifyReturn(make(chan amqp.Return))
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
-	go s.listen(confirms, returns, closed)
+	go s.listen(confirms, returns, closed, l.drop)
 	return s, nil
 }
 
@@ -262,7 +291,10 @@ func (s *session) forget(w *waiter) {
 	}
 }
 
-func (s *session) listen(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closed <-chan *amqp.Error) {
+// listen hands confirms and returns to their publishes; once the channel
+// closes it drops its link (before failing the publishes waiting on it, so
+// their next attempts find a new one) and fails them.
+func (s *session) listen(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closed <-chan *amqp.Error, drop func(error)) {
 	for confirms != nil || returns != nil {
 		select {
 		case c, ok := <-confirms:
@@ -295,6 +327,7 @@ func (s *session) listen(confirms <-chan amqp.Confirmation, returns <-chan amqp.
 		}
 	default:
 	}
+	drop(why)
 	s.mu.Lock()
 	s.gone = why
 	for tag, w := range s.waiting {

@@ -2,6 +2,7 @@ package rabbitmq_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -158,5 +159,63 @@ func TestPublish_AnIdleConnectionIsClosed(t *testing.T) {
 	}
 	if got := r.Take(t); len(got) != 2 {
 		t.Fatalf("queue holds %d messages, want 2", len(got))
+	}
+}
+
+// A broker reached through a network that fails: connections cut (the hub
+// reads an end of file) and connections frozen (open, carrying nothing,
+// as a firewall that lost its state leaves them; only the heartbeat would
+// notice, 30 s on). Each time the attempt that met the failure may fail,
+// and the next one dials again and is confirmed, with no restart.
+func TestPublish_ThroughACutOrFrozenNetworkTheNextAttemptDialsAgain(t *testing.T) {
+	r := testkit.NewRabbit(t, "#")
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := testkit.NewProxy(t, u.Host)
+	name := "test-" + testkit.UniqueName()
+	p := publisher(t, name)
+	tg := target(t, r, "k")
+	tu, _ := url.Parse(tg.URL)
+	tu.Host = px.Addr
+	tg.URL = tu.String()
+	if err := send(t, p, tg, message("evt-1", "att_1")); err != nil {
+		t.Fatal(err)
+	}
+	if n := px.Cut(); n != 1 {
+		t.Fatalf("cut %d connections, want the publisher's one", n)
+	}
+	if err := send(t, p, tg, message("evt-2", "att_2")); err != nil {
+		t.Logf("the attempt that met the cut failed: %v", err)
+		if err := send(t, p, tg, message("evt-2", "att_2b")); err != nil {
+			t.Fatalf("the attempt after the cut failed too: %v", err)
+		}
+	}
+	if n := px.Freeze(); n != 1 {
+		t.Fatalf("froze %d connections, want the publisher's one", n)
+	}
+	// A short timeout for the attempt that meets the frozen connection;
+	// the next one has the test's patience, far beyond the heartbeat.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	err = p.Send(ctx, tg, message("evt-3", "att_3"))
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "no confirm") {
+		t.Fatalf("a publish on a frozen connection: %v, want no confirm within the timeout", err)
+	}
+	if err := send(t, p, tg, message("evt-3", "att_3b")); err != nil {
+		t.Fatalf("the attempt after a frozen connection: %v", err)
+	}
+	if n := px.Conns(); n != 1 || p.Links() != 1 {
+		t.Fatalf("%d connections through the proxy, %d links kept: want the new one only", n, p.Links())
+	}
+	var got []string
+	for _, d := range r.Take(t) {
+		if len(got) == 0 || got[len(got)-1] != d.MessageId {
+			got = append(got, d.MessageId)
+		}
+	}
+	if fmt.Sprint(got) != "[evt-1 evt-2 evt-3]" {
+		t.Fatalf("the queue holds %v, want evt-1, evt-2 and evt-3 in order", got)
 	}
 }

@@ -2,6 +2,7 @@ package destination_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +88,62 @@ func TestPool_ClosesIdleConnectionsButNeverOneInUse(t *testing.T) {
 	testkit.WaitFor(t, "every connection closed", func() bool { return len(cl.names()) == 4 })
 	if _, _, err := p.Acquire("busy", open("busy")); !errors.Is(err, destination.ErrClosed) {
 		t.Fatalf("Acquire after Close: %v", err)
+	}
+}
+
+// A discarded connection leaves the pool at once (the next send opens a
+// new one) but is closed only when the last send in flight on it is over;
+// a discard of a connection already replaced leaves the new one alone.
+func TestPool_DiscardClosesOnceTheSendsInFlightAreOver(t *testing.T) {
+	clock := testkit.NewClock()
+	cl := &closes{}
+	p := destination.NewPool(clock.Now, cl.close)
+	generation := 0
+	open := func() (*conn, error) { generation++; return &conn{name: fmt.Sprintf("gen-%d", generation)}, nil }
+	acquire := func() (*conn, func()) {
+		t.Helper()
+		v, release, err := p.Acquire("broker", open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, release
+	}
+	first, releaseA := acquire()
+	_, releaseB := acquire() // two sends in flight on first
+	if !p.Discard("broker", first) {
+		t.Fatal("Discard of the pool's connection reported it was not there")
+	}
+	second, releaseC := acquire()
+	if second == first || second.name != "gen-2" {
+		t.Fatalf("after a discard the next send got %s, want a new connection", second.name)
+	}
+	if p.Discard("broker", first) {
+		t.Fatal("a second discard of the old connection took the new one out")
+	}
+	releaseA()
+	clock.Advance(destination.IdleAfter + time.Minute) // the sweep does not close a discarded one either
+	_, releaseD := acquire()
+	releaseD()
+	if got := cl.names(); len(got) != 0 {
+		t.Fatalf("closed %v with a send still in flight on gen-1", got)
+	}
+	releaseB()
+	testkit.WaitFor(t, "gen-1 closed after its last send", func() bool { return len(cl.names()) == 1 })
+	releaseC()
+
+	// Nothing in flight: closed at once; and each connection exactly once.
+	if !p.Discard("broker", second) {
+		t.Fatal("Discard of an idle connection reported it was not there")
+	}
+	testkit.WaitFor(t, "gen-2 closed", func() bool { return len(cl.names()) == 2 })
+	third, release := acquire()
+	if third.name != "gen-3" || p.Len() != 1 {
+		t.Fatalf("got %s with %d kept, want gen-3 alone", third.name, p.Len())
+	}
+	release()
+	p.Close()
+	testkit.WaitFor(t, "gen-3 closed by Close", func() bool { return len(cl.names()) == 3 })
+	if got := cl.names(); fmt.Sprint(got) != "[gen-1 gen-2 gen-3]" {
+		t.Fatalf("closed %v, want each generation once, in order", got)
 	}
 }

@@ -18,8 +18,10 @@ const IdleAfter = 10 * time.Minute
 // Pool keeps a driver's connections by key (the destination with its
 // credentials), counts the sends using each, and closes those unused for
 // IdleAfter with no send in flight; it sweeps at most once a minute, on
-// its way to a send. V is the connection; close closes one.
-type Pool[V any] struct {
+// its way to a send. A connection that failed in a way a new one could
+// cure is discarded: the next send dials again. V is the connection;
+// close closes one.
+type Pool[V comparable] struct {
 	now   func() time.Time
 	close func(V)
 
@@ -29,14 +31,15 @@ type Pool[V any] struct {
 	closed bool
 }
 
-type pooled[V any] struct {
-	v        V
-	used     time.Time
-	inFlight int
+type pooled[V comparable] struct {
+	v         V
+	used      time.Time
+	inFlight  int
+	discarded bool // out of the pool: closed once inFlight is 0
 }
 
 // NewPool returns an empty pool whose connections close with close.
-func NewPool[V any](now func() time.Time, close func(V)) *Pool[V] {
+func NewPool[V comparable](now func() time.Time, close func(V)) *Pool[V] {
 	if now == nil {
 		now = time.Now
 	}
@@ -68,8 +71,34 @@ func (p *Pool[V]) Acquire(key string, open func() (V, error)) (v V, release func
 		p.mu.Lock()
 		c.inFlight--
 		c.used = p.now()
+		last := c.discarded && c.inFlight == 0
 		p.mu.Unlock()
+		if last {
+			go p.close(c.v)
+		}
 	}, nil
+}
+
+// Discard takes v, key's connection, out of the pool when it failed in a
+// way a new connection could cure (the broker's cluster replaced, a
+// closed channel, a client that stopped answering): the next Acquire of
+// key opens a new one, and v is closed once the sends in flight on it are
+// over, so none of them is cut short. It reports whether v was still
+// key's connection: a discard by another send, or by the idle sweep,
+// comes first.
+func (p *Pool[V]) Discard(key string, v V) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[key]
+	if c == nil || c.v != v {
+		return false
+	}
+	delete(p.conns, key)
+	c.discarded = true
+	if c.inFlight == 0 {
+		go p.close(c.v)
+	}
+	return true
 }
 
 // sweep closes the idle connections, at most once a minute; p.mu is held.
