@@ -11,21 +11,15 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-var eventColumns = []string{
-	"tenant_id", "sequence", "ce_id", "spec_version", "ce_type", "event_type", "source", "subject",
-	"time", "schema_version", "schema_major", "data_content_type", "data_schema", "extensions", "data",
-	"topic", "kafka_partition", "kafka_offset", "received_at", "trace_parent", "trace_state",
-}
-
-var rejectionColumns = []string{
-	"topic", "kafka_partition", "kafka_offset", "ce_id", "headers", "reason", "rejected_at",
-}
-
-// Ingest runs the batch in one transaction. The tenants of the batch are
-// locked in id order first: that serialises sequence assignment per tenant
-// (commit order = sequence order) and makes the dedup read race-free, since
-// no other transaction can insert for those tenants until this one ends.
-// Rows are written with COPY.
+// Ingest runs the batch in one transaction of four round trips, whatever
+// its size: BEGIN; the reads (the batch's tenants locked in id order, the
+// keys already stored, the tenants' deliverable subscriptions), pipelined;
+// the writes (events, sequences, jobs, types seen, rejections), pipelined;
+// COMMIT. Locking the tenants first serialises sequence assignment per
+// tenant (commit order = sequence order) and makes the dedup read
+// race-free: no other transaction can insert for those tenants until this
+// one ends. A partition's batch is often one record at low rates, so the
+// round trips, not the rows, are what a transaction costs.
 func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
 	defer wrap(&err, "Ingest")
 	defer db.budgets.use(ctx, store.BudgetIngest)()
@@ -33,25 +27,22 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 	now := db.opts.Stamp()
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		res = store.IngestResult{}
+		w := &pgx.Batch{}
 		if len(p.Events) > 0 {
-			outcomes, err := db.admit(ctx, tx, p.Events, now)
-			if err != nil {
-				return err
-			}
-			res.Outcomes = outcomes
-			if res.Jobs, err = db.match(ctx, tx, p.Events, outcomes, now); err != nil {
-				return err
-			}
-			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
+			var err error
+			if res.Outcomes, res.Jobs, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
 				return err
 			}
 		}
 		if len(p.Rejected) > 0 {
-			if err := db.reject(ctx, tx, p.Rejected, now); err != nil {
+			if err := db.queueRejections(w, p.Rejected, now); err != nil {
 				return err
 			}
 		}
-		return nil
+		if w.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {
 		return store.IngestResult{}, err
@@ -59,112 +50,148 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 	return res, nil
 }
 
-func (db *DB) admit(ctx context.Context, tx pgxtx, events []hub.Event, now time.Time) ([]store.Outcome, error) {
-	roster := make(map[string]*store.RosterEntry)
-	rows, err := tx.Query(ctx,
-		`SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`,
-		store.Tenants(events))
+// admitAndMatch reads what admission and matching need (one round trip)
+// and queues the events' writes in w: the inbox rows, the sequences, the
+// jobs and the types seen. It serves Ingest and the operational events a
+// store change emits.
+func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch) ([]store.Outcome, int, error) {
+	r, err := db.readForIngest(ctx, q, events)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	for rows.Next() {
-		var id string
-		var e store.RosterEntry
-		if err := rows.Scan(&id, &e.Status, &e.LastSequence); err != nil {
-			return nil, err
-		}
-		roster[id] = &e
+	outcomes := store.Admit(events, r.roster, r.stored)
+	jobs := store.Match(events, outcomes, r.subs, now)
+	if err := queueEvents(w, events, outcomes, r.roster, now); err != nil {
+		return nil, 0, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	queueJobs(w, jobs)
+	queueTypesSeen(w, events, outcomes, now)
+	return outcomes, len(jobs), nil
+}
 
-	var tenants, ids []string
-	for _, ev := range events {
-		if e := roster[ev.TenantID]; e != nil && e.Status == hub.TenantActive {
-			tenants, ids = append(tenants, ev.TenantID), append(ids, ev.ID)
-		}
-	}
-	stored := make(map[store.EventKey]bool)
-	if len(ids) > 0 {
-		rows, err := tx.Query(ctx,
-			`SELECT e.tenant_id, e.ce_id FROM unnest($1::text[], $2::text[]) AS k(tenant_id, ce_id)
-			 JOIN events e ON e.tenant_id = k.tenant_id AND e.ce_id = k.ce_id`, tenants, ids)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var k store.EventKey
-			if err := rows.Scan(&k.TenantID, &k.ID); err != nil {
-				return nil, err
-			}
-			stored[k] = true
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
+// ingestReads is what admission and matching read in the transaction.
+type ingestReads struct {
+	roster map[string]*store.RosterEntry
+	stored map[store.EventKey]bool
+	subs   []hub.Subscription
+}
 
-	outcomes := store.Admit(events, roster, stored)
-	var copyRows [][]any
+// dedupStored finds the batch's (tenant, ce-id) keys already in the inbox.
+// It probes the unique index once per key (a nested loop over the unnest);
+// seqscan and hashjoin are off for it because a generic plan made while
+// the table was young (a fresh install) would otherwise hash a scan of the
+// whole inbox for every batch from then on.
+const dedupStored = `SELECT e.tenant_id, e.ce_id FROM unnest($1::text[], $2::text[]) AS k(tenant_id, ce_id)
+	JOIN events e ON e.tenant_id = k.tenant_id AND e.ce_id = k.ce_id`
+
+// readForIngest reads, in one round trip, the batch's tenants (locked),
+// the keys already stored and the deliverable subscriptions of the
+// tenants. Subscriptions are read for every tenant of the batch, admitted
+// or not: matching only looks at accepted events.
+func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (ingestReads, error) {
+	r := ingestReads{roster: make(map[string]*store.RosterEntry), stored: make(map[store.EventKey]bool)}
+	tenants := store.Tenants(events)
+	keyTenants, keyIDs := make([]string, len(events)), make([]string, len(events))
+	for i, ev := range events {
+		keyTenants[i], keyIDs[i] = ev.TenantID, ev.ID
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, tenants).
+		Query(func(rows pgx.Rows) error {
+			var id string
+			var e store.RosterEntry
+			_, err := pgx.ForEachRow(rows, []any{&id, &e.Status, &e.LastSequence}, func() error {
+				entry := e
+				r.roster[id] = &entry
+				return nil
+			})
+			return err
+		})
+	b.Queue("SET LOCAL enable_seqscan = off")
+	b.Queue("SET LOCAL enable_hashjoin = off")
+	b.Queue(dedupStored, keyTenants, keyIDs).Query(func(rows pgx.Rows) error {
+		var k store.EventKey
+		_, err := pgx.ForEachRow(rows, []any{&k.TenantID, &k.ID}, func() error {
+			r.stored[k] = true
+			return nil
+		})
+		return err
+	})
+	b.Queue("SET LOCAL enable_seqscan = on")
+	b.Queue("SET LOCAL enable_hashjoin = on")
+	b.Queue(`SELECT id, tenant_id, event_types, filters FROM subscriptions
+		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			r.subs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (hub.Subscription, error) {
+				s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
+				var et, filters []byte
+				if err := row.Scan(&s.ID, &s.TenantID, &et, &filters); err != nil {
+					return s, err
+				}
+				s.Filters = store.Filters(filters)
+				return s, json.Unmarshal(et, &s.EventTypes)
+			})
+			return err
+		})
+	return r, tx.SendBatch(ctx, b).Close()
+}
+
+const insertEvents = `INSERT INTO events (tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject,
+	time, schema_version, schema_major, data_content_type, data_schema, extensions, data,
+	topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state)
+SELECT t, seq, id, sv, ct, et, src, subj, tm, schv, maj, dct, ds, ext::jsonb, d, top, part, off, $20, tp, ts
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+	$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], $14::text[], $15::bytea[],
+	$16::text[], $17::int[], $18::bigint[], $19::text[], $21::text[])
+	AS v(t, seq, id, sv, ct, et, src, subj, tm, schv, maj, dct, ds, ext, d, top, part, off, tp, ts)`
+
+// queueEvents queues the accepted events' rows and the tenants' new last
+// sequences.
+func queueEvents(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, roster map[string]*store.RosterEntry, now time.Time) error {
+	var c struct {
+		tenant, id, sv, ct, et, src, subj, tm, schv, dct, ds, top, tp, ts []string
+		ext                                                             []*string
+		seq, off                                                        []int64
+		maj, part                                                       []int32
+		data                                                            [][]byte
+	}
 	for i, ev := range events {
 		if outcomes[i].Verdict != hub.Accept {
 			continue
 		}
 		ext, err := extensionsJSON(ev.Extensions)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		data := ev.Data
 		if data == nil {
 			data = []byte{} // the column is NOT NULL; an empty value is still a value
 		}
-		copyRows = append(copyRows, []any{
-			ev.TenantID, outcomes[i].Sequence, ev.ID, ev.SpecVersion, ev.Type, ev.EventType, ev.Source, ev.Subject,
-			ev.Time, ev.SchemaVersion, ev.SchemaMajor, ev.DataContentType, ev.DataSchema, ext, data,
-			ev.Topic, ev.Partition, ev.Offset, now, ev.TraceParent, ev.TraceState,
-		})
+		c.tenant, c.seq, c.id, c.sv = append(c.tenant, ev.TenantID), append(c.seq, outcomes[i].Sequence), append(c.id, ev.ID), append(c.sv, ev.SpecVersion)
+		c.ct, c.et, c.src, c.subj = append(c.ct, ev.Type), append(c.et, ev.EventType), append(c.src, ev.Source), append(c.subj, ev.Subject)
+		c.tm, c.schv, c.maj, c.dct = append(c.tm, ev.Time), append(c.schv, ev.SchemaVersion), append(c.maj, int32(ev.SchemaMajor)), append(c.dct, ev.DataContentType)
+		c.ds, c.ext, c.data = append(c.ds, ev.DataSchema), append(c.ext, ext), append(c.data, data)
+		c.top, c.part, c.off = append(c.top, ev.Topic), append(c.part, ev.Partition), append(c.off, ev.Offset)
+		c.tp, c.ts = append(c.tp, ev.TraceParent), append(c.ts, ev.TraceState)
 	}
-	if len(copyRows) == 0 {
-		return outcomes, nil
+	if len(c.id) == 0 {
+		return nil
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, pgx.CopyFromRows(copyRows)); err != nil {
-		return nil, err
-	}
-	var seqIDs []string
+	b.Queue(insertEvents, c.tenant, c.seq, c.id, c.sv, c.ct, c.et, c.src, c.subj, c.tm, c.schv, c.maj, c.dct, c.ds,
+		c.ext, c.data, c.top, c.part, c.off, c.tp, now, c.ts)
+	var ids []string
 	var seqs []int64
 	for id, e := range roster {
-		seqIDs, seqs = append(seqIDs, id), append(seqs, e.LastSequence)
+		ids, seqs = append(ids, id), append(seqs, e.LastSequence)
 	}
-	_, err = tx.Exec(ctx,
-		`UPDATE tenants SET last_sequence = v.seq FROM unnest($1::text[], $2::bigint[]) AS v(id, seq)
-		 WHERE tenants.id = v.id AND tenants.last_sequence <> v.seq`, seqIDs, seqs)
-	return outcomes, err
-}
-
-func (db *DB) reject(ctx context.Context, tx pgx.Tx, rejected []hub.Rejection, now time.Time) error {
-	rows := make([][]any, len(rejected))
-	for i, r := range rejected {
-		r = store.SafeRejection(r)
-		headers, err := json.Marshal(r.Headers)
-		if err != nil {
-			return err
-		}
-		rows[i] = []any{r.Topic, r.Partition, r.Offset, r.CEID, string(headers), r.Reason, now}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"rejected_records"}, rejectionColumns, pgx.CopyFromRows(rows)); err != nil {
-		return err
-	}
-	// Keep the newest MaxRejections: the table is a window for operators,
-	// not an archive.
-	_, err := tx.Exec(ctx,
-		`DELETE FROM rejected_records WHERE id <= (SELECT id FROM rejected_records ORDER BY id DESC OFFSET $1 LIMIT 1)`,
-		db.opts.MaxRejections)
-	return err
+	b.Queue(`UPDATE tenants SET last_sequence = v.seq FROM unnest($1::text[], $2::bigint[]) AS v(id, seq)
+		WHERE tenants.id = v.id AND tenants.last_sequence <> v.seq`, ids, seqs)
+	return nil
 }
 
 // extensionsJSON encodes extensions for a jsonb column; nil when none.
-func extensionsJSON(ext map[string]string) (any, error) {
+func extensionsJSON(ext map[string]string) (*string, error) {
 	if len(ext) == 0 {
 		return nil, nil
 	}
@@ -172,34 +199,48 @@ func extensionsJSON(ext map[string]string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return string(b), nil
+	s := string(b)
+	return &s, nil
 }
 
-// match creates the delivery jobs of the batch's accepted events, in the
-// ingest transaction: an event is never stored without its jobs, and a
-// subscription change applies to the very next record.
-func (db *DB) match(ctx context.Context, tx pgxtx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
-	tenants := store.AcceptedTenants(events, outcomes)
-	if len(tenants) == 0 {
-		return 0, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT id, tenant_id, event_types, filters FROM subscriptions
-		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants)
-	if err != nil {
-		return 0, err
-	}
-	subs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) {
-		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
-		var et, filters []byte
-		if err := r.Scan(&s.ID, &s.TenantID, &et, &filters); err != nil {
-			return s, err
+// queueRejections queues the rejected records and the trim of the table to
+// the newest MaxRejections: the table is a window for operators, not an
+// archive.
+func (db *DB) queueRejections(b *pgx.Batch, rejected []hub.Rejection, now time.Time) error {
+	var topics, ids, headers, reasons []string
+	var parts []int32
+	var offsets []int64
+	for _, r := range rejected {
+		r = store.SafeRejection(r)
+		h, err := json.Marshal(r.Headers)
+		if err != nil {
+			return err
 		}
-		s.Filters = store.Filters(filters)
-		return s, json.Unmarshal(et, &s.EventTypes)
-	})
-	if err != nil {
-		return 0, err
+		topics, parts, offsets = append(topics, r.Topic), append(parts, r.Partition), append(offsets, r.Offset)
+		ids, headers, reasons = append(ids, r.CEID), append(headers, string(h)), append(reasons, r.Reason)
 	}
-	jobs := store.Match(events, outcomes, subs, now)
-	return len(jobs), copyJobs(ctx, tx, jobs)
+	b.Queue(`INSERT INTO rejected_records (topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at)
+		SELECT t, p, o, id, h::jsonb, r, $7 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+		AS v(t, p, o, id, h, r)`, topics, parts, offsets, ids, headers, reasons, now)
+	b.Queue(`DELETE FROM rejected_records WHERE id <= (SELECT id FROM rejected_records ORDER BY id DESC OFFSET $1 LIMIT 1)`,
+		db.opts.MaxRejections)
+	return nil
+}
+
+// queueJobs queues the insert of matching's jobs, all pending and due now.
+func queueJobs(b *pgx.Batch, jobs []hub.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	ids, tenants, subs, eventIDs := make([]string, len(jobs)), make([]string, len(jobs)), make([]string, len(jobs)), make([]string, len(jobs))
+	seqs := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i], tenants[i], subs[i], seqs[i], eventIDs[i] = j.ID, j.TenantID, j.SubscriptionID, j.EventSequence, j.EventID
+	}
+	now := jobs[0].CreatedAt
+	b.Queue(`INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence, event_id, status,
+			next_attempt_at, enqueued_at, created_at, updated_at)
+		SELECT id, t, s, seq, e, 'pending', $6, $6, $6, $6
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS v(id, t, s, seq, e)`,
+		ids, tenants, subs, seqs, eventIDs, now)
 }

@@ -20,6 +20,7 @@ type pgxtx interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // histogramColumns are h0..h11.
@@ -125,14 +126,14 @@ func (db *DB) PruneRollups(ctx context.Context, before time.Time) (_ int, err er
 	return int(tag.RowsAffected()), err
 }
 
-// noteTypes records the batch's (tenant, type, major) in the catalog: one
+// queueTypesSeen queues the record of the batch's (tenant, type, major) in the catalog: one
 // upsert per batch, which rewrites a row only when its source changed or
 // its last_seen_at is more than a minute old, so a busy type costs no
 // write per batch.
-func noteTypes(ctx context.Context, tx pgxtx, events []hub.Event, outcomes []store.Outcome, now time.Time) error {
+func queueTypesSeen(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, now time.Time) {
 	seen := store.TypesSeen(events, outcomes, now)
 	if len(seen) == 0 {
-		return nil
+		return
 	}
 	var tenants, types, sources []string
 	var majors []int32
@@ -140,12 +141,11 @@ func noteTypes(ctx context.Context, tx pgxtx, events []hub.Event, outcomes []sto
 		tenants, types, sources = append(tenants, s.TenantID), append(types, s.EventType), append(sources, s.Source)
 		majors = append(majors, int32(s.SchemaMajor))
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO event_types_seen AS t (tenant_id, event_type, schema_major, source, first_seen_at, last_seen_at)
+	b.Queue(`INSERT INTO event_types_seen AS t (tenant_id, event_type, schema_major, source, first_seen_at, last_seen_at)
 		SELECT v.t, v.e, v.m, v.s, $5, $5 FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS v(t, e, m, s)
 		ON CONFLICT (tenant_id, event_type, schema_major) DO UPDATE SET source = excluded.source, last_seen_at = excluded.last_seen_at
 		WHERE t.source <> excluded.source OR t.last_seen_at < excluded.last_seen_at - interval '1 minute'`,
 		tenants, types, majors, sources, now)
-	return err
 }
 
 func (db *DB) ListTypesSeen(ctx context.Context, tenantID string) (_ []store.TypeSeen, err error) {
@@ -304,12 +304,11 @@ func (db *DB) report(ctx context.Context, q pgxtx, r store.Report, now time.Time
 	if len(events) == 0 {
 		return nil
 	}
-	outcomes, err := db.admit(ctx, q, events, now)
-	if err != nil {
+	w := &pgx.Batch{}
+	if _, _, err := db.admitAndMatch(ctx, q, events, now, w); err != nil {
 		return err
 	}
-	_, err = db.match(ctx, q, events, outcomes, now)
-	return err
+	return q.SendBatch(ctx, w).Close()
 }
 
 func subscriptionStates(ctx context.Context, q pgxtx, ids []string) ([]store.SubscriptionState, error) {

@@ -15,7 +15,7 @@ import (
 //
 //	go test ./store/postgres -run '^$' -bench Ingest -benchtime 20000x
 func BenchIngest(b *testing.B, open Opener) {
-	for _, size := range []int{100, 500, 1000} {
+	for _, size := range []int{1, 10, 100, 500, 1000} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			e := setup(b, open, store.Options{})
 			const tenants = 10
