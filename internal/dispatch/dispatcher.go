@@ -153,7 +153,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
 		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
-		dests:  destinations{share: cfg.MaxPerDestination, count: make(map[string]int), subs: make(map[string]map[string]bool)},
+		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
 		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After}, nil
 }
 
@@ -368,13 +368,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // start admits one unit of work into the in-flight set and sends its
 // first request; the wait for the answer (and, for a run, the next jobs,
-// one at a time) goes on in its own goroutine. A destination at its share
+// one at a time) goes on in its own goroutine. A tenant with no room at
+// the destination (its fair share of the destination's share is taken)
 // makes the work wait without an attempt: it goes back to pending, and
-// claims here leave its subscriptions alone until the destination has
+// claims here leave the tenant's subscriptions there alone until it has
 // room again.
 func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
-	dest := destinationOf(u[0].Subscription.Destination.Address())
-	if !d.dests.admit(dest, u[0].Job.SubscriptionID) {
+	dest, tenant := destinationOf(u[0].Subscription.Destination.Address()), u[0].Job.TenantID
+	if !d.dests.admit(dest, tenant, u[0].Job.SubscriptionID) {
 		for _, c := range u {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 				SubscriptionID: c.Job.SubscriptionID}}
@@ -391,7 +392,7 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 		defer flying.Done()
 		defer func() {
 			<-d.slots
-			if freed := d.dests.leave(dest); len(freed) > 0 {
+			if freed := d.dests.leave(dest, tenant); len(freed) > 0 {
 				d.hintSubs(freed) // no longer excluded from claims
 			}
 		}()

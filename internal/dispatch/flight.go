@@ -10,64 +10,176 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
+// activeFor is how long a tenant that asked for a destination counts among
+// the tenants sharing it after its last attempt there ended.
+const activeFor = 10 * time.Second
+
 // destinations counts the attempts in flight to each destination (scheme,
-// host and port), each holding at most its share of the in-flight set, and
-// remembers the subscriptions sending to a destination at its share: claims
-// leave those alone until it has room again.
+// host and port). A destination holds at most its share of the in-flight
+// set, divided fairly among the tenants sending there (SPEC 25): with n
+// tenants active at a destination, each is owed share/n attempts (at least
+// one). A tenant takes more than its fair share only from room no other
+// active tenant is owed, and a tenant under its fair share is admitted
+// even when others' borrowed attempts fill the share (up to twice the
+// share, the hard ceiling). So one tenant's hung attempts never take
+// another tenant's room on a shared host: they hold at most what they
+// borrowed, and only until the delivery timeout. The subscriptions of
+// tenants refused at a destination are remembered: claims leave them alone
+// until their tenant has room there again.
 type destinations struct {
 	share int
+	now   func() time.Time
 
 	mu    sync.Mutex
-	count map[string]int
-	subs  map[string]map[string]bool // destination -> subscriptions seen sending there
+	hosts map[string]*host
 }
 
-// admit takes one of dest's slots for subscription sub, unless dest is at
-// its share.
-func (ds *destinations) admit(dest, sub string) bool {
+// host is one destination's attempts, by tenant.
+type host struct {
+	total   int
+	tenants map[string]*tenantShare // tenants active here
+	busy    map[string]*tenantShare // those with attempts in flight
+	waiting map[string]*tenantShare // those refused and not yet freed
+	pruned  time.Time
+}
+
+// tenantShare is one tenant's attempts at one destination.
+type tenantShare struct {
+	count int
+	last  time.Time       // its last admission, refusal or attempt's end
+	subs  map[string]bool // its subscriptions seen sending here
+}
+
+func newDestinations(share int, now func() time.Time) destinations {
+	return destinations{share: share, now: now, hosts: make(map[string]*host)}
+}
+
+// fair is each active tenant's share of the destination.
+func (h *host) fair(share int) int { return max(1, share/max(len(h.tenants), 1)) }
+
+// spare is the room of the share that is neither held nor owed to an
+// active tenant under its fair share.
+func (h *host) spare(share int) int {
+	fair := h.fair(share)
+	held := 0 // attempts counted toward fair shares
+	for _, t := range h.busy {
+		held += min(t.count, fair)
+	}
+	owed := len(h.tenants)*fair - held
+	return share - h.total - owed
+}
+
+// canAdmit says whether t may start one more attempt here.
+func (h *host) canAdmit(t *tenantShare, share int) bool {
+	switch {
+	case h.total >= 2*share:
+		return false
+	case t.count < h.fair(share):
+		return true
+	}
+	return h.total < share && h.spare(share) > 0
+}
+
+// prune forgets tenants idle here for activeFor (at most once a second),
+// so the fair share grows back as tenants leave.
+func (h *host) prune(now time.Time) {
+	if now.Sub(h.pruned) < time.Second {
+		return
+	}
+	h.pruned = now
+	for id, t := range h.tenants {
+		if t.count == 0 && h.waiting[id] == nil && now.Sub(t.last) >= activeFor {
+			delete(h.tenants, id)
+		}
+	}
+}
+
+// admit takes one of dest's slots for tenant's subscription sub, unless
+// the tenant has no room there.
+func (ds *destinations) admit(dest, tenant, sub string) bool {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	subs := ds.subs[dest]
-	if subs == nil {
-		subs = make(map[string]bool)
-		ds.subs[dest] = subs
+	now := ds.now()
+	h := ds.hosts[dest]
+	if h == nil {
+		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
+			waiting: make(map[string]*tenantShare), pruned: now}
+		ds.hosts[dest] = h
 	}
-	subs[sub] = true
-	if ds.count[dest] >= ds.share {
+	h.prune(now)
+	t := h.tenants[tenant]
+	if t == nil {
+		t = &tenantShare{subs: make(map[string]bool)}
+		h.tenants[tenant] = t
+	}
+	t.last = now
+	t.subs[sub] = true
+	if !h.canAdmit(t, ds.share) {
+		h.waiting[tenant] = t
 		return false
 	}
-	ds.count[dest]++
+	t.count++
+	h.total++
+	h.busy[tenant] = t
 	return true
 }
 
-// leave gives back one of dest's slots; when that gives dest room again it
-// returns the subscriptions claims were leaving alone.
-func (ds *destinations) leave(dest string) (freed []string) {
+// leave gives back one of tenant's slots at dest; it returns the
+// subscriptions of the refused tenants that now have room there.
+func (ds *destinations) leave(dest, tenant string) (freed []string) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	n := ds.count[dest]
-	ds.count[dest] = n - 1
-	if n == ds.share {
-		for id := range ds.subs[dest] {
-			freed = append(freed, id)
+	now := ds.now()
+	h := ds.hosts[dest]
+	if h == nil {
+		return nil
+	}
+	if t := h.tenants[tenant]; t != nil && t.count > 0 {
+		t.count--
+		h.total--
+		t.last = now
+		if t.count == 0 {
+			delete(h.busy, tenant)
 		}
 	}
-	if n <= 1 {
-		delete(ds.count, dest)
-		delete(ds.subs, dest)
+	h.prune(now)
+	for id, t := range h.waiting {
+		if h.canAdmit(t, ds.share) {
+			for sub := range t.subs {
+				freed = append(freed, sub)
+			}
+			delete(h.waiting, id)
+		}
+	}
+	if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 {
+		delete(ds.hosts, dest)
 	}
 	return freed
 }
 
-// excluded lists the subscriptions sending to destinations at their share.
+// excluded lists the subscriptions of tenants with no room at a
+// destination they send to.
 func (ds *destinations) excluded() []string {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
+	now := ds.now()
 	var out []string
-	for dest, n := range ds.count {
-		if n >= ds.share {
-			for id := range ds.subs[dest] {
-				out = append(out, id)
+	for dest, h := range ds.hosts {
+		h.prune(now)
+		if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 {
+			delete(ds.hosts, dest)
+			continue
+		}
+		candidates := h.busy // under the ceiling, a tenant with nothing in flight has room
+		if h.total >= 2*ds.share {
+			candidates = h.tenants
+		}
+		for id, t := range candidates {
+			if !h.canAdmit(t, ds.share) {
+				h.waiting[id] = t
+				for sub := range t.subs {
+					out = append(out, sub)
+				}
 			}
 		}
 	}

@@ -496,3 +496,65 @@ func TestBreaker_AVerifyOnAnotherProcessClosesThisOne(t *testing.T) {
 		}
 	})
 }
+
+// A shared receiver host is shared fairly (SPEC 25): one tenant's hung
+// attempts, which took the host's whole share while it was alone there,
+// never hold back another tenant sending to the same host, and the hung
+// tenant gets no attempt beyond what it holds.
+func TestInFlight_AHungTenantNeverHoldsAnotherTenantsRoomOnASharedHost(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
+			c.MaxPerDestination, c.MaxInFlight, c.Workers = 4, 100, 2
+			c.IdleInterval = 20 * time.Millisecond
+			c.Client = privateClient(t, time.Minute)
+		}})
+		// One host: acme's subscription posts to its root path (held),
+		// globex's to /ok (answered at once).
+		open := make(chan struct{})
+		var mu sync.Mutex
+		holding, most := 0, 0
+		r.sink.script(func(_ int, req *http.Request) (int, http.Header, string) {
+			if req.URL.Path == "/ok" {
+				return 200, nil, "ok"
+			}
+			mu.Lock()
+			holding++
+			most = max(most, holding)
+			mu.Unlock()
+			<-open
+			return 200, nil, "ok"
+		})
+		var once sync.Once
+		release := func() { once.Do(func() { close(open) }) }
+		t.Cleanup(release)
+		held := func() (int, int) { mu.Lock(); defer mu.Unlock(); return holding, most }
+
+		for i := range 10 {
+			r.publish(event("acme", fmt.Sprintf("hung-%d", i)))
+		}
+		r.run()
+		testkit.WaitFor(t, "the hung tenant alone holds the host's share", func() bool { h, _ := held(); return h == 4 })
+
+		if _, err := r.store.CreateTenant(r.ctx, store.CreateTenantParams{ID: "globex", Name: "Globex"}); err != nil {
+			t.Fatal(err)
+		}
+		other := r.subscribe("globex", "sub_shared", r.sink.URL+"/ok", rigOptions{maxInFlight: 10})
+		for i := range 30 {
+			r.publish(event("globex", fmt.Sprintf("ok-%d", i)))
+		}
+		r.d.Wake()
+		testkit.WaitFor(t, "every delivery of the other tenant on the shared host", func() bool {
+			return r.allSucceeded("globex", other.ID, 30)
+		})
+		if h, m := held(); h != 4 || m != 4 {
+			t.Fatalf("the hung tenant holds %d attempts (at most %d), want the 4 it took while alone", h, m)
+		}
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if j.Status == hub.JobPending && (j.Attempts != 0 || j.Recoveries != 0) {
+				t.Fatalf("a job waiting for its tenant's room used an attempt: %+v", j)
+			}
+		}
+		release()
+		testkit.WaitFor(t, "the hung tenant's jobs", func() bool { return r.allSucceeded("acme", r.sub.ID, 10) })
+	})
+}

@@ -1,0 +1,133 @@
+package dispatch
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+const shared = "https://receiver.example:443"
+
+// admitN admits up to n attempts of tenant's subscription sub and says how
+// many were let in.
+func admitN(ds *destinations, tenant, sub string, n int) int {
+	in := 0
+	for range n {
+		if ds.admit(shared, tenant, sub) {
+			in++
+		}
+	}
+	return in
+}
+
+func TestFairShare_ALoneTenantTakesTheWholeShare(t *testing.T) {
+	clock := testkit.NewClock()
+	ds := newDestinations(8, clock.Now)
+	if got := admitN(&ds, "acme", "sub_a", 20); got != 8 {
+		t.Fatalf("a tenant alone at a host got %d attempts, want the whole share of 8", got)
+	}
+	if ex := ds.excluded(); !slices.Equal(ex, []string{"sub_a"}) {
+		t.Fatalf("excluded %v, want the full tenant's subscription", ex)
+	}
+}
+
+// The hung case: one tenant's attempts fill the share before others come;
+// every other tenant is still let in up to its fair share.
+func TestFairShare_AnotherTenantsHungAttemptsNeverTakeMyRoom(t *testing.T) {
+	clock := testkit.NewClock()
+	ds := newDestinations(8, clock.Now)
+	if got := admitN(&ds, "hung", "sub_h", 8); got != 8 {
+		t.Fatalf("got %d", got)
+	}
+	// Now globex comes: two tenants, a fair share of 4 each.
+	if got := admitN(&ds, "globex", "sub_g", 10); got != 4 {
+		t.Fatalf("globex got %d attempts beside a hung tenant holding the share, want its fair share of 4", got)
+	}
+	if got := admitN(&ds, "hung", "sub_h", 1); got != 0 {
+		t.Fatal("the hung tenant, over its fair share, took another attempt")
+	}
+	ex := ds.excluded()
+	slices.Sort(ex)
+	if !slices.Equal(ex, []string{"sub_g", "sub_h"}) {
+		t.Fatalf("excluded %v", ex)
+	}
+	// One of globex's answers frees its subscription for claims again;
+	// a hung attempt's end frees nothing while the hung tenant is over its
+	// fair share.
+	if freed := ds.leave(shared, "hung"); len(freed) != 0 {
+		t.Fatalf("freed %v: the hung tenant is still over its fair share", freed)
+	}
+	if freed := ds.leave(shared, "globex"); !slices.Equal(freed, []string{"sub_g"}) {
+		t.Fatalf("freed %v, want globex's subscription", freed)
+	}
+}
+
+// Room nobody is owed is lent: two tenants with a fair share of 4 each,
+// one busy and one quiet, the busy one takes only what the quiet one is
+// not owed.
+func TestFairShare_RoomIsLentOnlyWhenNoActiveTenantIsOwedIt(t *testing.T) {
+	clock := testkit.NewClock()
+	ds := newDestinations(8, clock.Now)
+	admitN(&ds, "quiet", "sub_q", 1)
+	if got := admitN(&ds, "busy", "sub_b", 20); got != 4 {
+		t.Fatalf("busy got %d beside a quiet tenant with one attempt, want 4 (the quiet one is owed 3)", got)
+	}
+	ds.leave(shared, "quiet")
+	// quiet stays active (owed its share) for a while after its last
+	// attempt...
+	if got := admitN(&ds, "busy", "sub_b", 1); got != 0 {
+		t.Fatal("busy took the room the quiet tenant is owed")
+	}
+	// ...then is forgotten, and busy may take the whole share.
+	clock.Advance(activeFor + time.Second)
+	if freed := ds.leave(shared, "busy"); !slices.Equal(freed, []string{"sub_b"}) {
+		t.Fatalf("freed %v once the quiet tenant was forgotten", freed)
+	}
+	if got := admitN(&ds, "busy", "sub_b", 20); got != 5 {
+		t.Fatalf("busy got %d more, want the rest of the share (5)", got)
+	}
+}
+
+// Many tenants on one host each get at least one attempt, within twice
+// the share at most.
+func TestFairShare_EveryTenantGetsOneWithinTheCeiling(t *testing.T) {
+	clock := testkit.NewClock()
+	ds := newDestinations(4, clock.Now)
+	admitN(&ds, "hog", "sub_hog", 4)
+	for i := range 4 {
+		tenant := string(rune('a' + i))
+		if !ds.admit(shared, tenant, "sub_"+tenant) {
+			t.Fatalf("tenant %s with nothing in flight was refused", tenant)
+		}
+	}
+	if ds.admit(shared, "late", "sub_late") {
+		t.Fatal("the ceiling of twice the share was passed")
+	}
+	if ex := ds.excluded(); len(ex) != 6 {
+		t.Fatalf("at the ceiling every tenant's subscriptions wait, got %v", ex)
+	}
+	if freed := ds.leave(shared, "hog"); len(freed) == 0 {
+		t.Fatal("below the ceiling again, nobody was freed")
+	}
+}
+
+// Destinations are counted apart.
+func TestFairShare_OtherDestinationsAreApart(t *testing.T) {
+	clock := testkit.NewClock()
+	ds := newDestinations(2, clock.Now)
+	admitN(&ds, "acme", "sub_a", 2)
+	if !ds.admit("https://other.example:443", "acme", "sub_b") {
+		t.Fatal("a full destination held back another one")
+	}
+	for range 2 {
+		ds.leave(shared, "acme")
+	}
+	ds.leave("https://other.example:443", "acme")
+	clock.Advance(activeFor + time.Second)
+	ds.excluded()
+	if len(ds.hosts) != 0 {
+		t.Fatalf("idle destinations are kept: %d", len(ds.hosts))
+	}
+}
