@@ -37,22 +37,29 @@ func benchFlags(args []string, e env) (o loadtest.Options, cpuprofile string, er
 	set := setFlag{}
 	fs.IntVar(&o.Events, "events", 0, "events to produce (default 100000, or -rate × -duration)")
 	fs.DurationVar(&o.Duration, "duration", 0, "produce for this long at -rate, instead of -events")
+	fs.DurationVar(&o.Soak, "soak", 0, "soak: produce at -rate (default 200/s) for this long, print a line every -progress (default 10s), drain, judge (see above)")
 	fs.IntVar(&o.Tenants, "tenants", 100, "tenants, one subscription and one receiver each")
 	fs.IntVar(&o.Partitions, "partitions", 8, "partitions of the topic")
 	fs.IntVar(&o.Rate, "rate", 0, "events per second (0: as fast as possible)")
 	fs.IntVar(&o.PayloadSize, "payload", 512, "bytes per event body")
-	fs.IntVar(&o.MaxInFlight, "max-in-flight", 1, "max_in_flight of each subscription (1 to 64)")
+	fs.IntVar(&o.MaxInFlight, "max-in-flight", 0, "max_in_flight of each subscription but the -ordered ones (1 to 64; default 1, 16 in a soak)")
+	fs.IntVar(&o.Ordered, "ordered", 0, "tenants whose subscription is ordered (max_in_flight 1) whatever -max-in-flight says (default 0, 20 in a soak)")
 	fs.DurationVar(&o.SinkLatency, "sink-latency", 0, "median time a receiver takes to answer (0: at once)")
 	fs.Float64Var(&o.SinkSpread, "sink-spread", 0.25, "log-normal spread (σ) of receiver latency around -sink-latency; 0 for none")
 	fs.IntVar(&o.HungTenants, "hung-tenants", 0, "tenants whose receivers answer only after -hang")
 	fs.IntVar(&o.FailingTenants, "failing-tenants", 0, "tenants whose receivers answer 500")
 	fs.DurationVar(&o.Hang, "hang", 30*time.Second, "how long a hung receiver holds each request")
+	fs.Float64Var(&o.FailRate, "fail-rate", 0, "share of requests to a healthy receiver answered 500, drawn per tenant from a seeded generator (default 0, 0.05 in a soak)")
+	fs.Float64Var(&o.SlowRate, "slow-rate", 0, "share of requests to a healthy receiver answered after -slow-latency instead of the usual latency")
+	fs.DurationVar(&o.SlowLatency, "slow-latency", time.Second, "how long a slow answer (-slow-rate) takes")
+	retry := fs.String("retry-schedule", "", "each subscription's retry_schedule, comma-separated Go durations (default: the hub's curve, 5s, 1m, 5m, ...)")
+	fs.BoolVar(&o.SharedHost, "shared-host", false, "serve every tenant's receiver from one host:port, each at /hook/<tenant>: one destination for the hub")
 	fs.DurationVar(&o.Drain, "drain", 0, "watch this long after the last produce, then report (0: until every healthy event is delivered and every hung or failing receiver reached)")
 	fs.IntVar(&o.Workers, "workers", 0, "STREAMING_HUB_DISPATCH_WORKERS (0: the hub's default)")
 	fs.IntVar(&o.ClaimBatch, "claim-batch", 0, "STREAMING_HUB_DISPATCH_CLAIM_BATCH (0: the hub's default)")
 	fs.Var(set, "set", "NAME=VALUE: any other hub variable for the run, e.g. -set DELIVERY_TIMEOUT=5s (repeatable)")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
-	fs.DurationVar(&o.Progress, "progress", time.Second, "progress line interval")
+	fs.DurationVar(&o.Timeout, "timeout", 0, "give up after this long (default 10m, or the soak + 10m; a soak then reports what it has)")
+	fs.DurationVar(&o.Progress, "progress", time.Second, "progress line interval; in a soak, 10s unless given")
 	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	db := fs.String("database", e.getenv(config.Prefix+"DATABASE_URL"), "postgres://... (a fresh schema is used, then dropped) or empty for a temporary SQLite file")
 	fs.Usage = func() {
@@ -67,7 +74,11 @@ Receiver profiles: -sink-latency is the median answer time, spread
 log-normally (-sink-spread); -hung-tenants receivers hold each request for
 -hang (beyond the 15 s delivery timeout); -failing-tenants receivers answer
 500. With -drain the run ends that long after the last produce, so
-"delivered within N s" is measured.
+"delivered within N s" is measured. -fail-rate and -slow-rate make
+healthy receivers fail (500) or answer after -slow-latency at random.
+With -shared-host every receiver is one HTTP server, each tenant at
+/hook/<tenant>, so all tenants are one destination (scheme, host, port)
+for the hub's per-destination share; each keeps its own behaviour.
 
 It reports, for each class of tenant (healthy, hung, failing): delivered /
 expected, end-to-end latency (producer send to first receipt) p50/p95/p99,
@@ -75,10 +86,34 @@ deliveries per second, whether each tenant's events arrived in order; and
 for the process: CPU milliseconds per delivery (utime + stime from
 /proc/self/stat) and peak RSS (VmHWM).
 
+Soak (-soak DURATION, SPEC 25): produces at -rate (default 200/s) for
+DURATION to -tenants, -ordered 20 of them with max_in_flight 1 and the
+others at -max-in-flight 16, while healthy receivers fail -fail-rate 0.05
+of requests (defaults in a soak; the receiver flags above work too). Every
+-progress (10s) a line: elapsed, produced, delivered (unique events
+answered 2xx), backlog (pending jobs that are due), retrying (pending jobs
+whose next attempt is in the future: back-off or an open breaker), in
+flight (the three counted in the database), p50/p99 of the
+healthy deliveries in the window, the database pool's wait in the window
+(streaming_hub_db_pool_wait_seconds: total, and per call; PostgreSQL
+only) and RSS (now and peak). A healthy delivery is an event whose first
+attempt was answered 2xx: an event that needed a retry waited for its
+back-off by design, so it is reported apart, as "retried". Latency is the
+producer's send to the receipt of the request answered 2xx. After the
+production the soak drains until every event to a healthy receiver is
+delivered (bounded by -drain or -timeout) and sums up: delivered, lost
+(no delivery and no live job left), duplicates, the largest backlog and
+retrying, healthy p50/p99/max, CPU per delivery, peak RSS, and a verdict
+against SPEC 25: backlog ≤ 5 s of production (1,000 jobs at 200/s) at
+every line, healthy p99 ≤ 1 s, nothing lost. It exits 1 when an event was
+lost.
+
 Examples:
   streaming-hub bench -tenants 50 -rate 100 -duration 30s -hung-tenants 8 -drain 20s
   streaming-hub bench -tenants 50 -rate 100 -duration 30s -sink-latency 100ms
   streaming-hub bench -tenants 1 -events 20000 -database postgres://...
+  streaming-hub bench -soak 10m -database postgres://...
+  streaming-hub bench -tenants 50 -rate 100 -duration 30s -max-in-flight 64 -shared-host -hung-tenants 8 -drain 20s
 
 `)
 		printFlags(fs)
@@ -90,8 +125,29 @@ Examples:
 		return o, "", badProfile{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	o.DatabaseURL = *db
+	if *retry != "" {
+		o.RetrySchedule = strings.Split(*retry, ",")
+	}
 	if len(set) > 0 {
 		o.Set = set
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if o.Soak > 0 {
+		for _, name := range []string{"events", "duration"} {
+			if given[name] {
+				return o, "", badProfile{fmt.Errorf("-soak produces for its own duration at -rate: give no -%s", name)}
+			}
+		}
+		if !given["ordered"] {
+			o.Ordered = min(20, o.Tenants)
+		}
+		if !given["fail-rate"] {
+			o.FailRate = 0.05
+		}
+		if !given["progress"] {
+			o.Progress = 10 * time.Second
+		}
 	}
 	if o, err = o.Normalize(); err != nil {
 		return o, "", badProfile{err}
@@ -133,6 +189,16 @@ func bench(ctx context.Context, o loadtest.Options, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "streaming-hub:", err)
 		return exitError
 	}
+	return report(res, stdout, stderr)
+}
+
+// report prints the result; a soak that lost an event exits 1, so scripts
+// notice.
+func report(res loadtest.Result, stdout, stderr io.Writer) int {
 	loadtest.Report(stdout, res)
+	if res.Soak != nil && res.Soak.Lost > 0 {
+		fmt.Fprintf(stderr, "streaming-hub: bench: events lost (never delivered, and no job holds them): %d\n", res.Soak.Lost)
+		return exitError
+	}
 	return exitOK
 }

@@ -48,15 +48,32 @@ type Options struct {
 	// Set holds further hub variables (STREAMING_HUB_ prefix optional),
 	// e.g. DELIVERY_TIMEOUT; they override Workers and ClaimBatch.
 	Set         map[string]string
-	MaxInFlight int // each subscription's max_in_flight (default 1, the API's default)
+	MaxInFlight int // each subscription's max_in_flight (default 1, the API's default; 16 in a soak)
+	Ordered     int // tenants (the last ones) whose subscription has max_in_flight 1 whatever MaxInFlight says
+	// RetrySchedule is each subscription's retry_schedule; nil keeps the
+	// hub's default curve (5s, 1m, 5m, ...).
+	RetrySchedule []string
+
+	// Soak, when set, produces at Rate (default 200/s) for this long, prints
+	// a line every Progress with the database's backlog, then drains and
+	// reports against SPEC 25's bounds (Result.Soak).
+	Soak time.Duration
 
 	// Receiver profiles: each tenant has its own receiver (its own HTTP
-	// server on a loopback port, so its own destination).
+	// server on a loopback port, so its own destination), or with
+	// SharedHost its own path on one server for all of them.
 	SinkLatency    time.Duration // median answer time; 0 answers at once
 	SinkSpread     float64       // σ of the log-normal spread around SinkLatency; 0 for none
 	HungTenants    int           // tenants whose receivers answer after Hang
 	FailingTenants int           // tenants whose receivers answer 500
 	Hang           time.Duration // how long a hung receiver holds a request (default 30s)
+	// FailRate is the share of requests to a healthy receiver answered
+	// 500, SlowRate the share answered after SlowLatency (default 1s)
+	// instead of the usual latency; each receiver draws from its own
+	// seeded generator, so a run's draws repeat.
+	FailRate, SlowRate float64
+	SlowLatency        time.Duration
+	SharedHost         bool // one HTTP server for every receiver, each tenant at /hook/<tenant>
 
 	// Drain bounds the watch after the last produce: the run ends then, or
 	// as soon as every event is delivered when every receiver is healthy.
@@ -69,8 +86,21 @@ type Options struct {
 
 // Normalize fills in the defaults and checks the profile.
 func (o Options) Normalize() (Options, error) {
-	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 {
-		return o, fmt.Errorf("events, duration and rate cannot be negative")
+	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 || o.Soak < 0 {
+		return o, fmt.Errorf("events, duration, soak and rate cannot be negative")
+	}
+	if o.Soak > 0 {
+		if o.Duration > 0 {
+			return o, fmt.Errorf("give either soak or duration, not both")
+		}
+		if o.Rate == 0 {
+			o.Rate = 200
+		}
+		n := max(int(o.Soak.Seconds()*float64(o.Rate)), 1)
+		if o.Events > 0 && o.Events != n { // equal: normalized already
+			return o, fmt.Errorf("give either events or soak, not both")
+		}
+		o.Events = n
 	}
 	if o.Duration > 0 {
 		if o.Rate <= 0 {
@@ -96,6 +126,9 @@ func (o Options) Normalize() (Options, error) {
 	}
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = 1
+		if o.Soak > 0 {
+			o.MaxInFlight = 16
+		}
 	}
 	if err := hub.ValidateMaxInFlight(o.MaxInFlight); err != nil {
 		return o, err
@@ -103,8 +136,28 @@ func (o Options) Normalize() (Options, error) {
 	if o.Hang <= 0 {
 		o.Hang = 30 * time.Second
 	}
+	if o.SlowLatency == 0 {
+		o.SlowLatency = time.Second
+	}
 	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Minute
+		o.Timeout = 10*time.Minute + o.Soak
+	}
+	if o.Soak > 0 && o.Progress <= 0 {
+		o.Progress = 10 * time.Second
+	}
+	switch {
+	case o.Ordered < 0 || o.Ordered > o.Tenants:
+		return o, fmt.Errorf("ordered tenants %d: want 0 to the %d tenants", o.Ordered, o.Tenants)
+	case !(o.FailRate >= 0 && o.FailRate < 1): // NaN fails too
+		return o, fmt.Errorf("fail rate %v: want a share from 0 to below 1", o.FailRate)
+	case !(o.SlowRate >= 0 && o.SlowRate <= 1):
+		return o, fmt.Errorf("slow rate %v: want a share from 0 to 1", o.SlowRate)
+	case o.SlowLatency < 0:
+		return o, fmt.Errorf("slow latency cannot be negative")
+	case o.RetrySchedule != nil && hub.ValidateRetrySchedule(o.RetrySchedule) != nil:
+		return o, fmt.Errorf("retry schedule: %w", hub.ValidateRetrySchedule(o.RetrySchedule))
+	case o.Soak > 0 && o.Timeout <= o.Soak:
+		return o, fmt.Errorf("timeout %v is not longer than the soak %v", o.Timeout, o.Soak)
 	}
 	switch {
 	case o.Workers < 0 || o.ClaimBatch < 0:
@@ -209,33 +262,37 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	rec := newRecorder(o.Events)
 	stopReceivers := make(chan struct{})
 	receivers := make([]*receiver, o.Tenants)
+	for t := range receivers {
+		receivers[t] = newReceiver(o, t, rec, stopReceivers)
+	}
+	servers, err := startReceivers(receivers, o.SharedHost)
+	if err != nil {
+		return Result{}, err
+	}
 	defer func() {
 		close(stopReceivers)
-		for _, r := range receivers {
-			if r != nil && r.srv != nil {
-				r.srv.Close()
-			}
+		for _, s := range servers {
+			s.Close()
 		}
 	}()
 	urls := make([]string, o.Tenants)
-	for t := range receivers {
-		r := &receiver{tenant: t, class: o.classOf(t), latency: newLatency(o.SinkLatency, o.SinkSpread, uint64(t)),
-			hang: o.Hang, stop: stopReceivers, rec: rec}
-		if err := startReceiver(r); err != nil {
-			return Result{}, err
-		}
-		receivers[t], urls[t] = r, r.url
+	for t, r := range receivers {
+		urls[t] = r.url
 	}
-	tenants, err := setup(ctx, h, urls, o.MaxInFlight)
+	tenants, err := setup(ctx, h, urls, o)
 	if err != nil {
 		return Result{}, err
 	}
 	settings := describeSettings(cfg, o.Set)
-	expected := o.expected()
-	fmt.Fprintf(out, "bench: %d events over %d tenants and %d partitions, %s, rate %s, %s\n",
-		o.Events, o.Tenants, o.Partitions, describeDB(db), rate(o.Rate), settings)
-	fmt.Fprintf(out, "bench: receivers %s; %d healthy, %d hung (answer after %v), %d failing (answer 500); max_in_flight %d\n",
-		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, o.HungTenants, o.Hang, o.FailingTenants, o.MaxInFlight)
+	soak := ""
+	if o.Soak > 0 {
+		soak = fmt.Sprintf(" for %v (soak)", o.Soak)
+	}
+	fmt.Fprintf(out, "bench: %d events over %d tenants and %d partitions, %s, rate %s%s, %s\n",
+		o.Events, o.Tenants, o.Partitions, describeDB(db), rate(o.Rate), soak, settings)
+	fmt.Fprintf(out, "bench: receivers %s; %d healthy%s, %d hung (answer after %v), %d failing (answer 500); %s; %s\n",
+		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, describeMishaps(o), o.HungTenants, o.Hang, o.FailingTenants,
+		describeHosts(o, len(servers)), describeMaxInFlight(o))
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.ProducerLinger(2*time.Millisecond),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.MaxBufferedRecords(50_000))
@@ -244,69 +301,100 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	defer prod.Close()
 
-	cpu0, load0 := cpuTime(), loadAverage()
-	start := time.Now()
-	var produced, lastSent atomic.Int64
-	var produceErr atomic.Value
+	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage()}
+	r.start = time.Now()
 	go func() {
-		if err := produce(ctx, prod, o, tenants, &produced, &lastSent); err != nil {
-			produceErr.Store(err)
+		if err := produce(ctx, prod, o, tenants, &r.produced, &r.lastSent); err != nil {
+			r.produceErr.Store(err)
 		}
 	}()
+	if o.Soak > 0 {
+		return r.soak(ctx, out)
+	}
 
 	var lastIngest, lastPrint time.Time
 	tick := time.NewTicker(100 * time.Millisecond) // measurement; printing follows o.Progress
 	defer tick.Stop()
-	ingestedEvents := func() int64 { return int64(counterValue(h.Metrics.InboxEvents)) }
-	unhealthy := o.HungTenants+o.FailingTenants > 0
-	var unhealthyTenants []int
-	for t := range o.HungTenants + o.FailingTenants {
-		unhealthyTenants = append(unhealthyTenants, t)
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			d, _ := rec.totals()
 			return Result{}, fmt.Errorf("bench: %w after %v: %d of %d healthy events delivered (%d in all)",
-				ctx.Err(), time.Since(start).Round(time.Second), rec.delivered(Healthy), expected[Healthy], d)
+				ctx.Err(), time.Since(r.start).Round(time.Second), rec.delivered(Healthy), r.expected[Healthy], d)
 		case <-tick.C:
 		}
-		if v := produceErr.Load(); v != nil {
+		if v := r.produceErr.Load(); v != nil {
 			return Result{}, v.(error)
 		}
-		if lastIngest.IsZero() && ingestedEvents() >= int64(o.Events) {
+		if lastIngest.IsZero() && r.ingested() >= int64(o.Events) {
 			lastIngest = time.Now()
 		}
-		el := time.Since(start)
+		el := time.Since(r.start)
 		if o.Progress > 0 && time.Since(lastPrint) >= o.Progress {
 			lastPrint = time.Now()
 			d, bad := rec.totals()
-			line := fmt.Sprintf("  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)", el.Seconds(), produced.Load(), ingestedEvents(), d, float64(d)/el.Seconds())
-			if unhealthy {
+			line := fmt.Sprintf("  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)", el.Seconds(), r.produced.Load(), r.ingested(), d, float64(d)/el.Seconds())
+			if r.unhealthy() {
 				line += fmt.Sprintf("  attempts at hung/failing %6d", bad)
 			}
 			fmt.Fprintf(out, "%s  rss %4d MB\n", line, peakRSS()>>20)
 		}
-		if produced.Load() < int64(o.Events) {
-			continue
-		}
-		sinceLast := time.Since(time.Unix(0, lastSent.Load()))
-		if o.Drain > 0 && sinceLast >= o.Drain {
-			break
-		}
-		// Without a drain the run also waits for every hung or failing
-		// receiver's first request, so each class has been exercised.
-		if rec.delivered(Healthy) >= expected[Healthy] && (!unhealthy || (o.Drain == 0 && rec.reachedAll(unhealthyTenants))) {
+		if r.drained() {
 			break
 		}
 	}
 	if lastIngest.IsZero() {
 		lastIngest = time.Now()
 	}
-	res := Result{Events: o.Events, Database: describeDB(db), Settings: settings, Drain: o.Drain,
-		IngestRate: float64(o.Events) / lastIngest.Sub(start).Seconds(), Elapsed: time.Since(start),
-		PeakRSS: peakRSS(), CPU: cpuTime() - cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{load0, loadAverage()}}
-	lastProduce := time.Unix(0, lastSent.Load())
+	return r.result(lastIngest), nil
+}
+
+// run is one load under way.
+type run struct {
+	o          Options
+	h          *app.Hub
+	db         string // the hub's database URL
+	rec        *recorder
+	settings   string
+	expected   [numClasses]int
+	start      time.Time
+	cpu0       time.Duration
+	load0      string
+	produced   atomic.Int64 // events the broker acknowledged
+	lastSent   atomic.Int64 // unix ns of the latest send
+	produceErr atomic.Value
+}
+
+func (r *run) ingested() int64 { return int64(counterValue(r.h.Metrics.InboxEvents)) }
+
+func (r *run) unhealthy() bool { return r.o.HungTenants+r.o.FailingTenants > 0 }
+
+// drained says whether the watch after the last produce is over: the drain
+// has passed, or every healthy event is delivered (and, without a drain,
+// every hung or failing receiver has had a request, so each class has been
+// exercised).
+func (r *run) drained() bool {
+	if r.produced.Load() < int64(r.o.Events) {
+		return false
+	}
+	if r.o.Drain > 0 && time.Since(time.Unix(0, r.lastSent.Load())) >= r.o.Drain {
+		return true
+	}
+	var unhealthyTenants []int
+	for t := range r.o.HungTenants + r.o.FailingTenants {
+		unhealthyTenants = append(unhealthyTenants, t)
+	}
+	return r.rec.delivered(Healthy) >= r.expected[Healthy] &&
+		(!r.unhealthy() || (r.o.Drain == 0 && r.rec.reachedAll(unhealthyTenants)))
+}
+
+// result sums up the run by class.
+func (r *run) result(lastIngest time.Time) Result {
+	o, rec := r.o, r.rec
+	res := Result{Events: o.Events, Database: describeDB(r.db), Settings: r.settings, Drain: o.Drain, SharedHost: o.SharedHost,
+		IngestRate: float64(o.Events) / lastIngest.Sub(r.start).Seconds(), Elapsed: time.Since(r.start),
+		PeakRSS: peakRSS(), CPU: cpuTime() - r.cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{r.load0, loadAverage()}}
+	lastProduce := time.Unix(0, r.lastSent.Load())
 	var first, last time.Time
 	for c := range numClasses {
 		tenants := 0
@@ -318,7 +406,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		if tenants == 0 {
 			continue
 		}
-		cr := rec.class(c, tenants, expected[c], lastProduce)
+		cr := rec.class(c, tenants, r.expected[c], lastProduce)
 		res.Classes = append(res.Classes, cr)
 		res.Delivered += cr.Delivered
 		res.Duplicates += cr.Duplicates
@@ -339,7 +427,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	if res.Delivered > 0 {
 		res.CPUPerDelivery = res.CPU / time.Duration(res.Delivered)
 	}
-	return res, nil
+	return res
 }
 
 // sinkProfile describes the receivers' latency, with its own quantiles.
@@ -375,6 +463,43 @@ func describeSettings(cfg config.Config, set map[string]string) string {
 		s += ", " + k + "=" + set[k]
 	}
 	return s
+}
+
+// describeMishaps names a healthy receiver's random failures and slow
+// answers.
+func describeMishaps(o Options) string {
+	var s []string
+	if o.FailRate > 0 {
+		s = append(s, fmt.Sprintf("%s of requests answered 500", share(o.FailRate)))
+	}
+	if o.SlowRate > 0 {
+		s = append(s, fmt.Sprintf("%s answered after %v", share(o.SlowRate), o.SlowLatency))
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(s, ", ") + ")"
+}
+
+func share(f float64) string {
+	return strconv.FormatFloat(100*f, 'f', -1, 64) + "%"
+}
+
+func describeHosts(o Options, servers int) string {
+	if o.SharedHost {
+		return "all on one shared host (each tenant at /hook/<tenant>)"
+	}
+	return fmt.Sprintf("%d hosts (one per tenant)", servers)
+}
+
+func describeMaxInFlight(o Options) string {
+	switch o.Ordered {
+	case 0:
+		return fmt.Sprintf("max_in_flight %d", o.MaxInFlight)
+	case o.Tenants:
+		return "max_in_flight 1 (ordered)"
+	}
+	return fmt.Sprintf("max_in_flight %d, %d ordered tenants at 1", o.MaxInFlight, o.Ordered)
 }
 
 func rate(r int) string {
@@ -431,11 +556,11 @@ func describeDB(u string) string {
 
 // setup creates the tenants, each with one verified subscription to its
 // own receiver.
-func setup(ctx context.Context, h *app.Hub, urls []string, maxInFlight int) ([]string, error) {
+func setup(ctx context.Context, h *app.Hub, urls []string, o Options) ([]string, error) {
 	tenants := make([]string, len(urls))
 	secret := webhook.NewSecret()
 	for i := range tenants {
-		tenants[i] = fmt.Sprintf("tenant-%03d", i)
+		tenants[i] = tenantName(i)
 		if _, err := h.Store.CreateTenant(ctx, storeTenant(tenants[i])); err != nil {
 			return nil, err
 		}
@@ -443,7 +568,7 @@ func setup(ctx context.Context, h *app.Hub, urls []string, maxInFlight int) ([]s
 			ID: hub.NewID("sub", time.Now()), TenantID: tenants[i], Name: "bench",
 			EventTypes:  []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
 			Destination: hub.Destination{Type: "webhook", URL: urls[i]},
-			MaxInFlight: maxInFlight, Enabled: true, VerificationState: hub.VerificationActive,
+			MaxInFlight: o.maxInFlightOf(i), RetrySchedule: o.RetrySchedule, Enabled: true, VerificationState: hub.VerificationActive,
 		}
 		if err := webhook.SealSecrets(h.Keyring, &sub, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: secret}}}); err != nil {
 			return nil, err
@@ -480,7 +605,7 @@ func produce(ctx context.Context, cl *kgo.Client, o Options, tenants []string, p
 		}
 		for ; i < due; i++ {
 			tenant := tenants[i%len(tenants)]
-			id := fmt.Sprintf("bench-%08d", i)
+			id := eventID(i)
 			now := time.Now()
 			body := fmt.Sprintf(`{"sent_ns":%d,"pad":"%s"}`, now.UnixNano(), pad)
 			r := &kgo.Record{Topic: topic, Key: []byte(tenant), Value: []byte(body), Headers: []kgo.RecordHeader{
@@ -504,6 +629,9 @@ func produce(ctx context.Context, cl *kgo.Client, o Options, tenants []string, p
 	}
 	return cl.Flush(ctx)
 }
+
+// eventID is the ce-id of event i, which goes to tenant i mod Tenants.
+func eventID(i int) string { return fmt.Sprintf("bench-%08d", i) }
 
 // counterValue reads a counter's current value.
 func counterValue(c prometheus.Counter) float64 {

@@ -86,3 +86,83 @@ func TestRun_CountsHungAndFailingTenantsApart(t *testing.T) {
 		}
 	}
 }
+
+// A short soak on each driver: produces at its rate to ordered and
+// unordered subscriptions while receivers fail at random, prints a line
+// per interval with the database's backlog and the pool's wait, drains,
+// and sums up with nothing lost and the ordered tenants in order.
+func TestRun_SoakPrintsLinesAndASummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a soak of a few seconds")
+	}
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		t.Chdir(t.TempDir())
+		// One-second retries keep the drain short: at the hub's curve a
+		// second failure waits up to a minute.
+		o := loadtest.Options{Soak: 3 * time.Second, Rate: 50, Tenants: 5, Ordered: 2, FailRate: 0.2, Progress: time.Second,
+			RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"}, Timeout: testkit.Patience}
+		if d.Name == "postgres" {
+			o.DatabaseURL = testkit.PostgresURL(t)
+		}
+		var out bytes.Buffer
+		res, err := loadtest.Run(context.Background(), o, &out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		loadtest.Report(&out, res)
+		s := res.Soak
+		if s == nil {
+			t.Fatalf("no soak result\n%s", out.String())
+		}
+		if s.Produced != 150 || s.Expected != 150 || s.Delivered != 150 || s.Lost != 0 || s.Waiting != 0 || s.OrderedLate != 0 {
+			t.Fatalf("soak %+v\n%s", s, out.String())
+		}
+		if s.Healthy.N == 0 || s.Healthy.N == 150 || s.Retried.N == 0 || s.Healthy.N+s.Retried.N != 150 {
+			t.Errorf("healthy %+v, retried %+v: a fifth of the requests fail", s.Healthy, s.Retried)
+		}
+		if len(s.Lines) < 4 || !s.Lines[len(s.Lines)-1].Final {
+			t.Fatalf("%d lines\n%s", len(s.Lines), out.String())
+		}
+		sawRetrying := false
+		for _, l := range s.Lines {
+			if !l.Counted || l.RSS <= 0 || l.PeakRSS < l.RSS {
+				t.Errorf("line %+v", l)
+			}
+			sawRetrying = sawRetrying || l.Retrying > 0
+		}
+		if !sawRetrying {
+			t.Errorf("no line saw a job waiting for its retry\n%s", out.String())
+		}
+		if d.Name == "postgres" && s.PoolCalls == 0 {
+			t.Errorf("no pool wait observed on PostgreSQL")
+		}
+		for _, want := range []string{"rate 50/s for 3s (soak)", "5 healthy (20% of requests answered 500)", "max_in_flight 16, 2 ordered tenants at 1",
+			"backlog", "retrying", "in flight", "rss", "(end)", "150 of the 150 events to healthy receivers", "0 lost", "2 tenants: in order", "verdict "} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("missing %q in\n%s", want, out.String())
+			}
+		}
+	})
+}
+
+// With a shared host every tenant's receiver is one destination; hung and
+// healthy tenants keep their classes, and the healthy ones get every event.
+func TestRun_SharedHost(t *testing.T) {
+	t.Chdir(t.TempDir())
+	o := loadtest.Options{Events: 120, Tenants: 6, HungTenants: 2, Partitions: 2, Rate: 400, MaxInFlight: 64, SharedHost: true,
+		Timeout: testkit.Patience}
+	var out bytes.Buffer
+	res, err := loadtest.Run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	loadtest.Report(&out, res)
+	if !res.SharedHost || len(res.Classes) != 2 || res.Classes[0].Delivered != 80 || res.Classes[1].Delivered != 0 || res.Classes[1].Received < 2 {
+		t.Fatalf("result %+v\n%s", res, out.String())
+	}
+	for _, want := range []string{"all on one shared host", "max_in_flight 64", "every receiver on one shared host", "80/80 100%"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -39,6 +40,20 @@ func (o Options) classOf(tenant int) Class {
 	}
 	return Healthy
 }
+
+// maxInFlightOf is tenant's subscription's max_in_flight: the last Ordered
+// tenants are ordered (1), the others have MaxInFlight.
+func (o Options) maxInFlightOf(tenant int) int {
+	if tenant >= o.Tenants-o.Ordered {
+		return 1
+	}
+	return o.MaxInFlight
+}
+
+// ordered says whether tenant's subscription is ordered.
+func (o Options) ordered(tenant int) bool { return o.maxInFlightOf(tenant) == 1 }
+
+func tenantName(t int) string { return fmt.Sprintf("tenant-%03d", t) }
 
 // latency draws receiver latencies log-normally around a median: most
 // answers near it, a long tail above (real receivers call databases and
@@ -72,29 +87,112 @@ func (l *latency) draw() time.Duration {
 	return min(d, maxLatencyFactor*l.median)
 }
 
+// mishaps are a healthy receiver's random failures and slow answers, drawn
+// from the receiver's own seeded generator.
+type mishaps struct {
+	mu                 sync.Mutex
+	rng                *rand.Rand
+	failRate, slowRate float64
+}
+
+func newMishaps(failRate, slowRate float64, seed uint64) *mishaps {
+	if failRate == 0 && slowRate == 0 {
+		return nil
+	}
+	return &mishaps{rng: rand.New(rand.NewPCG(seed, 0xfa11)), failRate: failRate, slowRate: slowRate}
+}
+
+// draw says whether this request fails (500) and whether it is slow. Both
+// are drawn every time, so one rate does not shift the other's draws.
+func (m *mishaps) draw() (fail, slow bool) {
+	if m == nil {
+		return false, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, s := m.rng.Float64(), m.rng.Float64()
+	return f < m.failRate, s < m.slowRate
+}
+
 // receiver is one tenant's destination: its own HTTP server on a loopback
 // port, so each tenant is its own destination (scheme, host, port) as real
-// receivers are.
+// receivers are; or, on a shared host, its own path on one server.
 type receiver struct {
 	tenant  int
 	class   Class
 	latency *latency
 	hang    time.Duration
+	mishaps *mishaps // a healthy receiver's random failures and slow answers; nil for none
+	slow    time.Duration
 	stop    <-chan struct{}
 	rec     *recorder
-	srv     *http.Server
 	url     string
 }
 
-func startReceiver(r *receiver) error {
+func newReceiver(o Options, t int, rec *recorder, stop <-chan struct{}) *receiver {
+	r := &receiver{tenant: t, class: o.classOf(t), latency: newLatency(o.SinkLatency, o.SinkSpread, uint64(t)),
+		hang: o.Hang, slow: o.SlowLatency, stop: stop, rec: rec}
+	if r.class == Healthy {
+		r.mishaps = newMishaps(o.FailRate, o.SlowRate, uint64(t))
+	}
+	return r
+}
+
+// serve starts one HTTP server on a loopback port for handler.
+func serve(handler http.Handler) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	r.url = "http://" + ln.Addr().String() + "/hook"
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	go r.srv.Serve(ln)
-	return nil
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// startReceivers gives each receiver its URL: its own server, or with
+// shared one server for all, each tenant at /hook/<tenant>. It returns the
+// servers to close.
+func startReceivers(receivers []*receiver, shared bool) ([]*http.Server, error) {
+	var servers []*http.Server
+	if shared {
+		srv, base, err := serve(sharedHost(receivers))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range receivers {
+			r.url = base + "/hook/" + tenantName(r.tenant)
+		}
+		return []*http.Server{srv}, nil
+	}
+	for _, r := range receivers {
+		srv, base, err := serve(r)
+		if err != nil {
+			for _, s := range servers {
+				s.Close()
+			}
+			return nil, err
+		}
+		servers = append(servers, srv)
+		r.url = base + "/hook"
+	}
+	return servers, nil
+}
+
+// sharedHost routes /hook/<tenant> to that tenant's receiver.
+func sharedHost(receivers []*receiver) http.Handler {
+	byName := make(map[string]*receiver, len(receivers))
+	for _, r := range receivers {
+		byName[tenantName(r.tenant)] = r
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		name, ok := strings.CutPrefix(req.URL.Path, "/hook/")
+		r := byName[name]
+		if !ok || r == nil {
+			http.NotFound(w, req)
+			return
+		}
+		r.ServeHTTP(w, req)
+	})
 }
 
 var sentKey = []byte(`"sent_ns":`)
@@ -113,7 +211,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	seq, _ := strconv.ParseInt(req.Header.Get("X-Lerian-Sequence"), 10, 64)
 	id := req.Header.Get("X-Lerian-Event-Id")
-	r.rec.received(r.class, r.tenant, id, seq, now, sent)
+	first := r.rec.received(r.class, r.tenant, id, seq, now, sent)
 
 	wait := r.latency.draw()
 	status := http.StatusNoContent
@@ -122,6 +220,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		wait = r.hang
 	case Failing:
 		status = http.StatusInternalServerError
+	default:
+		fail, slow := r.mishaps.draw()
+		if slow {
+			wait = r.slow
+		}
+		if fail {
+			status = http.StatusInternalServerError
+		}
 	}
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -136,7 +242,11 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.WriteHeader(status)
 	if status < 300 && req.Context().Err() == nil {
-		r.rec.answered(r.class, id, time.Now())
+		lat := time.Duration(-1)
+		if !sent.IsZero() {
+			lat = now.Sub(sent)
+		}
+		r.rec.answered(r.class, id, time.Now(), lat, first)
 	}
 }
 
@@ -146,7 +256,14 @@ type recorder struct {
 	events  map[string]uint8 // bitmask of seenReceived, seenDelivered
 	classes [numClasses]classStats
 	lastSeq map[int]int64 // per tenant, the sequence of its latest first receipt
+	late    map[int]int   // per tenant, first receipts with a lower sequence than an earlier one
 	reached map[int]bool  // tenants whose receiver has had a request
+
+	// Latency (send -> receipt of the request answered 2xx) of delivered
+	// events: firstTry of those whose first attempt was the one, retried of
+	// those that needed more; window holds the firstTry samples since the
+	// last takeWindow.
+	firstTry, retried, window []time.Duration
 }
 
 const (
@@ -162,17 +279,18 @@ type classStats struct {
 }
 
 func newRecorder(events int) *recorder {
-	return &recorder{events: make(map[string]uint8, events), lastSeq: map[int]int64{}, reached: map[int]bool{}}
+	return &recorder{events: make(map[string]uint8, events), lastSeq: map[int]int64{}, late: map[int]int{}, reached: map[int]bool{}}
 }
 
-func (rc *recorder) received(c Class, tenant int, id string, seq int64, now, sent time.Time) {
+// received counts a request; it says whether it is the event's first.
+func (rc *recorder) received(c Class, tenant int, id string, seq int64, now, sent time.Time) (first bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	s := &rc.classes[c]
 	s.attempts++
 	rc.reached[tenant] = true
 	if rc.events[id]&seenReceived != 0 {
-		return
+		return false
 	}
 	rc.events[id] |= seenReceived
 	s.received++
@@ -182,16 +300,21 @@ func (rc *recorder) received(c Class, tenant int, id string, seq int64, now, sen
 	if seq > 0 {
 		if prev := rc.lastSeq[tenant]; seq < prev {
 			s.outOfOrder++
+			rc.late[tenant]++
 			if s.firstLate == "" {
-				s.firstLate = fmt.Sprintf("tenant-%03d: event %s (sequence %d) after sequence %d", tenant, id, seq, prev)
+				s.firstLate = fmt.Sprintf("%s: event %s (sequence %d) after sequence %d", tenantName(tenant), id, seq, prev)
 			}
 		} else {
 			rc.lastSeq[tenant] = seq
 		}
 	}
+	return true
 }
 
-func (rc *recorder) answered(c Class, id string, now time.Time) {
+// answered counts a 2xx answer given while the hub waited; lat is the
+// event's send -> this request's receipt (negative: unknown), first
+// whether this request was the event's first.
+func (rc *recorder) answered(c Class, id string, now time.Time, lat time.Duration, first bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	s := &rc.classes[c]
@@ -205,6 +328,54 @@ func (rc *recorder) answered(c Class, id string, now time.Time) {
 		s.firstOK = now
 	}
 	s.lastOK = now
+	switch {
+	case lat < 0:
+	case first:
+		rc.firstTry = append(rc.firstTry, lat)
+		rc.window = append(rc.window, lat)
+	default:
+		rc.retried = append(rc.retried, lat)
+	}
+}
+
+// takeWindow returns the first-attempt latencies since the last call,
+// sorted.
+func (rc *recorder) takeWindow() []time.Duration {
+	rc.mu.Lock()
+	w := rc.window
+	rc.window = nil
+	rc.mu.Unlock()
+	sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
+	return w
+}
+
+// latencies returns the first-attempt and retried latencies, sorted.
+func (rc *recorder) latencies() (firstTry, retried []time.Duration) {
+	rc.mu.Lock()
+	firstTry = append([]time.Duration(nil), rc.firstTry...)
+	retried = append([]time.Duration(nil), rc.retried...)
+	rc.mu.Unlock()
+	sort.Slice(firstTry, func(i, j int) bool { return firstTry[i] < firstTry[j] })
+	sort.Slice(retried, func(i, j int) bool { return retried[i] < retried[j] })
+	return firstTry, retried
+}
+
+// lateAt counts the out-of-order first receipts of these tenants.
+func (rc *recorder) lateAt(tenants []int) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for _, t := range tenants {
+		n += rc.late[t]
+	}
+	return n
+}
+
+// isDelivered says whether the event was answered 2xx.
+func (rc *recorder) isDelivered(id string) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.events[id]&seenDelivered != 0
 }
 
 func (rc *recorder) delivered(c Class) int {

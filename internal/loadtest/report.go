@@ -27,6 +27,8 @@ type Result struct {
 	LoadAverage                   [2]string     // the machine's 1-minute load average at the start and the end (/proc/loadavg)
 	Classes                       []ClassResult
 	Sink                          SinkProfile
+	SharedHost                    bool        // every receiver was one host, each tenant at its own path
+	Soak                          *SoakResult // a soak's lines and summary; nil for other runs
 }
 
 // SinkProfile is what the receivers were told to do.
@@ -54,8 +56,18 @@ type ClassResult struct {
 	LastAfterProduce              time.Duration // last delivery, counted from the last produce
 }
 
-// Report writes the result as the bench prints it.
+// Report writes the result as the bench prints it: a soak's summary, or
+// the run's totals; then the figures of each class of tenant.
 func Report(w io.Writer, res Result) {
+	if res.Soak != nil {
+		reportSoak(w, res)
+	} else {
+		reportTotals(w, res)
+	}
+	reportClasses(w, res)
+}
+
+func reportTotals(w io.Writer, res Result) {
 	fmt.Fprintf(w, "\nresult (%s; %s)\n", res.Database, res.Settings)
 	if res.Sink.Median > 0 {
 		fmt.Fprintf(w, "  receivers       median %v, log-normal spread %.2f (their own p50 %v, p99 %v)\n",
@@ -78,11 +90,18 @@ func Report(w io.Writer, res Result) {
 	if res.LoadAverage[0] != "" {
 		fmt.Fprintf(w, "  machine         load average %s at the start, %s at the end (%d CPUs)\n", res.LoadAverage[0], res.LoadAverage[1], runtime.NumCPU())
 	}
+}
+
+func reportClasses(w io.Writer, res Result) {
 	drain := "until every healthy event was delivered"
 	if res.Drain > 0 {
 		drain = fmt.Sprintf("up to %v after the last produce", res.Drain)
 	}
-	fmt.Fprintf(w, "\nby class of tenant (watched %s; latency: produce to first receipt)\n", drain)
+	host := ""
+	if res.SharedHost {
+		host = "; every receiver on one shared host"
+	}
+	fmt.Fprintf(w, "\nby class of tenant (watched %s; latency: produce to first receipt%s)\n", drain, host)
 	fmt.Fprintf(w, "  %-8s %7s %21s %8s %9s %9s %9s %9s %11s %8s %s\n",
 		"class", "tenants", "delivered", "attempts", "p50", "p95", "p99", "max", "deliveries", "order", "last delivery")
 	for _, c := range res.Classes {
@@ -127,17 +146,25 @@ func round(d time.Duration) time.Duration {
 }
 
 // peakRSS is the process's peak resident set (VmHWM), in bytes.
-func peakRSS() int64 {
+func peakRSS() int64 { return procStatus("VmHWM:") }
+
+// currentRSS is the process's resident set now (VmRSS), in bytes.
+func currentRSS() int64 { return procStatus("VmRSS:") }
+
+func procStatus(key string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	return parseHWM(string(b))
+	return parseStatusKB(string(b), key)
 }
 
-func parseHWM(status string) int64 {
+func parseHWM(status string) int64 { return parseStatusKB(status, "VmHWM:") }
+
+// parseStatusKB reads a "key: N kB" line of /proc/<pid>/status, in bytes.
+func parseStatusKB(status, key string) int64 {
 	for _, line := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10
 		}
