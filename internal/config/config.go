@@ -197,6 +197,7 @@ func loadInto(r *reader, mode Mode) Config {
 	if err := CheckFrameAncestors(c.Console.FrameAncestors); err != nil {
 		r.fail("CONSOLE_FRAME_ANCESTORS", "%s", err)
 	}
+	r.duration("CONSOLE_SESSION_MAX_AGE", &c.Console.SessionMaxAge)
 
 	r.str("ADMIN_TOKEN", &c.AdminToken)
 	c.KEK = r.key("KEK")

@@ -76,6 +76,7 @@ func Defaults(mode Mode) Config {
 		Console: Console{
 			FrameAncestors: "'none'",
 			IdleTimeout:    12 * time.Hour,
+			SessionMaxAge:  12 * time.Hour,
 		},
 		Manifests: Manifests{
 			RefreshInterval: 300 * time.Second,
@@ -249,4 +250,7 @@ type Console struct {
 	FrameAncestors string
 	// IdleTimeout is how long a session lives without use (fixed: 12 h).
 	IdleTimeout time.Duration
+	// SessionMaxAge (CONSOLE_SESSION_MAX_AGE) is how long a session lives
+	// at most, however often it is used (SPEC 28).
+	SessionMaxAge time.Duration
 }
