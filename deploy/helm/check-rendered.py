@@ -6,7 +6,8 @@
 
 Each rendered Deployment must carry its role (STREAMING_HUB_ROLE), the probes
 (/healthz, /readyz), resources, and its secrets by reference (secretKeyRef,
-never a literal value); the migrations Job must be a pre-install/pre-upgrade
+never a literal value); ingest pods their Kafka instance id from the pod name
+(STREAMING_HUB_KAFKA_INSTANCE_ID, static group membership); the migrations Job must be a pre-install/pre-upgrade
 hook running `streaming-hub migrate`; each role has a PodDisruptionBudget and
 there is a Service. --production also requires what examples/production.yaml
 sets: TLS and SASL to Kafka, a CA by reference, OTLP export. Prints one line
@@ -93,10 +94,18 @@ def main():
         if not sc.get("runAsNonRoot") or not sc.get("runAsUser"):
             problem(f"{where}: not run as a non-root numeric user")
         check_secret_refs(where, env, REQUIRED_SECRETS)
-        if role == "delivery" and "STREAMING_HUB_KAFKA_BROKERS" in env:
-            problem(f"{where}: delivery pods need no Kafka settings, got STREAMING_HUB_KAFKA_BROKERS")
+        if role == "delivery":
+            for name in ("STREAMING_HUB_KAFKA_BROKERS", "STREAMING_HUB_KAFKA_INSTANCE_ID"):
+                if name in env:
+                    problem(f"{where}: delivery pods need no Kafka settings, got {name}")
         if role == "ingest" and not value(env, "STREAMING_HUB_KAFKA_BROKERS"):
             problem(f"{where}: STREAMING_HUB_KAFKA_BROKERS is not set")
+        if role == "ingest":
+            # Static group membership under the pod's name (SPEC 25): a
+            # container restarted in place takes its partitions back at once.
+            ref = ((env.get("STREAMING_HUB_KAFKA_INSTANCE_ID") or {}).get("valueFrom") or {}).get("fieldRef") or {}
+            if ref.get("fieldPath") != "metadata.name":
+                problem(f"{where}: STREAMING_HUB_KAFKA_INSTANCE_ID is not taken from the pod name (fieldRef metadata.name)")
         if production:
             if value(env, "STREAMING_HUB_ENV") != "production":
                 problem(f"{where}: STREAMING_HUB_ENV is not production")
@@ -142,7 +151,8 @@ def main():
         print("check-rendered:", p)
     if problems:
         return 1
-    print(f"check-rendered: {paths[0]}: Deployments {sorted(deployments)} carry their role, probes and secret references;"
+    print(f"check-rendered: {paths[0]}: Deployments {sorted(deployments)} carry their role, probes and secret references"
+          f" (ingest: the instance id from the pod name);"
           f" migrations Job, PodDisruptionBudgets and Service present")
     return 0
 

@@ -153,6 +153,10 @@ func loadInto(r *reader, mode Mode) Config {
 	k.Group = groupFor(c.Env)
 	r.str("KAFKA_GROUP", &k.Group)
 	r.duration("KAFKA_SESSION_TIMEOUT", &k.SessionTimeout)
+	r.str("KAFKA_INSTANCE_ID", &k.InstanceID)
+	if err := checkInstanceID(k.InstanceID); err != nil {
+		r.fail("KAFKA_INSTANCE_ID", "%s", err)
+	}
 	r.positiveInt("MAX_RECORD_BYTES", &k.MaxRecordBytes)
 	r.duration("INGEST_STALL_AFTER", &k.StallAfter)
 	r.str("DEV_KAFKA_ADDR", &c.DevKafkaAddr)
@@ -259,6 +263,26 @@ func checkListenAddr(addr string) error {
 	}
 	return nil
 }
+
+// checkInstanceID applies Kafka's rule for a group.instance.id (the rule
+// of topic names): 1 to 249 characters of ASCII letters, digits, '.', '_'
+// and '-', and neither "." nor "..". Empty is unset: no static membership.
+func checkInstanceID(id string) error {
+	const maxLen = 249
+	switch {
+	case id == "":
+		return nil
+	case len(id) > maxLen:
+		return fmt.Errorf("must be at most %d characters (Kafka's group.instance.id), got %d", maxLen, len(id))
+	case id == "." || id == "..":
+		return fmt.Errorf("must not be %q (Kafka's group.instance.id)", id)
+	case !instanceIDChars.MatchString(id):
+		return fmt.Errorf("must be ASCII letters, digits, '.', '_' and '-' only (Kafka's group.instance.id), got %q", id)
+	}
+	return nil
+}
+
+var instanceIDChars = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 // SQLitePath returns the file path of a sqlite:// URL.
 func SQLitePath(url string) (string, bool) {

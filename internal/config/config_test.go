@@ -42,7 +42,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		t.Fatalf("SPEC defaults: %+v", c)
 	}
 	if c.Breaker.Failures != 5 || c.Breaker.OpenFor != 30*time.Second || c.Breaker.MaxOpen != 10*time.Minute ||
-		c.Ingest.SessionTimeout != 45*time.Second || c.Ingest.MaxRecordBytes != 1<<20 || c.Ingest.TopicsRegex != hub.DefaultTopicsRegex {
+		c.Ingest.SessionTimeout != 15*time.Second || c.Ingest.InstanceID != "" || c.Ingest.MaxRecordBytes != 1<<20 || c.Ingest.TopicsRegex != hub.DefaultTopicsRegex {
 		t.Fatalf("breaker and Kafka defaults: %+v", c)
 	}
 	if c.Housekeeping.InboxRetention != 168*time.Hour || c.Housekeeping.JobRetention != 168*time.Hour || c.Housekeeping.Interval != time.Minute {
@@ -187,6 +187,7 @@ func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
 		"STREAMING_HUB_MAX_RECORD_BYTES":          "2048",
 		"STREAMING_HUB_HOUSEKEEPING_INTERVAL":     "5m",
 		"STREAMING_HUB_INGEST_STALL_AFTER":        "3s",
+		"STREAMING_HUB_KAFKA_INSTANCE_ID":         "hub-ingest-7d9c8b6f5-x2k4q",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
 	if c.Ingest.Group != "streaming-hub.staging" || c.Dispatch.IdleInterval != 40*time.Millisecond ||
 		c.Breaker.OpenFor != time.Minute || c.Autodisable.Enabled || c.Pull.Burst != 7 ||
 		c.Ingest.SessionTimeout != 10*time.Second || c.Ingest.MaxRecordBytes != 2048 || c.Housekeeping.Interval != 5*time.Minute ||
-		c.Ingest.StallAfter != 3*time.Second {
+		c.Ingest.StallAfter != 3*time.Second || c.Ingest.InstanceID != "hub-ingest-7d9c8b6f5-x2k4q" {
 		t.Fatalf("overrides not applied: %+v", c)
 	}
 }
@@ -255,6 +256,48 @@ func TestUnknown_WarnsWithTheClosestName(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// STREAMING_HUB_KAFKA_INSTANCE_ID turns on static group membership (SPEC
+// 25); it follows Kafka's rule for group.instance.id, and a bad one is one
+// line naming the variable.
+func TestLoad_KafkaInstanceID(t *testing.T) {
+	for _, good := range []string{"h", "streaming-hub-ingest-7d9c8b6f5-x2k4q", "hub_1.eu-west-1", "...", strings.Repeat("a", 249)} {
+		e := serveEnv()
+		e["STREAMING_HUB_KAFKA_INSTANCE_ID"] = good
+		c, err := Load(Serve, env(e))
+		if err != nil || c.Ingest.InstanceID != good {
+			t.Errorf("instance id %q: got %q, %v", good, c.Ingest.InstanceID, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"hub/1":                  `must be ASCII letters, digits, '.', '_' and '-' only (Kafka's group.instance.id), got "hub/1"`,
+		"hub 1":                  `must be ASCII letters, digits, '.', '_' and '-' only`,
+		"hub:1":                  `must be ASCII letters, digits, '.', '_' and '-' only`,
+		"hüb":                    `must be ASCII letters, digits, '.', '_' and '-' only`,
+		"hub\n1":                 `must be ASCII letters, digits, '.', '_' and '-' only`,
+		".":                      `must not be "."`,
+		"..":                     `must not be ".."`,
+		strings.Repeat("a", 250): `must be at most 249 characters (Kafka's group.instance.id), got 250`,
+	} {
+		_, err := Load(Dev, env(map[string]string{"STREAMING_HUB_KAFKA_INSTANCE_ID": bad}))
+		if err == nil || !strings.HasPrefix(err.Error(), "STREAMING_HUB_KAFKA_INSTANCE_ID: "+want) {
+			t.Errorf("instance id %q: error %v, want %q", bad, err, want)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("instance id %q: error spans lines: %q", bad, err)
+		}
+	}
+	// Unset and blank are no static membership, and the name is known.
+	for _, unset := range []string{"", "  "} {
+		if c, err := Load(Dev, env(map[string]string{"STREAMING_HUB_KAFKA_INSTANCE_ID": unset})); err != nil || c.Ingest.InstanceID != "" {
+			t.Errorf("instance id %q: got %q, %v", unset, c.Ingest.InstanceID, err)
+		}
+	}
+	if w := Unknown([]string{"STREAMING_HUB_KAFKA_INSTANCE_ID=hub-0"}); len(w) != 0 {
+		t.Errorf("KAFKA_INSTANCE_ID is reported unknown: %v", w)
 	}
 }
 

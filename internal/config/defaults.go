@@ -23,7 +23,7 @@ func Defaults(mode Mode) Config {
 		DevKafkaAddr: "127.0.0.1:9092",
 		Ingest: Ingest{
 			TopicsRegex:    hub.DefaultTopicsRegex,
-			SessionTimeout: 45 * time.Second,
+			SessionTimeout: 15 * time.Second,
 			MaxRecordBytes: 1 << 20,
 			MaxBatch:       1000,
 			RetryMin:       100 * time.Millisecond,
@@ -126,8 +126,16 @@ type Ingest struct {
 	Group       string   // KAFKA_GROUP (default streaming-hub.<ENV>)
 	// SessionTimeout (KAFKA_SESSION_TIMEOUT) is how long the group waits
 	// for a silent member (a crashed process) before giving its partitions
-	// to others.
+	// to others: 15s, well within a dispatch lease (SPEC 25).
 	SessionTimeout time.Duration
+	// InstanceID (KAFKA_INSTANCE_ID), when set, makes the consumer a static
+	// member of its group: a process restarted with the same id (after a
+	// kill -9, an OOM) gets its partitions back at once, without a
+	// rebalance and without waiting out SessionTimeout; a graceful stop
+	// still leaves the group, so its partitions move at once. Distinct per
+	// replica; the chart uses the pod name. Empty: a dynamic member.
+	InstanceID string
+
 	MaxRecordBytes int // MAX_RECORD_BYTES: bound on a record value
 
 	MaxBatch     int           // records per transaction

@@ -143,6 +143,12 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.SessionTimeout(cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 	}
+	if cfg.InstanceID != "" {
+		// Static membership (SPEC 25): a crashed process restarted with
+		// the same id takes its partitions back at once instead of the
+		// group waiting out the session timeout of the dead member.
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
 	if cfg.MetadataMaxAge > 0 {
 		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))
 	}
@@ -157,7 +163,8 @@ func New(cfg Config) (*Consumer, error) {
 }
 
 // Run polls until ctx is done, then stops every partition worker, commits
-// what they persisted, leaves the group and closes the client.
+// what they persisted, closes the client and leaves the group (a static
+// member too: a graceful stop hands its partitions over at once).
 func (c *Consumer) Run(ctx context.Context) error {
 	defer c.close()
 	for {
@@ -198,7 +205,69 @@ func (c *Consumer) close() {
 	}
 	c.mu.Unlock()
 	c.stop(all, true)
+	member, _ := c.cl.GroupMetadata()
+	// A dynamic member leaves in Close; a static one does not, so that a
+	// restart under the same id finds its partitions waiting.
 	c.cl.Close()
+	if c.cfg.InstanceID != "" && member != "" {
+		c.leaveStatic(member)
+	}
+}
+
+// leaveStatic takes the static member out of the group once its client is
+// closed: a graceful stop is a rollout or a scale-down (a new pod has a new
+// name), and the group would otherwise keep the partitions for the session
+// timeout. Only a crash leaves them waiting for the same id. It is sent
+// from a short-lived client, since the closed one cannot, and an open one
+// would rejoin as soon as the group dropped it. The request names the
+// member as well as the id, so it can never remove a successor that took
+// the id already.
+func (c *Consumer) leaveStatic(member string) {
+	var opts []kgo.Opt // the connection's options (brokers, TLS, SASL), not the group's
+	for _, o := range c.cl.Opts() {
+		_, group := o.(kgo.GroupOpt)
+		_, consume := o.(kgo.ConsumerOpt)
+		if !group && !consume {
+			opts = append(opts, o)
+		}
+	}
+	err := func() error {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group = c.cfg.Group
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID, m.InstanceID = member, &c.cfg.InstanceID
+		m.Reason = kmsg.StringPtr("streaming-hub stopping")
+		req.Members = append(req.Members, m)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return err
+		}
+		for _, m := range resp.Members {
+			// Unknown: franz-go left already (it does after revoking
+			// partitions in a rebalance it could not finish). Fenced: a
+			// successor holds the id now, and keeps it.
+			if err := kerr.ErrorForCode(m.ErrorCode); err != nil && !errors.Is(err, kerr.UnknownMemberID) && !errors.Is(err, kerr.FencedInstanceID) {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		c.cfg.Logger.Warn("leaving the group as a static member failed; its partitions move when the session times out",
+			"instance_id", c.cfg.InstanceID, "session_timeout", c.cfg.SessionTimeout, "err", err)
+		return
+	}
+	c.cfg.Logger.Info("left the group", "instance_id", c.cfg.InstanceID, "member_id", member)
 }
 
 // Ready reports whether the consumer has joined its group and Kafka answers.

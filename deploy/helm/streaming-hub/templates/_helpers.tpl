@@ -92,6 +92,11 @@ renders nothing.
 {{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_KAFKA_TOPICS_REGEX" $v.kafka.topicsRegex) }}
 {{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_KAFKA_GROUP" $v.kafka.group) }}
 {{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_KAFKA_SESSION_TIMEOUT" $v.kafka.sessionTimeout) }}
+{{- if $v.kafka.staticMembership }}
+- name: STREAMING_HUB_KAFKA_INSTANCE_ID
+  valueFrom:
+    fieldRef: {fieldPath: metadata.name}
+{{- end }}
 - name: STREAMING_HUB_KAFKA_TLS_ENABLED
   value: {{ $v.kafka.tls.enabled | toString | quote }}
 {{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_KAFKA_TLS_SERVER_NAME" $v.kafka.tls.serverName) }}
