@@ -67,7 +67,14 @@ type world struct {
 	sink    *sink
 	tenants []string
 	group   string
+	// replicas counts the hub replicas started: each has an instance id of
+	// its own (STREAMING_HUB_KAFKA_INSTANCE_ID), kept across its restarts.
+	replicas int
 }
+
+// lease is the dispatch lease the harness gives every hub process; a
+// killed process's jobs wait for it to expire.
+const lease = 3 * time.Second
 
 func newWorld(t *testing.T, tenants, partitions int, failRate float64) *world {
 	w := &world{t: t, dbURL: testkit.PostgresPoolURL(t), group: "faults-" + strings.ReplaceAll(t.Name(), "/", "-")}
@@ -147,15 +154,32 @@ func (w *world) partitions() int {
 
 // proc is one streaming-hub serve process.
 type proc struct {
-	cmd  *exec.Cmd
-	addr string
-	logs *bytes.Buffer
-	done chan struct{}
+	cmd     *exec.Cmd
+	addr    string
+	logs    *bytes.Buffer
+	done    chan struct{}
+	replica string   // its STREAMING_HUB_KAFKA_INSTANCE_ID
+	extra   []string // the variables it was started with, for a restart
 }
 
-// start runs `streaming-hub serve` against the world and waits until it is
-// ready.
+// start runs `streaming-hub serve` as a new replica (with an instance id of
+// its own) against the world and waits until it is ready.
 func (w *world) start(extra ...string) *proc {
+	w.t.Helper()
+	w.replicas++
+	return w.run(fmt.Sprintf("hub-%d", w.replicas), extra)
+}
+
+// restart runs p's replica again, as a supervisor restarts a process in
+// place (the same pod): the same instance id and variables.
+func (w *world) restart(p *proc) *proc {
+	w.t.Helper()
+	return w.run(p.replica, p.extra)
+}
+
+// run starts the replica and waits until it is ready; extra variables win
+// over the harness's.
+func (w *world) run(replica string, extra []string) *proc {
 	w.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -168,18 +192,19 @@ func (w *world) start(extra ...string) *proc {
 		"STREAMING_HUB_KAFKA_BROKERS="+strings.Join(w.kafka.ListenAddrs(), ","),
 		"STREAMING_HUB_KAFKA_GROUP="+w.group,
 		"STREAMING_HUB_KAFKA_SESSION_TIMEOUT=1500ms",
+		"STREAMING_HUB_KAFKA_INSTANCE_ID="+replica,
 		"STREAMING_HUB_KEK="+base64.StdEncoding.EncodeToString(kek),
 		"STREAMING_HUB_ADMIN_TOKEN=faults-admin-token-0123456789",
 		"STREAMING_HUB_ALLOW_PRIVATE_SINKS=true",
 		"STREAMING_HUB_HTTP_ADDR="+addr,
-		"STREAMING_HUB_DISPATCH_LEASE=3s",
+		"STREAMING_HUB_DISPATCH_LEASE="+lease.String(),
 		"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS=50",
 		"STREAMING_HUB_DISPATCH_WORKERS=16",
 		"STREAMING_HUB_SHUTDOWN_TIMEOUT=5s",
 		"STREAMING_HUB_LOG_LEVEL=warn",
 	)
 	env = append(env, extra...)
-	p := &proc{addr: addr, logs: &bytes.Buffer{}, done: make(chan struct{})}
+	p := &proc{addr: addr, logs: &bytes.Buffer{}, done: make(chan struct{}), replica: replica, extra: extra}
 	p.cmd = exec.Command(binary, "serve")
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
@@ -231,13 +256,15 @@ type sink struct {
 	failed      int
 	activeEvent map[string]int
 	activeSub   map[string]int
-	overlaps    int // an event, or a max_in_flight 1 subscription, attempted concurrently
+	overlaps    int                    // an event, or a max_in_flight 1 subscription, attempted concurrently
+	arrivals    map[string][]time.Time // tenant (one subscription each) -> when each attempt arrived
 	rnd         func() float64
 	delay       time.Duration // how long each answer takes (1ms when zero)
 }
 
 func newSink(t *testing.T, failRate float64) *sink {
-	s := &sink{failRate: failRate, counts: make(map[string]int), activeEvent: make(map[string]int), activeSub: make(map[string]int)}
+	s := &sink{failRate: failRate, counts: make(map[string]int), activeEvent: make(map[string]int), activeSub: make(map[string]int),
+		arrivals: make(map[string][]time.Time)}
 	var rmu sync.Mutex
 	seed := uint64(12345)
 	s.rnd = func() float64 { // a small, seeded, lock-protected generator
@@ -256,6 +283,7 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 	ev, tenant := r.Header.Get("X-Lerian-Event-Id"), r.Header.Get("X-Lerian-Tenant-Id")
 	s.mu.Lock()
 	s.requests++
+	s.arrivals[tenant] = append(s.arrivals[tenant], time.Now())
 	s.activeEvent[ev]++
 	s.activeSub[tenant]++ // one subscription per tenant in these worlds
 	if s.activeEvent[ev] > 1 || s.activeSub[tenant] > 1 {
@@ -278,6 +306,22 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// pauses is, for each subscription (tenant) with an attempt on both sides
+// of the instant at, how long it went without one across at: the gap
+// between its last attempt before at and its first after.
+func (s *sink) pauses(at time.Time) map[string]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]time.Duration)
+	for tenant, times := range s.arrivals {
+		i := sort.Search(len(times), func(i int) bool { return times[i].After(at) })
+		if i > 0 && i < len(times) {
+			out[tenant] = times[i].Sub(times[i-1])
+		}
+	}
+	return out
 }
 
 // tally compares what was produced with what arrived.

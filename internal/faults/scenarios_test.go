@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,23 +25,43 @@ import (
 
 // Three kill -9s of the hub during a 10,000-event load: after restarts
 // every event is delivered at least once; duplicates are counted and stay
-// within what can be in flight when a process dies.
+// within what can be in flight when a process dies. SPEC 25: no
+// subscription pauses longer than the lease plus 5 s across a kill, the
+// time the replica's Kafka partitions take to come back included. The
+// process runs on the default session timeout (15 s, more than that bound)
+// and comes back as a supervisor restarts it, under the same
+// STREAMING_HUB_KAFKA_INSTANCE_ID: static membership hands its partitions
+// back at once instead of after the session timeout.
 func TestKill9ThreeTimesDuringLoad(t *testing.T) {
 	w := newWorld(t, 20, 4, 0)
-	p := w.start()
+	p := w.start("STREAMING_HUB_KAFKA_SESSION_TIMEOUT=") // blank: the default
 	var ids []string
 	produced := make(chan struct{})
-	go func() { ids = w.produce(10_000, 1000); close(produced) }()
+	// 500 a second: the load lasts 20 s, so it still runs across the third
+	// kill and every kill has subscriptions with work on both sides of it.
+	go func() { ids = w.produce(10_000, 500); close(produced) }()
 	// Each kill waits for the deliveries to move on, not for the clock:
 	// on a slow machine a fixed pause could kill a hub that has not yet
-	// delivered anything, and prove nothing.
+	// delivered anything, and prove nothing. It also waits until every
+	// subscription was attempted again after the previous kill (or nothing
+	// is left to attempt), so that each pause belongs to one kill.
+	var kills []time.Time
 	for kill := 1; kill <= 3; kill++ {
-		w.waitFor(fmt.Sprintf("%d deliveries before kill -9 #%d", kill*2000, kill), func() bool {
-			return w.sink.tally(nil).requests >= kill*2000
+		w.waitFor(fmt.Sprintf("%d deliveries, every subscription resumed, before kill -9 #%d", kill*2000, kill), func() bool {
+			if w.sink.tally(nil).requests < kill*2000 {
+				return false
+			}
+			if kill == 1 || len(w.sink.pauses(kills[kill-2])) == len(w.tenants) {
+				return true
+			}
+			counts, err := w.db.CountJobs(context.Background())
+			return err == nil && counts["pending"] == 0 && counts["in_flight"] == 0
 		})
 		p.kill()
-		fmt.Printf("   kill -9 #%d at %d deliveries\n", kill, w.sink.tally(nil).requests)
-		p = w.start()
+		kills = append(kills, time.Now())
+		n := w.sink.tally(nil).requests
+		p = w.restart(p)
+		fmt.Printf("   kill -9 #%d at %d deliveries; the replica was ready again %v later\n", kill, n, time.Since(kills[kill-1]).Round(time.Millisecond))
 	}
 	<-produced
 	got := w.waitDelivered(ids)
@@ -52,6 +73,29 @@ func TestKill9ThreeTimesDuringLoad(t *testing.T) {
 	}
 	if got.overlaps > 0 {
 		t.Errorf("%d concurrent attempts of one event or subscription", got.overlaps)
+	}
+	bound := lease + 5*time.Second
+	for i, at := range kills {
+		pauses := w.sink.pauses(at)
+		if len(pauses) == 0 {
+			t.Errorf("kill -9 #%d came after the load: no subscription was attempted both before and after it, so none could pause", i+1)
+			continue
+		}
+		var each []time.Duration
+		var worst string
+		for tenant, d := range pauses {
+			each = append(each, d)
+			if worst == "" || d > pauses[worst] {
+				worst = tenant
+			}
+		}
+		slices.Sort(each)
+		fmt.Printf("   kill -9 #%d: longest pause %v (%s); over %d subscriptions: shortest %v, median %v (bound: lease %v + 5s = %v)\n",
+			i+1, pauses[worst].Round(time.Millisecond), worst, len(each), each[0].Round(time.Millisecond),
+			each[len(each)/2].Round(time.Millisecond), lease, bound)
+		if pauses[worst] > bound {
+			t.Errorf("kill -9 #%d: subscription of %s paused %v, more than the lease plus 5 s (%v)", i+1, worst, pauses[worst], bound)
+		}
 	}
 }
 
