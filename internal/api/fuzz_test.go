@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -8,7 +10,9 @@ import (
 
 // FuzzSubscriptionRequest feeds arbitrary bodies through what create and
 // PATCH do with them (strict decoding, applying, validating): it must never
-// panic, and whatever it accepts must be a valid subscription.
+// panic, whatever it accepts must be a valid subscription, and neither what
+// it keeps nor what it answers holds a U+FFFD the body did not send (SPEC
+// 28: invalid UTF-8 is refused, never replaced).
 //
 //	go test ./api -run '^$' -fuzz FuzzSubscriptionRequest -fuzztime 30s
 func FuzzSubscriptionRequest(f *testing.F) {
@@ -21,11 +25,28 @@ func FuzzSubscriptionRequest(f *testing.F) {
 	f.Add([]byte(`{"filters":[{"exact":{"subject":"a"}},{"any":[{"not":{"prefix":{"resourcetype":"x"}}}]}]}`))
 	f.Add([]byte(`{"filters":null}`))
 	f.Add([]byte(`[`))
+	// Invalid UTF-8 in every kind of string, and keys given twice.
+	f.Add([]byte("{\"name\":\"a\xffb\"}"))
+	f.Add([]byte("{\"destination\":{\"headers\":{\"X-A\":\"v\xc3\"}}}"))
+	f.Add([]byte("{\"destination\":{\"headers\":{\"X-\xfe\":\"v\"}}}"))
+	f.Add([]byte("{\"destination\":{\"auth\":{\"type\":\"basic\",\"username\":\"u\",\"password\":\"\xed\xa0\x80\"}}}"))
+	f.Add([]byte("{\"filters\":[{\"prefix\":{\"subject\":\"\xf0\x9f\"}}]}"))
+	f.Add([]byte(`{"name":"\ud800","retry_schedule":["\udc00s"]}`))
+	f.Add([]byte(`{"name":"ok \ufffd sent as such"}`))
+	f.Add([]byte(`{"name":"a","name":"b"}`))
+	f.Add([]byte(`{"destination":{"headers":{"X-A":"1","X-A":"2"}}}`))
+	f.Add([]byte(`{"filters":[{"exact":{"subject":"a","subject":"b"}}]}`))
+	f.Add([]byte(`{"filters":[{"any":[{"exact":{"type":"a"}},{"exact":{"type":"b"}}],"any":[]}]}`))
+	f.Add([]byte(`{"rate_limit":{"per_second":1,"per_second":2}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		sent := hasReplacement(body)
 		var req subscriptionRequest
 		if err := decodeJSON(body, &req); err != nil {
 			if hub.ErrorCode(err) != hub.EINVALID {
 				t.Fatalf("decoding error without a code: %v", err)
+			}
+			if !sent && hasReplacement([]byte(hub.ErrorMessage(err))) {
+				t.Fatalf("the answer holds a U+FFFD the body did not send: %q", hub.ErrorMessage(err))
 			}
 			return
 		}
@@ -38,10 +59,30 @@ func FuzzSubscriptionRequest(f *testing.F) {
 			if hub.ErrorCode(err) != hub.EINVALID {
 				t.Fatalf("validation error without a code: %v", err)
 			}
+			if !sent && hasReplacement([]byte(hub.ErrorMessage(err))) {
+				t.Fatalf("the answer holds a U+FFFD the body did not send: %q", hub.ErrorMessage(err))
+			}
 			return
 		}
 		if err := validateSubscription(base, sec, false); err != nil {
 			t.Fatalf("accepted, yet invalid: %v", err)
 		}
+		kept, err := json.Marshal(struct {
+			Sub     hub.Subscription
+			Secrets hub.SubscriptionSecrets
+			Answer  subscriptionJSON
+		}{base, sec, (&Server{}).toSubscriptionJSON(base)})
+		if err != nil {
+			t.Fatalf("marshalling what was accepted: %v", err)
+		}
+		if !sent && hasReplacement(kept) {
+			t.Fatalf("accepted %q and kept a U+FFFD it did not send: %s", body, kept)
+		}
 	})
+}
+
+// hasReplacement reports whether b holds U+FFFD, as UTF-8 or as a JSON
+// escape (encoding/json writes invalid bytes as \ufffd).
+func hasReplacement(b []byte) bool {
+	return bytes.Contains(b, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(b), []byte(`\ufffd`))
 }

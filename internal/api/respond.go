@@ -82,11 +82,15 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeJSON(data, v)
 }
 
-// decodeJSON decodes a request body strictly: one value, no unknown fields;
-// empty means {}.
+// decodeJSON decodes a request body strictly: one value, no unknown fields,
+// valid UTF-8 and no key twice in an object (checkJSONText); empty means {}.
+// Every JSON body the API reads comes through here.
 func decodeJSON(data []byte, v any) error {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		data = []byte("{}")
+	}
+	if err := checkJSONText(data); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
