@@ -2,16 +2,40 @@ package store
 
 import (
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // The errors every driver answers with, written once so that both say the
 // same thing. Each is a *hub.Error: its code decides the API's status.
+// They quote an id with QuoteID: a caller's 5,000-byte path id is not
+// echoed back whole (SPEC 28).
 
-func TenantNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "tenant %q not found", id) }
+// MaxQuotedID is how many bytes of an id an error message quotes.
+const MaxQuotedID = 64
 
-func TenantExists(id string) error { return hub.Errorf(hub.ECONFLICT, "tenant %q already exists", id) }
+// QuoteID quotes id for an error message: at most MaxQuotedID bytes of it,
+// cut on a rune boundary, with "…" appended when it was cut.
+func QuoteID(id string) string {
+	if len(id) > MaxQuotedID {
+		cut := MaxQuotedID
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		id = id[:cut] + "…"
+	}
+	return strconv.Quote(id)
+}
+
+func TenantNotFound(id string) error {
+	return hub.Errorf(hub.ENOTFOUND, "tenant %s not found", QuoteID(id))
+}
+
+func TenantExists(id string) error {
+	return hub.Errorf(hub.ECONFLICT, "tenant %s already exists", QuoteID(id))
+}
 
 // APIKeyNotFound names the key when id is set; authentication passes "", so
 // that nothing a caller sent is echoed back.
@@ -19,15 +43,15 @@ func APIKeyNotFound(id string) error {
 	if id == "" {
 		return hub.Errorf(hub.ENOTFOUND, "api key not found")
 	}
-	return hub.Errorf(hub.ENOTFOUND, "api key %q not found", id)
+	return hub.Errorf(hub.ENOTFOUND, "api key %s not found", QuoteID(id))
 }
 
 func SubscriptionNotFound(id string) error {
-	return hub.Errorf(hub.ENOTFOUND, "subscription %q not found", id)
+	return hub.Errorf(hub.ENOTFOUND, "subscription %s not found", QuoteID(id))
 }
 
 func SubscriptionExists(id string) error {
-	return hub.Errorf(hub.ECONFLICT, "subscription %q already exists", id)
+	return hub.Errorf(hub.ECONFLICT, "subscription %s already exists", QuoteID(id))
 }
 
 // UpdateMissed answers a compare-and-set update of subscription id that
@@ -38,12 +62,16 @@ func UpdateMissed(id string, lookup error) error {
 	if lookup != nil {
 		return lookup
 	}
-	return hub.Errorf(hub.ECONFLICT, "subscription %q was modified concurrently; retry", id)
+	return hub.Errorf(hub.ECONFLICT, "subscription %s was modified concurrently; retry", QuoteID(id))
 }
 
-func EventNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "event %q not found", id) }
+func EventNotFound(id string) error {
+	return hub.Errorf(hub.ENOTFOUND, "event %s not found", QuoteID(id))
+}
 
-func DeliveryNotFound(id string) error { return hub.Errorf(hub.ENOTFOUND, "delivery %q not found", id) }
+func DeliveryNotFound(id string) error {
+	return hub.Errorf(hub.ENOTFOUND, "delivery %s not found", QuoteID(id))
+}
 
 // Wrap prefixes a non-nil *errp with the driver and the operation that
 // failed ("postgres: CompleteJobs: ..."), as pkgsite's derrors.Wrap does.
