@@ -79,7 +79,7 @@ With -o json or -o yaml each page is printed as the API answered it (empty pages
 skipped when following; with yaml each page is one document after "---").`, true)
 	after := c.fs.String("after", "", "start after this cursor (a next_cursor); default: the oldest retained event")
 	types := c.fs.String("types", "", "only these event types, comma-separated, such as transaction.posted,balance.updated")
-	limit := c.fs.Int("limit", 0, "events per page, 1 to 1000 (default 100)")
+	limit := c.fs.Int("limit", 0, "events per page, 1 to 1000 (default 50)")
 	wait := c.fs.Duration("wait", 0, "hold an empty answer until an event arrives, up to this long (at most 30s; --follow defaults to 30s)")
 	follow := c.fs.Bool("follow", false, "keep pulling and print events as they arrive, until interrupted")
 	count := c.fs.Int("count", 0, "with --follow, stop after this many events (0: never)")

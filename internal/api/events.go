@@ -16,7 +16,7 @@ import (
 
 // Pull bounds (SPEC 11).
 const (
-	pullDefaultLimit = 100
+	pullDefaultLimit = defaultLimit // 50, as every list (SPEC 11)
 	pullMaxLimit     = 1000
 	pullMaxWait      = 30 * time.Second
 	// pullRecheck bounds how long a long poll waits without looking again:

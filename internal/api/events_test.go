@@ -280,3 +280,29 @@ func TestPull_ClientThatGivesUpIsNotAnError(t *testing.T) {
 		}
 	})
 }
+
+// TestPull_WithoutLimitAnswersAtMost50 (SPEC 11: lists default to 50):
+// with 60 events stored, GET /v1/events answers 50 and the cursor goes on
+// to the other 10.
+func TestPull_WithoutLimitAnswersAtMost50(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		acme := h.tenant("acme")
+		for i := range 60 {
+			ingestEvents(t, h.store, storetest.NewEvent("acme", fmt.Sprintf("e-%02d", i)))
+		}
+		var p pulledPage
+		acme.json("GET", "/v1/events", "", 200, &p)
+		if len(p.Data) != 50 || p.Data[0].ID != "e-00" || p.Data[49].ID != "e-49" {
+			t.Fatalf("without limit: %d events, want 50", len(p.Data))
+		}
+		acme.json("GET", "/v1/events?after="+p.NextCursor, "", 200, &p)
+		if len(p.Data) != 10 || p.Data[0].ID != "e-50" {
+			t.Fatalf("the next page: %d events, want 10", len(p.Data))
+		}
+		acme.json("GET", "/v1/events?limit=60", "", 200, &p)
+		if len(p.Data) != 60 {
+			t.Fatalf("limit=60: %d events", len(p.Data))
+		}
+	})
+}
