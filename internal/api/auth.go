@@ -80,36 +80,45 @@ func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
 	return p, nil
 }
 
+// authenticateToken checks token under the throttle (SPEC 28): a client
+// address over its limit of failures is refused whatever it sends; a key id
+// over its limit slows wrong secrets only, so that failures others cause
+// against a key id never lock its holder out. A wrong secret counts against
+// the address and the key id, refused or not: a 429 for a throttled key id
+// says no more than a 401, and costs the address as much.
 func (s *Server) authenticateToken(r *http.Request, token string) (principal, error) {
-	keys := []string{clientAddr(r)}
-	id, secret, isKey := apikey.Parse(token)
-	if isKey {
-		keys = append(keys, "key:"+id)
-	}
-	if wait, blocked := s.throttle.blocked(keys...); blocked {
+	addr := clientAddr(r)
+	if wait, blocked := s.throttle.blocked(addr); blocked {
 		s.countAuthFailure("throttled")
 		return principal{}, throttled(wait)
 	}
 	if s.deps.AdminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.deps.AdminToken)) == 1 {
 		return principal{Admin: true}, nil
 	}
-	invalid := func() (principal, error) {
-		s.throttle.fail(keys...)
+	id, secret, isKey := apikey.Parse(token)
+	if !isKey {
+		s.throttle.fail(addr)
 		s.countAuthFailure("invalid")
 		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "invalid bearer token")
 	}
-	if !isKey {
-		return invalid()
-	}
 	key, err := s.deps.Store.GetAPIKey(r.Context(), id)
-	if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && !key.Matches(secret) {
-		return invalid()
+	if err == nil && key.Matches(secret) {
+		s.touchKey(r, key.ID)
+		return principal{TenantID: key.TenantID, KeyID: key.ID}, nil
 	}
-	if err != nil {
+	if err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
 		return principal{}, err
 	}
-	s.touchKey(r, key.ID)
-	return principal{TenantID: key.TenantID, KeyID: key.ID}, nil
+	// A wrong secret, or a key id that does not exist.
+	keyID := "key:" + id
+	wait, blocked := s.throttle.blocked(keyID)
+	s.throttle.fail(addr, keyID)
+	if blocked {
+		s.countAuthFailure("throttled")
+		return principal{}, throttled(wait)
+	}
+	s.countAuthFailure("invalid")
+	return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "invalid bearer token")
 }
 
 func (s *Server) countAuthFailure(reason string) {

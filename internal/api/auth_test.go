@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -143,6 +145,58 @@ func TestTenants_API(t *testing.T) {
 		h.admin.json("GET", "/v1/tenants?limit=2&cursor="+*p.NextCursor, "", 200, &p)
 		if len(p.Data) != 1 || p.Data[0].ID != "c" || p.NextCursor != nil {
 			t.Fatalf("last page = %+v", p)
+		}
+	})
+}
+
+// from calls the API as a client at addr with token.
+func (h *hubAPI) from(addr, token, method, path string) int {
+	h.t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	req.RemoteAddr = addr + ":40000"
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.handler.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// TestAuth_TheRightSecretIsNeverThrottledForItsKeyID (SPEC 28): wrong
+// secrets for one key id from many addresses throttle that key id for
+// wrong secrets only; its holder, with the right secret, from a fresh
+// address, gets in. Per-address throttling stays as it was.
+func TestAuth_TheRightSecretIsNeverThrottledForItsKeyID(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{authLimit: 20})
+		key := h.tenant("acme").token
+		id, _, _ := strings.Cut(key, ".")
+		wrong := id + ".not-the-secret"
+		// More than 20 failures in the minute throttle the key id: the 22nd
+		// wrong secret is the first refused 429.
+		for i := range 25 {
+			status := h.from(fmt.Sprintf("192.0.2.%d", i+1), wrong, "GET", "/v1/subscriptions")
+			if want := map[bool]int{true: 401, false: 429}[i < 21]; status != want {
+				t.Fatalf("wrong secret %d from its own address: %d, want %d", i+1, status, want)
+			}
+		}
+		if status := h.from("198.51.100.1", key, "GET", "/v1/subscriptions"); status != 200 {
+			t.Fatalf("the right secret from a fresh address after 25 failures for its key id: %d, want 200", status)
+		}
+		if status := h.from("198.51.100.1", key, "GET", "/v1/subscriptions"); status != 200 {
+			t.Fatalf("again: %d, want 200", status)
+		}
+		if status := h.from("198.51.100.2", wrong, "GET", "/v1/subscriptions"); status != 429 {
+			t.Fatalf("a wrong secret for the throttled key id from a fresh address: %d, want 429", status)
+		}
+		// A wrong secret refused 429 for its key id still counts against
+		// its address: 429 says "wrong" as plainly as 401 does.
+		for range 21 {
+			h.from("198.51.100.3", wrong, "GET", "/v1/subscriptions")
+		}
+		if status := h.from("198.51.100.3", key, "GET", "/v1/subscriptions"); status != 429 {
+			t.Fatalf("the right secret from an address over its own limit: %d, want 429", status)
+		}
+		if status := h.from("198.51.100.4", key, "GET", "/v1/subscriptions"); status != 200 {
+			t.Fatalf("the right secret from another fresh address: %d, want 200", status)
 		}
 	})
 }

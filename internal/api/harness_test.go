@@ -33,6 +33,9 @@ type hubAPI struct {
 	// waiters are the server's long polls; Release them to act as a
 	// shutting-down server.
 	waiters *api.Waiters
+	// handler is the server's, for requests from another client address
+	// (RemoteAddr) than the test's own.
+	handler http.Handler
 }
 
 type apiOptions struct {
@@ -100,9 +103,10 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	if o.pullRecheck > 0 {
 		api.SetPullRecheck(server, o.pullRecheck)
 	}
-	srv := httptest.NewServer(server.Handler())
+	handler := server.Handler()
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}, waiters: waiters}
+	return &hubAPI{t: t, url: srv.URL, store: s, clock: clock, logs: logs, admin: client{t, srv.URL, adminToken}, waiters: waiters, handler: handler}
 }
 
 // tenant creates a tenant and one API key for it; the client acts as it.
