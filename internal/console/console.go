@@ -144,6 +144,12 @@ func (c *Console) Handler() http.Handler {
 			c.renderError(w, r, nil, http.StatusNotFound, "No such page.")
 			return
 		}
+		if r.Method == http.MethodPost {
+			if msg := badFormText(w, r); msg != "" {
+				c.renderError(w, r, nil, http.StatusBadRequest, msg)
+				return
+			}
+		}
 		c.mux.ServeHTTP(w, r)
 	})
 }

@@ -131,11 +131,13 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 		}
 	}
 	if raw := strings.TrimSpace(f.Get("filters")); raw != "" {
-		var filters any
-		if err := json.Unmarshal([]byte(raw), &filters); err != nil {
-			filters = raw // not JSON: the API answers a 400 naming filters
+		// Sent as typed, not decoded and encoded again: a key given twice
+		// reaches the API, which refuses it, instead of being dropped here.
+		if json.Valid([]byte(raw)) {
+			body["filters"] = json.RawMessage(raw)
+		} else {
+			body["filters"] = raw // not JSON: the API answers a 400 naming filters
 		}
-		body["filters"] = filters
 	} else if !creating {
 		body["filters"] = nil // emptied: no filters
 	}
