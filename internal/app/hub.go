@@ -93,6 +93,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 
 	var secrets devSecretsFile
+	givenKEK := cfg.KEK != nil // not dev's own, generated and kept
 	if cfg.Mode == config.Dev {
 		if secrets, err = ensureDevSecrets(cfg); err != nil {
 			return err
@@ -145,10 +146,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
 		return &config.Error{Var: "KEK", Problem: err.Error()}
 	}
-	if cfg.Mode == config.Serve {
-		if err := CheckKEK(ctx, h.Store, h.Keyring); err != nil {
-			return err
+	// Both modes (SPEC 28): dev on a database sealed under another KEK
+	// would start, then fail every attempt.
+	if err := CheckKEK(ctx, h.Store, h.Keyring); err != nil {
+		if cfg.Mode == config.Dev && !givenKEK {
+			return devKEKError(err, secrets.Path)
 		}
+		return err
 	}
 	h.countSealed(ctx)
 	if h.Client, err = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks}); err != nil {

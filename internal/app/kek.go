@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -36,6 +37,18 @@ func CheckKEK(ctx context.Context, s store.Secrets, k *envelope.Keyring) error {
 	}
 	return &config.Error{Var: "KEK", Problem: fmt.Sprintf(
 		"opens none of the %d stored secrets tried: it is not the KEK they were sealed with (add the old one to STREAMING_HUB_KEK_PREVIOUS to rotate)", len(rows))}
+}
+
+// devKEKError is CheckKEK's error when the KEK is the one dev mode keeps
+// in path: the database was sealed under another KEK (given in the
+// environment once, or kept in a file deleted since).
+func devKEKError(err error, path string) error {
+	var cerr *config.Error
+	if !errors.As(err, &cerr) {
+		return err
+	}
+	return &config.Error{Var: "KEK", Problem: fmt.Sprintf(
+		"unset, and the KEK dev keeps in %s opens none of the stored secrets: they were sealed under another KEK; set STREAMING_HUB_KEK to it, or start over with an empty database", path)}
 }
 
 func aad(r store.Sealed) []byte {
