@@ -114,6 +114,8 @@ func New(deps Deps) (*Server, error) {
 	s.handle("POST", "/v1/tenants/{id}/keys", s.createKey)
 	s.handle("DELETE", "/v1/tenants/{id}/keys/{key_id}", s.deleteKey)
 	s.handle("POST", "/v1/tenants/{id}/portal-links", s.createPortalLink)
+	s.handle("GET", "/v1/tenants/{id}/portal-links", s.listPortalLinks)
+	s.handle("DELETE", "/v1/tenants/{id}/portal-links/{link_id}", s.revokePortalLink)
 
 	s.handle("POST", "/v1/subscriptions", s.createSubscription)
 	s.handle("GET", "/v1/subscriptions", s.listSubscriptions)

@@ -250,7 +250,8 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	con, err := console.New(console.Deps{
 		API: srv, Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "console"),
-		FrameAncestors: cfg.Console.FrameAncestors, IdleTimeout: cfg.Console.IdleTimeout, Now: h.Now,
+		FrameAncestors: cfg.Console.FrameAncestors, IdleTimeout: cfg.Console.IdleTimeout,
+		SessionMaxAge: cfg.Console.SessionMaxAge, Now: h.Now,
 	})
 	if err != nil {
 		return err

@@ -41,6 +41,10 @@ type Deps struct {
 	FrameAncestors string
 	// IdleTimeout ends a session unused this long; 0 means 12 h.
 	IdleTimeout time.Duration
+	// SessionMaxAge ends a session this long after it started, however
+	// often it is used (STREAMING_HUB_CONSOLE_SESSION_MAX_AGE); 0 means
+	// 12 h.
+	SessionMaxAge time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -71,6 +75,9 @@ func New(d Deps) (*Console, error) {
 	if d.IdleTimeout <= 0 {
 		d.IdleTimeout = config.Defaults(config.Serve).Console.IdleTimeout
 	}
+	if d.SessionMaxAge <= 0 {
+		d.SessionMaxAge = config.Defaults(config.Serve).Console.SessionMaxAge
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -95,7 +102,8 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	c.mux.HandleFunc("GET /console/signin", c.signInPage)
 	c.mux.HandleFunc("POST /console/signin", c.signIn)
-	c.mux.HandleFunc("GET /console/portal/{token}", c.openPortal)
+	c.mux.HandleFunc("GET /console/portal/{token}", c.portalPage)
+	c.mux.HandleFunc("POST /console/portal/{token}", c.openPortal)
 
 	c.page("GET /console/{$}", c.overview)
 	c.action("POST /console/signout", c.signOut)

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -36,6 +38,10 @@ type hub struct {
 type options struct {
 	authLimit      int
 	frameAncestors string
+	// adminToken is the hub's admin token; "" is adminToken.
+	adminToken string
+	// sessionMaxAge is the sessions' absolute lifetime; 0 is the default.
+	sessionMaxAge time.Duration
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -65,14 +71,15 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 	m := metrics.New()
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	srv, err := api.New(api.Deps{
-		Store: s, Metrics: m, Logger: logger, AdminToken: adminToken, Keyring: keyring,
+		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
 		Client: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	con, err := console.New(console.Deps{API: srv, Store: s, Metrics: m, Logger: logger, Now: clock.Now, FrameAncestors: o.frameAncestors})
+	con, err := console.New(console.Deps{API: srv, Store: s, Metrics: m, Logger: logger, Now: clock.Now, FrameAncestors: o.frameAncestors,
+		SessionMaxAge: o.sessionMaxAge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +176,13 @@ func (h *hub) signIn(token string) *browser {
 		h.t.Fatalf("sign-in: %d %s\n%s", p.status, p.header.Get("Location"), p.body)
 	}
 	return b
+}
+
+// openPortal opens a portal link as a person does: its page, then the
+// page's Continue button. It returns the POST's answer.
+func (b *browser) openPortal(link string) page {
+	b.t.Helper()
+	return b.submit(link, link, nil)
 }
 
 // apiCall calls the API with the admin token.

@@ -69,7 +69,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 
 func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	if v.S != nil {
-		v.CSRF = v.S.CSRFSecret
+		v.CSRF = v.S.CSRF
 	}
 	if v.Path == "" {
 		v.Path = r.URL.Path

@@ -1,10 +1,14 @@
 package console
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
@@ -13,8 +17,8 @@ import (
 
 const (
 	sessionCookie = "hub_console"
-	// preCookie carries the sign-in form's CSRF token before a session
-	// exists (double submit).
+	// preCookie carries the CSRF token of the forms shown before a session
+	// exists (sign-in, a portal link's page): double submit.
 	preCookie = "hub_console_pre"
 	// tenantCookie is the tenant an admin acts on; it grants nothing (the
 	// admin may act on every tenant).
@@ -29,9 +33,23 @@ type session struct {
 	// Tenant is the tenant pages act on: the session's own, or the one an
 	// admin chose ("" until then).
 	Tenant string
+	// CSRF is the token the session's forms carry. It is derived from the
+	// session's cookie, which only the browser holds; the store keeps its
+	// hash (CSRFHash), never the token.
+	CSRF string
 }
 
 func (s *session) Admin() bool { return s.Principal.Admin }
+
+// csrfToken is the CSRF token of the session whose cookie is token: an
+// HMAC of a fixed label under the session token, so it is known to the
+// browser (in the forms) and to the hub (from the cookie) and stored
+// nowhere in clear.
+func csrfToken(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("streaming-hub console csrf"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
 
 // secure: the cookie is Secure when the request came over TLS or through a
 // proxy that says it did.
@@ -45,10 +63,11 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value 
 }
 
 // load returns the request's session, moving its idle expiry, or nil. A
-// session of a key that was deleted since, is ended.
+// session whose credential is no longer accepted (the admin token changed,
+// the key was deleted) is ended.
 func (c *Console) load(r *http.Request) *session {
 	ck, err := r.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" || !hub.PlainText(ck.Value) {
+	if err != nil || ck.Value == "" || !hub.PlainText(ck.Value) || len(ck.Value) > 256 {
 		return nil
 	}
 	hash := store.HashToken(ck.Value)
@@ -59,15 +78,11 @@ func (c *Console) load(r *http.Request) *session {
 		}
 		return nil
 	}
-	if cs.KeyID != "" {
-		if _, err := c.deps.Store.GetAPIKey(r.Context(), cs.KeyID); err != nil {
-			if hub.ErrorCode(err) == hub.ENOTFOUND {
-				c.deps.Store.DeleteConsoleSession(r.Context(), hash)
-			}
-			return nil
-		}
+	p, ok := c.recheck(r, cs)
+	if !ok {
+		return nil
 	}
-	s := &session{ConsoleSession: cs, Principal: api.Principal{Admin: cs.TenantID == "", TenantID: cs.TenantID, KeyID: cs.KeyID}, Tenant: cs.TenantID}
+	s := &session{ConsoleSession: cs, Principal: p, Tenant: cs.TenantID, CSRF: csrfToken(ck.Value)}
 	if s.Admin() {
 		if t, err := r.Cookie(tenantCookie); err == nil && hub.ValidateTenantID(t.Value) == nil {
 			s.Tenant = t.Value
@@ -76,19 +91,82 @@ func (c *Console) load(r *http.Request) *session {
 	return s
 }
 
-// start creates a session for p and sets its cookie.
+// recheck checks again, on every use, what opened the session, and returns
+// who it acts as. A session whose credential is gone is deleted; a store
+// failure only refuses this request.
+func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Principal, bool) {
+	end := func() (api.Principal, bool) {
+		c.deps.Store.DeleteConsoleSession(r.Context(), cs.TokenHash)
+		return api.Principal{}, false
+	}
+	switch cs.Kind {
+	case store.SessionAdmin:
+		// Opened with the admin token: it lasts while that is still the
+		// admin token (a restart with another one ends it).
+		current := c.deps.API.AdminTokenHash()
+		if current == "" || subtle.ConstantTimeCompare([]byte(cs.AuthHash), []byte(current)) != 1 {
+			return end()
+		}
+		return api.Principal{Admin: true}, true
+	case store.SessionKey:
+		k, err := c.deps.Store.GetAPIKey(r.Context(), cs.KeyID)
+		if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && k.TenantID != cs.TenantID {
+			return end()
+		}
+		if err != nil {
+			c.deps.Logger.Error("checking a console session's key failed", "err", err)
+			return api.Principal{}, false
+		}
+		return api.Principal{TenantID: cs.TenantID, KeyID: cs.KeyID}, true
+	case store.SessionPortal:
+		// It ends at the link's expiry (its EndsAt) and when the link is
+		// revoked (which deletes it): the store has seen to both.
+		if cs.TenantID == "" || cs.LinkID == "" {
+			return end()
+		}
+		return api.Principal{TenantID: cs.TenantID}, true
+	default:
+		// A kind this binary does not know (a newer one wrote it) opens
+		// nothing here.
+		return api.Principal{}, false
+	}
+}
+
+// newSession is a fresh session token and its record at now, of no kind
+// yet: it ends after the idle timeout or at the maximum age.
+func (c *Console) newSession(now time.Time) (string, store.ConsoleSession) {
+	token := store.NewToken()
+	return token, store.ConsoleSession{TokenHash: store.HashToken(token), CSRFHash: store.HashToken(csrfToken(token)),
+		CreatedAt: now, LastUsedAt: now, ExpiresAt: now.Add(c.deps.IdleTimeout), EndsAt: now.Add(c.deps.SessionMaxAge)}
+}
+
+// signedIn sets the new session's cookie, ending the session the browser
+// had before (signing in again, or opening a portal link after asking).
+func (c *Console) signedIn(w http.ResponseWriter, r *http.Request, token string) {
+	if old, err := r.Cookie(sessionCookie); err == nil && old.Value != "" {
+		c.deps.Store.DeleteConsoleSession(r.Context(), store.HashToken(old.Value))
+	}
+	c.setCookie(w, r, sessionCookie, token, 0)
+	c.setCookie(w, r, preCookie, "", -1)
+	c.setCookie(w, r, tenantCookie, "", -1)
+}
+
+// start creates a session for p, signed in with a token or key, and sets
+// its cookie.
 func (c *Console) start(w http.ResponseWriter, r *http.Request, p api.Principal) error {
-	token, now := store.NewToken(), c.now()
-	cs := store.ConsoleSession{TokenHash: store.HashToken(token), TenantID: p.TenantID, KeyID: p.KeyID,
-		CSRFSecret: store.NewToken(), CreatedAt: now, LastUsedAt: now, ExpiresAt: now.Add(c.deps.IdleTimeout)}
-	if p.Admin {
-		cs.TenantID, cs.KeyID = "", ""
+	token, cs := c.newSession(c.now())
+	switch {
+	case p.Admin:
+		cs.Kind, cs.AuthHash = store.SessionAdmin, c.deps.API.AdminTokenHash()
+	case p.KeyID != "":
+		cs.Kind, cs.TenantID, cs.KeyID = store.SessionKey, p.TenantID, p.KeyID
+	default:
+		return hub.Errorf(hub.EINTERNAL, "console: a sign-in with neither the admin token nor a key")
 	}
 	if err := c.deps.Store.CreateConsoleSession(r.Context(), cs); err != nil {
 		return err
 	}
-	c.setCookie(w, r, sessionCookie, token, 0)
-	c.setCookie(w, r, preCookie, "", -1)
+	c.signedIn(w, r, token)
 	return nil
 }
 
@@ -109,14 +187,35 @@ func sameOrigin(r *http.Request) bool {
 	return true
 }
 
-// checkCSRF: the form's token must equal want, and the request must not
-// come from another site.
-func checkCSRF(r *http.Request, want string) bool {
-	if !sameOrigin(r) || want == "" {
+// checkCSRF: the form's token must hash to wantHash, and the request must
+// not come from another site.
+func checkCSRF(r *http.Request, wantHash string) bool {
+	if !sameOrigin(r) || wantHash == "" {
 		return false
 	}
 	got := r.PostFormValue(csrfField)
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	if got == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(store.HashToken(got)), []byte(wantHash)) == 1
+}
+
+// preToken is the browser's pre-session CSRF token (set when it has none):
+// the forms shown before a session carry it, and their POST must send it
+// back in the field and the cookie.
+func (c *Console) preToken(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(preCookie); err == nil && len(ck.Value) == 43 && hub.PlainText(ck.Value) {
+		return ck.Value
+	}
+	pre := store.NewToken()
+	c.setCookie(w, r, preCookie, pre, 0)
+	return pre
+}
+
+// checkPre checks a form shown before a session: its token and its cookie.
+func checkPre(r *http.Request) bool {
+	pre, err := r.Cookie(preCookie)
+	return err == nil && pre.Value != "" && checkCSRF(r, store.HashToken(pre.Value))
 }
 
 func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
@@ -128,16 +227,13 @@ func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) showSignIn(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	pre := store.NewToken()
-	c.setCookie(w, r, preCookie, pre, 0)
-	c.render(w, r, nil, status, "signin", map[string]any{"CSRF": pre, "Error": msg})
+	c.render(w, r, nil, status, "signin", map[string]any{"CSRF": c.preToken(w, r), "Error": msg})
 }
 
 // signIn authenticates the token by the API's rules (throttle included).
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	pre, err := r.Cookie(preCookie)
-	if err != nil || !checkCSRF(r, pre.Value) {
+	if !checkPre(r) {
 		c.renderError(w, r, nil, http.StatusForbidden, "This form expired or came from another site. Reload the sign-in page and try again.")
 		return
 	}
@@ -170,30 +266,86 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 }
 
-// openPortal turns a live portal link into a one-tenant session. An
-// unknown, expired or revoked link opens nothing.
-func (c *Console) openPortal(w http.ResponseWriter, r *http.Request) {
+// Portal links (SPEC 23, 28). A GET shows what the link opens and asks;
+// only the POST of that page (same origin, its double-submit token) spends
+// the link and starts the session, so a link opened by another site, or
+// in a browser signed in as someone else, replaces nothing by itself.
+const (
+	linkGone = "This portal link is unknown, expired or revoked. Ask for a new one."
+	linkUsed = "Portal link already used: a link opens one session, once. Ask for a new one."
+)
+
+// portalToken is the request's link token, or "" when it cannot be one.
+func portalToken(r *http.Request) string {
 	token := r.PathValue("token")
-	gone := func() {
-		c.renderError(w, r, nil, http.StatusNotFound, "This portal link is unknown, expired or revoked. Ask for a new one.")
-	}
 	if token == "" || !hub.PlainText(token) || len(token) > 256 {
-		gone()
+		return ""
+	}
+	return token
+}
+
+// linkRefused shows why a link opens nothing: 404 either way.
+func (c *Console) linkRefused(w http.ResponseWriter, r *http.Request, l store.PortalLink) {
+	msg := linkGone
+	if l.UsedAt != nil {
+		msg = linkUsed
+	}
+	c.renderError(w, r, nil, http.StatusNotFound, msg)
+}
+
+// portalPage asks before a live link opens a session.
+func (c *Console) portalPage(w http.ResponseWriter, r *http.Request) {
+	token := portalToken(r)
+	if token == "" {
+		c.linkRefused(w, r, store.PortalLink{})
 		return
 	}
 	l, err := c.deps.Store.GetPortalLink(r.Context(), store.HashToken(token))
-	if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && (l.Revoked || !c.now().Before(l.ExpiresAt)) {
-		gone()
+	if err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+		c.internalError(w, r, nil, err)
+		return
+	}
+	if err != nil || !l.Live(c.now()) {
+		c.linkRefused(w, r, l)
+		return
+	}
+	var current string
+	if s := c.load(r); s != nil {
+		current = "the admin"
+		if !s.Admin() {
+			current = "tenant " + s.TenantID
+		}
+	}
+	c.render(w, r, nil, http.StatusOK, "portal", map[string]any{
+		"CSRF": c.preToken(w, r), "Action": api.PortalPath + token, "Tenant": l.TenantID,
+		"Expires": l.ExpiresAt.Format(time.RFC3339), "Current": current,
+	})
+}
+
+// openPortal spends a live link and starts its one-tenant session, ending
+// at the link's expiry at the latest.
+func (c *Console) openPortal(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !checkPre(r) {
+		c.renderError(w, r, nil, http.StatusForbidden, "This form expired or came from another site. Open the portal link again.")
+		return
+	}
+	token := portalToken(r)
+	if token == "" {
+		c.linkRefused(w, r, store.PortalLink{})
+		return
+	}
+	sessionToken, cs := c.newSession(c.now())
+	l, err := c.deps.Store.OpenPortalLink(r.Context(), store.HashToken(token), cs)
+	if hub.ErrorCode(err) == hub.ENOTFOUND {
+		c.linkRefused(w, r, l)
 		return
 	}
 	if err != nil {
 		c.internalError(w, r, nil, err)
 		return
 	}
-	if err := c.start(w, r, api.Principal{TenantID: l.TenantID}); err != nil {
-		c.internalError(w, r, nil, err)
-		return
-	}
+	c.signedIn(w, r, sessionToken)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
@@ -222,7 +374,7 @@ func (c *Console) action(pattern string, fn func(http.ResponseWriter, *http.Requ
 			http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 			return
 		}
-		if !checkCSRF(r, s.CSRFSecret) {
+		if !checkCSRF(r, s.CSRFHash) {
 			c.renderError(w, r, s, http.StatusForbidden, "Refused: this form's security token is missing or wrong, or it came from another site. Reload the page and try again.")
 			return
 		}

@@ -113,6 +113,11 @@ async function inert(page, where) {
     const tp = await portalCtx.newPage();
     const tw = watch(tp, "portal");
     await tp.goto(HUB + link);
+    // The link asks before it opens anything (SPEC 28): one POST spends it.
+    assert(await tp.getByRole("heading", { name: /Open the console for tenant acme/ }).isVisible(), "the portal link asks first");
+    await snap(tp, tw, "portal-ask");
+    await tp.getByRole("button", { name: "Continue as tenant acme" }).click();
+    await tp.waitForURL(HUB + "/console/");
     assert(tp.url() === HUB + "/console/", "portal link lands on the overview: " + tp.url());
     assert(await tp.getByText("tenant acme").isVisible(), "portal session is acme's");
     await snap(tp, tw, "overview-tenant-empty");
@@ -223,18 +228,28 @@ async function inert(page, where) {
       await snap(admin, aw, "operator" + p.replace(/\//g, "-"));
     }
 
-    // 12. An expired portal link opens nothing.
-    await control("/advance?d=2h");
+    // 12. A spent portal link opens nothing more; an expired one neither,
+    // and the session it opened ends with it.
     const lateCtx = await browser.newContext();
     const late = await lateCtx.newPage();
     const lw = watch(late, "late");
     lw.expectError = true;
-    const lr = await late.goto(HUB + link);
+    const used = await late.goto(HUB + link);
+    assert(used.status() === 404, "spent portal link: " + used.status());
+    assert(await late.getByText("link already used").isVisible(), "the spent-link page");
+    await snap(late, lw, "portal-link-used");
+    await admin.goto(HUB + "/console/tenants/acme");
+    await admin.getByRole("button", { name: "Create portal link" }).click();
+    const unopened = await admin.locator("#secret").inputValue();
+    await control("/advance?d=2h");
+    const lr = await late.goto(HUB + unopened);
     assert(lr.status() === 404, "expired portal link: " + lr.status());
     assert(await late.getByText("expired").isVisible(), "the expired-link page");
     await snap(late, lw, "portal-link-expired");
     await late.goto(HUB + "/console/");
     assert(late.url().endsWith("/console/signin"), "an expired link opened a session: " + late.url());
+    await tp.goto(HUB + "/console/");
+    assert(tp.url().endsWith("/console/signin"), "the portal session outlived its link: " + tp.url());
     console.log("browser test passed: " + shot + " pages");
   } finally {
     await browser.close();

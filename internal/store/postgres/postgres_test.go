@@ -136,3 +136,35 @@ func TestRollupsLeaveRoomForHOTUpdates(t *testing.T) {
 		t.Fatalf("subscription_rollups options %v, want [fillfactor=50]", opts)
 	}
 }
+
+// Version 13 (SPEC 28) ends the sessions of before (their CSRF secret was
+// kept in clear, and nothing binds them to the admin token) and gives the
+// portal links of before an id, so they are listed, opened and revoked.
+func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
+	ctx := context.Background()
+	db := testkit.OpenPostgres(t, store.Options{})
+	if _, err := db.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `DROP INDEX console_sessions_link; DROP INDEX portal_links_id; DROP INDEX portal_links_tenant;
+		ALTER TABLE console_sessions DROP COLUMN kind, DROP COLUMN auth_hash, DROP COLUMN link_id, DROP COLUMN ends_at;
+		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
+		ALTER TABLE portal_links DROP COLUMN id, DROP COLUMN used_at;
+		DELETE FROM schema_migrations WHERE version = 13`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	hash := store.HashToken("old-link")
+	if _, err := db.Pool().Exec(ctx, `INSERT INTO console_sessions (token_hash, tenant_id, key_id, csrf_secret, created_at, last_used_at, expires_at)
+		VALUES ('old-session', '', '', 'in-clear', $1, $1, $2)`, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `INSERT INTO portal_links (token_hash, tenant_id, created_at, expires_at) VALUES ($1, 'acme', $2, $3)`,
+		hash, now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	storetest.CheckConsoleTrustUpgrade(t, db, hash)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/sqlite"
@@ -87,4 +88,48 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 	if len(indexes) != 1 || indexes[0] != "delivery_jobs_event_needed" {
 		t.Fatalf("event indexes %v, want only delivery_jobs_event_needed", indexes)
 	}
+}
+
+// Version 13 (SPEC 28) ends the sessions of before (their CSRF secret was
+// kept in clear, and nothing binds them to the admin token) and gives the
+// portal links of before an id, so they are listed, opened and revoked.
+func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
+	ctx := context.Background()
+	path := testkit.SQLitePath(t)
+	db, err := sqlite.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	now := time.Now()
+	hash := store.HashToken("old-link")
+	if _, err := raw.ExecContext(ctx, `DROP INDEX console_sessions_link; DROP INDEX portal_links_id; DROP INDEX portal_links_tenant;
+		ALTER TABLE console_sessions DROP COLUMN kind; ALTER TABLE console_sessions DROP COLUMN auth_hash;
+		ALTER TABLE console_sessions DROP COLUMN link_id; ALTER TABLE console_sessions DROP COLUMN ends_at;
+		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
+		ALTER TABLE portal_links DROP COLUMN id; ALTER TABLE portal_links DROP COLUMN used_at;
+		DELETE FROM schema_migrations WHERE version = 13`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(ctx, `INSERT INTO console_sessions (token_hash, tenant_id, key_id, csrf_secret, created_at, last_used_at, expires_at)
+		VALUES ('old-session', '', '', 'in-clear', ?1, ?1, ?2);
+		INSERT INTO portal_links (token_hash, tenant_id, created_at, expires_at) VALUES (?3, 'acme', ?1, ?2)`,
+		now.UnixMicro(), now.Add(time.Hour).UnixMicro(), hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	storetest.CheckConsoleTrustUpgrade(t, db, hash)
 }
