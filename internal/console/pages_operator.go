@@ -46,10 +46,16 @@ func (c *Console) tenant(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusOK, "tenant", "operator", "Tenant "+str(t["id"]), m{"T": t, "Keys": keys.Data})
+	// The live links: the first 100 (they last a day at most).
+	var links struct{ Data []m }
+	if err := c.call(r, s, "GET", "/v1/tenants/"+id+"/portal-links?limit=100", nil, &links); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "tenant", "operator", "Tenant "+str(t["id"]), m{"T": t, "Keys": keys.Data, "Links": links.Data})
 }
 
-// tenantAction: status, keys (create), delete-key, portal-link.
+// tenantAction: status, keys (create), delete-key, portal-link, revoke-link.
 func (c *Console) tenantAction(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	base := "/v1/tenants/" + url.PathEscape(id)
@@ -88,8 +94,14 @@ func (c *Console) tenantAction(w http.ResponseWriter, r *http.Request, s *sessio
 		}
 		c.show(w, r, s, http.StatusCreated, "shown_once", "operator", "Portal link created", m{
 			"Back": page, "Secret": l["url"], "Link": true, "Expires": l["expires_at"],
-			"Message": "Whoever opens this link before it expires gets a console session for tenant " + id + " alone. It is shown only this once.",
+			"Message": "Whoever opens this link first, before it expires, gets a console session for tenant " + id + " alone, until the link expires or is revoked; the link then opens nothing more. It is shown only this once.",
 		})
+	case "revoke-link":
+		if err := c.call(r, s, "DELETE", base+"/portal-links/"+url.PathEscape(r.PostFormValue("link_id")), nil, nil); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		http.Redirect(w, r, page+"?done=link-revoked", http.StatusSeeOther)
 	default:
 		c.renderError(w, r, s, http.StatusNotFound, "No such action.")
 	}

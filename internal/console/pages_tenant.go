@@ -35,7 +35,7 @@ func (c *Console) show(w http.ResponseWriter, r *http.Request, s *session, statu
 var flashes = map[string]string{
 	"created": "Created.", "updated": "Saved.", "deleted": "Deleted.", "enabled": "Enabled.",
 	"disabled": "Disabled.", "replayed": "Replay queued.", "verified": "Verified: the destination answered the challenge.",
-	"status": "Status changed.", "key-deleted": "Key deleted.",
+	"status": "Status changed.", "key-deleted": "Key deleted.", "link-revoked": "Portal link revoked: its session, if any, has ended.",
 }
 
 func flash(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }

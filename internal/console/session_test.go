@@ -245,3 +245,35 @@ func TestPortal_NeverReplacesASessionUnasked(t *testing.T) {
 		}
 	})
 }
+
+// The tenant page lists the tenant's live links and revokes them (SPEC
+// 23's portal links, 28's revocation).
+func TestTenantPage_ListsAndRevokesPortalLinks(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		h.tenant("acme")
+		_, body := h.apiCall("POST", "/v1/tenants/acme/portal-links", "", "")
+		link, id := field(body, "url"), field(body, "id")
+		portal := h.browser()
+		portal.openPortal(link)
+
+		admin := h.signIn(adminToken)
+		page := admin.get("/console/tenants/acme")
+		if page.status != 200 || !strings.Contains(page.body, id) || strings.Contains(page.body, strings.TrimPrefix(link, "/console/portal/")) {
+			t.Fatalf("tenant page: %d\n%s", page.status, page.body)
+		}
+		got := admin.submit("/console/tenants/acme", "/console/tenants/acme/revoke-link", url.Values{"link_id": {id}})
+		if got.status != 303 || got.header.Get("Location") != "/console/tenants/acme?done=link-revoked" {
+			t.Fatalf("revoke from the console: %d %s\n%s", got.status, got.header.Get("Location"), got.body)
+		}
+		if got := admin.get("/console/tenants/acme?done=link-revoked"); strings.Contains(got.body, id) || !strings.Contains(got.body, "Portal link revoked") {
+			t.Errorf("after revoking:\n%s", got.body)
+		}
+		if got := portal.get("/console/"); got.status != 303 {
+			t.Errorf("the revoked link's session: %d", got.status)
+		}
+		if got := admin.submit("/console/tenants/acme", "/console/tenants/acme/revoke-link", url.Values{"link_id": {id}}); got.status != 404 {
+			t.Errorf("revoking twice: %d", got.status)
+		}
+	})
+}
