@@ -219,7 +219,10 @@ func TestSignIn_CookieAttributesThrottleAndBadTokens(t *testing.T) {
 		key := h.tenant("acme")
 		b := h.browser()
 		csrf := b.csrf("/console/signin")
-		got := b.post("/console/signin", url.Values{"csrf": {csrf}, "token": {adminToken}}, "X-Forwarded-Proto", "https")
+		// Behind a TLS proxy the browser's origin is https (SPEC 28: the
+		// Origin check compares the scheme too).
+		got := b.post("/console/signin", url.Values{"csrf": {csrf}, "token": {adminToken}},
+			"X-Forwarded-Proto", "https", "Origin", strings.Replace(h.url, "http://", "https://", 1))
 		ck := cookieOf(got, "hub_console")
 		if got.status != 303 || ck == nil || !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" {
 			t.Fatalf("sign-in over https: %d, cookie %+v", got.status, ck)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -54,7 +55,11 @@ func csrfToken(token string) string {
 // secure: the cookie is Secure when the request came over TLS or through a
 // proxy that says it did.
 func secure(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	if r.TLS != nil {
+		return true
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",") // the first proxy's
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
@@ -170,8 +175,8 @@ func (c *Console) start(w http.ResponseWriter, r *http.Request, p api.Principal)
 	return nil
 }
 
-// sameOrigin refuses cross-site writes: a browser's Sec-Fetch-Site or
-// Origin that is not this site's.
+// sameOrigin refuses cross-site writes: a browser's Sec-Fetch-Site, or an
+// Origin that is not this site's (scheme, host and port).
 func sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
@@ -179,12 +184,42 @@ func sameOrigin(r *http.Request) bool {
 		return false
 	}
 	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || o == "null" || !strings.EqualFold(u.Host, r.Host) {
-			return false
-		}
+		return originOf(r) != "" && strings.EqualFold(normalOrigin(o), originOf(r))
 	}
 	return true
+}
+
+// originOf is the origin the browser sees this hub at: https when the
+// request came over TLS or a proxy says so (X-Forwarded-Proto), else
+// http; the Host it asked for, its port made explicit.
+func originOf(r *http.Request) string {
+	scheme := "http"
+	if secure(r) {
+		scheme = "https"
+	}
+	return normalOrigin(scheme + "://" + r.Host)
+}
+
+// normalOrigin writes an origin as scheme://host:port with the scheme's
+// default port when none is given (http 80, https 443); "" when it is not
+// an origin.
+func normalOrigin(o string) string {
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case port != "":
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
+	default:
+		return ""
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // checkCSRF: the form's token must hash to wantHash, and the request must

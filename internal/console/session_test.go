@@ -246,6 +246,64 @@ func TestPortal_NeverReplacesASessionUnasked(t *testing.T) {
 	})
 }
 
+// SPEC 28: the Origin check compares scheme, host and port.
+func TestOrigin_SchemeHostAndPortCompared(t *testing.T) {
+	h := newHub(t, testkit.Drivers[1], options{})
+	u, _ := url.Parse(h.url)
+	port := u.Port()
+	for _, c := range []struct {
+		origin string
+		host   string
+		proto  string
+		ok     bool
+	}{
+		{"http://127.0.0.1:" + port, "", "", true},
+		{"HTTP://127.0.0.1:" + port, "", "", true},
+		{"https://127.0.0.1:" + port, "", "", false}, // the black-box finding
+		{"http://127.0.0.1:1" + port, "", "", false},
+		{"http://127.0.0.1", "", "", false},
+		{"http://localhost:" + port, "", "", false},
+		{"null", "", "", false},
+		{"http://hub.example", "hub.example", "", true}, // default ports
+		{"http://hub.example:80", "hub.example", "", true},
+		{"http://hub.example", "hub.example:80", "", true},
+		{"http://hub.example:8080", "hub.example", "", false},
+		{"https://hub.example", "hub.example", "", false},
+		{"https://hub.example", "hub.example", "https", true}, // behind a TLS proxy
+		{"https://hub.example:443", "hub.example", "https", true},
+		{"https://hub.example:8443", "hub.example", "https", false},
+		{"http://hub.example", "hub.example", "https", false},
+		{"https://hub.example:8443", "hub.example:8443", "https", true},
+		{"https://[::1]:8443", "[::1]:8443", "https", true},
+		{"https://[::1]", "[::1]:443", "https", true},
+	} {
+		b := h.browser()
+		csrf := b.csrf("/console/signin")
+		req, _ := http.NewRequest("POST", h.url+"/console/signin", strings.NewReader(url.Values{"csrf": {csrf}, "token": {adminToken}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", c.origin)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if c.proto != "" {
+			req.Header.Set("X-Forwarded-Proto", c.proto)
+		}
+		// The jar holds the pre-session cookie for 127.0.0.1: send it
+		// whatever Host says.
+		for _, ck := range b.c.Jar.Cookies(&url.URL{Scheme: "http", Host: u.Host, Path: "/console/"}) {
+			req.AddCookie(ck)
+		}
+		got, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Body.Close()
+		if ok := got.StatusCode == 303; ok != c.ok {
+			t.Errorf("Origin %s, Host %q, X-Forwarded-Proto %q: %d, want accepted=%v", c.origin, c.host, c.proto, got.StatusCode, c.ok)
+		}
+	}
+}
+
 // The tenant page lists the tenant's live links and revokes them (SPEC
 // 23's portal links, 28's revocation).
 func TestTenantPage_ListsAndRevokesPortalLinks(t *testing.T) {
