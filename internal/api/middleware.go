@@ -65,14 +65,14 @@ func withRequestLog(log *slog.Logger, next http.Handler) http.Handler {
 		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
-				log.Error("panic in handler", "request_id", id, "method", r.Method, "path", r.URL.Path, "panic", p)
+				log.Error("panic in handler", "request_id", id, "method", r.Method, "path", LoggedPath(r.URL.Path), "panic", p)
 				writeJSON(rec, http.StatusInternalServerError, errorBody{errorDetail{Code: "internal", Message: "internal error"}})
 			}
 			level := slog.LevelInfo
 			if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" {
 				level = slog.LevelDebug // probes and scrapes would drown the log
 			}
-			log.Log(r.Context(), level, "http request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			log.Log(r.Context(), level, "http request", "request_id", id, "method", r.Method, "path", LoggedPath(r.URL.Path),
 				"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
 		}()
 		next.ServeHTTP(rec, r)

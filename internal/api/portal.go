@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -112,4 +113,14 @@ func (s *Server) AdminTokenHash() string {
 		return ""
 	}
 	return store.HashToken(s.deps.AdminToken)
+}
+
+// LoggedPath is a request path as logs and spans show it: a portal link's
+// token (everything after /console/portal/) is replaced by "…", so the
+// log never holds a link that could be opened.
+func LoggedPath(p string) string {
+	if strings.HasPrefix(p, PortalPath) && len(p) > len(PortalPath) {
+		return PortalPath + "…"
+	}
+	return p
 }

@@ -2,11 +2,19 @@ package api_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/api"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -154,4 +162,53 @@ func TestPortalLinks_ListedAndRevokedByID(t *testing.T) {
 			t.Errorf("revoking an expired link: %d, want 404", status)
 		}
 	})
+}
+
+// SPEC 28: the request log and the spans never hold a portal link's token.
+func TestPortalLinks_PathsLoggedWithoutTheToken(t *testing.T) {
+	h := newHubAPI(t, testkit.Drivers[1], apiOptions{})
+	token := store.NewToken()
+	for _, p := range []string{"/console/portal/" + token, "/console/portal/" + token + "/more"} {
+		res, err := http.Get(h.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	logs := h.logs.String()
+	if strings.Contains(logs, token) || strings.Count(logs, `"path":"/console/portal/…"`) != 2 {
+		t.Fatalf("log:\n%s", logs)
+	}
+	// Nor does the request's span.
+	spans := tracetest.NewSpanRecorder()
+	srv, err := api.New(api.Deps{Metrics: metrics.New(), Pull: config.Defaults(config.Serve).Pull, AuthFailureLimit: 1, HealthWindow: time.Hour,
+		Tracer: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/console/portal/"+token, nil))
+	ended := spans.Ended()
+	if len(ended) != 1 {
+		t.Fatalf("%d spans", len(ended))
+	}
+	path := ""
+	for _, a := range ended[0].Attributes() {
+		if strings.Contains(a.Value.Emit(), token) {
+			t.Errorf("span attribute %s = %q", a.Key, a.Value.Emit())
+		}
+		if a.Key == "url.path" {
+			path = a.Value.AsString()
+		}
+	}
+	if path != "/console/portal/…" {
+		t.Errorf("url.path = %q", path)
+	}
+	for in, want := range map[string]string{
+		"/console/portal/abc": "/console/portal/…", "/console/portal/": "/console/portal/",
+		"/console/portals": "/console/portals", "/v1/tenants": "/v1/tenants", "/console/": "/console/",
+	} {
+		if got := api.LoggedPath(in); got != want {
+			t.Errorf("LoggedPath(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

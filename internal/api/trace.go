@@ -26,7 +26,7 @@ func withTracing(tracer trace.Tracer, next http.Handler) http.Handler {
 		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(
 				semconv.HTTPRequestMethodKey.String(r.Method),
-				semconv.URLPath(r.URL.Path),
+				semconv.URLPath(LoggedPath(r.URL.Path)),
 				semconv.URLScheme(scheme),
 			))
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}

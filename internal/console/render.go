@@ -13,6 +13,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/api"
 )
 
 // view is what every page template gets.
@@ -96,7 +97,7 @@ func (c *Console) renderError(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) internalError(w http.ResponseWriter, r *http.Request, s *session, err error) {
-	c.deps.Logger.Error("console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	c.deps.Logger.Error("console request failed", "method", r.Method, "path", api.LoggedPath(r.URL.Path), "err", err)
 	c.renderError(w, r, s, http.StatusInternalServerError, "Something went wrong on the hub; the log says what.")
 }
 

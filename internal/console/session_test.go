@@ -189,6 +189,10 @@ func TestPortal_SingleUseEndsWithTheLinkAndItsRevocation(t *testing.T) {
 		if got := c.get("/console/"); got.status != 303 {
 			t.Fatalf("after its link was revoked: %d", got.status)
 		}
+		// The log never holds a link's token.
+		if logs := h.logs.String(); strings.Contains(logs, strings.TrimPrefix(link, "/console/portal/")) || !strings.Contains(logs, `"path":"/console/portal/…"`) {
+			t.Errorf("log:\n%s", logs)
+		}
 	})
 }
 
