@@ -509,7 +509,7 @@ func TestCLI_Errors(t *testing.T) {
 }
 
 func TestEveryClientSubcommandHasHelp(t *testing.T) {
-	for _, g := range []group{tenantsGroup, keysGroup, subscriptionsGroup, deliveriesGroup, eventsGroup} {
+	for _, g := range []group{tenantsGroup, keysGroup, portalLinksGroup, subscriptionsGroup, deliveriesGroup, eventsGroup} {
 		if commands[g.name].run == nil {
 			t.Errorf("%s is not a command", g.name)
 		}

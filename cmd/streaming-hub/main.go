@@ -45,6 +45,7 @@ var commands = map[string]command{
 	// Clients of a running hub.
 	"tenants":       {"list, show, create and update tenants (admin API)", runTenants},
 	"keys":          {"create and revoke tenant API keys (admin API)", runKeys},
+	"portal-links":  {"make, list and revoke a tenant's console portal links (admin API)", runPortalLinks},
 	"subscriptions": {"manage a tenant's webhook subscriptions (API)", runSubscriptions},
 	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
 	"events":        {"pull a tenant's events (API)", runEvents},
@@ -60,6 +61,7 @@ func init() {
 var groups = map[string]*group{
 	"tenants":       &tenantsGroup,
 	"keys":          &keysGroup,
+	"portal-links":  &portalLinksGroup,
 	"subscriptions": &subscriptionsGroup,
 	"deliveries":    &deliveriesGroup,
 	"events":        &eventsGroup,

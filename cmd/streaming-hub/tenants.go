@@ -4,7 +4,6 @@ package main
 
 import (
 	"io"
-	"strings"
 )
 
 var tenantsGroup = group{
@@ -15,7 +14,7 @@ var tenantsGroup = group{
 		{"get", "<id>", "show one tenant", tenantsGet},
 		{"create", "--id ID [--name NAME]", "add a tenant to the roster", tenantsCreate},
 		{"update", "<id> [--name NAME] [--status active|inactive]", "rename, deactivate or reactivate a tenant", tenantsUpdate},
-		{"portal-link", "<id> [--ttl 1h]", "make a console link that opens a one-tenant session", tenantsPortalLink},
+		{"portal-link", "<id> [--ttl 1h]", "make a console link that opens a one-tenant session (as portal-links create)", tenantsPortalLink},
 	},
 }
 
@@ -99,18 +98,7 @@ func tenantsUpdate(args []string, e env) int {
 	return c.do("PATCH", "/v1/tenants/"+pathEscape(c.args[0]), nil, body, &t, t.print)
 }
 
+// tenantsPortalLink is `portal-links create`, kept under tenants.
 func tenantsPortalLink(args []string, e env) int {
-	c := newAPICmd(e, "tenants portal-link", "<id> [--ttl 1h] [flags]",
-		"Makes a console portal link for one tenant: whoever opens it before it expires gets a\nconsole session for that tenant alone (to embed in your own product). Needs the admin token.", false, "<id>")
-	ttl := c.fs.String("ttl", "1h", "how long the link opens sessions: above 0s, at most 24h")
-	if code, ok := c.parse(args); !ok {
-		return code
-	}
-	var l struct {
-		URL       string `json:"url"`
-		ExpiresAt string `json:"expires_at"`
-	}
-	return c.do("POST", "/v1/tenants/"+pathEscape(c.args[0])+"/portal-links", nil, map[string]string{"ttl": *ttl}, &l, func(w io.Writer) {
-		fields(w, "url", strings.TrimSuffix(c.server, "/")+l.URL, "expires_at", l.ExpiresAt)
-	})
+	return createPortalLink(args, e, "tenants portal-link", "<id>")
 }
