@@ -8,14 +8,17 @@ import (
 // Error codes. The api package maps each to one HTTP status; an error without
 // a code is internal: logged, never shown to a caller.
 const (
-	EINVALID       = "invalid"       // bad input: 400
-	EUNAUTHORIZED  = "unauthorized"  // no or bad credentials: 401
-	EFORBIDDEN     = "forbidden"     // valid credentials, wrong role: 403
-	ENOTFOUND      = "not_found"     // missing or another tenant's: 404
-	ECONFLICT      = "conflict"      // already exists or wrong state: 409
-	EUNPROCESSABLE = "unprocessable" // a probe or check failed: 422
-	ERATELIMITED   = "rate_limited"  // slow down: 429
-	EINTERNAL      = "internal"      // everything else: 500
+	EINVALID = "invalid" // bad input: 400
+	// EINVALIDREQUEST is a body that is not well-formed text (bytes that
+	// are not UTF-8, a key given twice): 400, as SPEC 28 names it.
+	EINVALIDREQUEST = "invalid_request"
+	EUNAUTHORIZED   = "unauthorized"  // no or bad credentials: 401
+	EFORBIDDEN      = "forbidden"     // valid credentials, wrong role: 403
+	ENOTFOUND       = "not_found"     // missing or another tenant's: 404
+	ECONFLICT       = "conflict"      // already exists or wrong state: 409
+	EUNPROCESSABLE  = "unprocessable" // a probe or check failed: 422
+	ERATELIMITED    = "rate_limited"  // slow down: 429
+	EINTERNAL       = "internal"      // everything else: 500
 )
 
 // Error is an application error with a code a caller may act on and a message

@@ -14,13 +14,14 @@ import (
 
 // statuses maps error codes to HTTP statuses; anything else is a 500.
 var statuses = map[string]int{
-	hub.EINVALID:       http.StatusBadRequest,
-	hub.EUNAUTHORIZED:  http.StatusUnauthorized,
-	hub.EFORBIDDEN:     http.StatusForbidden,
-	hub.ENOTFOUND:      http.StatusNotFound,
-	hub.ECONFLICT:      http.StatusConflict,
-	hub.EUNPROCESSABLE: http.StatusUnprocessableEntity,
-	hub.ERATELIMITED:   http.StatusTooManyRequests,
+	hub.EINVALID:        http.StatusBadRequest,
+	hub.EINVALIDREQUEST: http.StatusBadRequest,
+	hub.EUNAUTHORIZED:   http.StatusUnauthorized,
+	hub.EFORBIDDEN:      http.StatusForbidden,
+	hub.ENOTFOUND:       http.StatusNotFound,
+	hub.ECONFLICT:       http.StatusConflict,
+	hub.EUNPROCESSABLE:  http.StatusUnprocessableEntity,
+	hub.ERATELIMITED:    http.StatusTooManyRequests,
 }
 
 // statusClientClosed is logged for a request its client abandoned.

@@ -23,7 +23,7 @@ func errorMessage(t testing.TB, body []byte) string {
 // wantRefused: 400 invalid whose message is want.
 func wantRefused(t testing.TB, what string, status int, body []byte, want string) {
 	t.Helper()
-	wantError(t, status, body, 400, "invalid")
+	wantError(t, status, body, 400, "invalid_request")
 	if got := errorMessage(t, body); got != want {
 		t.Fatalf("%s: message %q, want %q", what, got, want)
 	}

@@ -51,20 +51,20 @@ func checkJSONText(data []byte) error {
 			valid := (allValid || utf8.Valid(raw)) && !loneSurrogate(raw)
 			if top != nil && top.wantKey {
 				if !valid {
-					return hub.Errorf(hub.EINVALID, "%s: a key is not valid UTF-8", fieldName(top.path))
+					return hub.Errorf(hub.EINVALIDREQUEST, "%s: a key is not valid UTF-8", fieldName(top.path))
 				}
 				if top.seen == nil {
 					top.seen = map[string]bool{}
 				}
 				if top.seen[v] {
-					return hub.Errorf(hub.EINVALID, "%s: duplicate key", joinPath(top.path, v))
+					return hub.Errorf(hub.EINVALIDREQUEST, "%s: duplicate key", joinPath(top.path, v))
 				}
 				top.seen[v] = true
 				top.key, top.wantKey = v, false
 				continue
 			}
 			if path := top.next(); !valid {
-				return hub.Errorf(hub.EINVALID, "%s: not valid UTF-8", fieldName(path))
+				return hub.Errorf(hub.EINVALIDREQUEST, "%s: not valid UTF-8", fieldName(path))
 			}
 		default:
 			top.next()

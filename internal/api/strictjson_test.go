@@ -30,7 +30,7 @@ func TestCheckJSONText_NamesThePathOfWhatItRefuses(t *testing.T) {
 		`{"` + strings.Repeat("k", 100) + `":1,"` + strings.Repeat("k", 100) + `":2}`: strings.Repeat("k", 64) + "…: duplicate key",
 	} {
 		err := checkJSONText([]byte(body))
-		if hub.ErrorCode(err) != hub.EINVALID || hub.ErrorMessage(err) != want {
+		if hub.ErrorCode(err) != hub.EINVALIDREQUEST || hub.ErrorMessage(err) != want {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
