@@ -6,6 +6,7 @@
 # that forbids running containers gets a SKIP line for the run, not a failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export GOTOOLCHAIN=go1.27.3  # the Go that go.mod requires, fetched by the go command (README)
 
 if ! command -v buildah >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1; then
   apt-get install -y -q buildah podman >/dev/null 2>&1 ||

@@ -5,6 +5,7 @@
 # saying so, when it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export GOTOOLCHAIN=go1.27.3  # the Go that go.mod requires, fetched by the go command (README)
 chart=deploy/helm/streaming-hub
 HELM_VERSION=v3.22.0
 

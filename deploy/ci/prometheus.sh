@@ -3,6 +3,7 @@
 # prometheus package brings promtool; skips, saying so, when it cannot be had.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export GOTOOLCHAIN=go1.27.3  # the Go that go.mod requires, fetched by the go command (README)
 if ! command -v promtool >/dev/null 2>&1; then
   apt-get install -y -q prometheus >/dev/null 2>&1 ||
     { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q prometheus >/dev/null 2>&1; } || true

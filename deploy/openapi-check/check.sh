@@ -6,6 +6,7 @@
 # nothing is installed in the repository. Skips, saying so, without npm or
 # without the registry.
 set -euo pipefail
+export GOTOOLCHAIN=go1.27.3  # the Go that go.mod requires, fetched by the go command (README)
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 doc="$root/internal/api/openapi.json"
