@@ -70,11 +70,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 			return hub.Errorf(hub.EINVALID, "status: %v", err)
 		}
 	}
-	limit, err := limitParam(r, defaultLimit, maxLimit)
-	if err != nil {
-		return err
-	}
-	before, err := decodeCursor(r, "cursor")
+	limit, before, err := pageParams(r)
 	if err != nil {
 		return err
 	}

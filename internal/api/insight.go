@@ -240,13 +240,11 @@ func (s *Server) searchDeliveries(w http.ResponseWriter, r *http.Request) error 
 	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
 		return hub.Errorf(hub.EINVALID, "until: must be after since")
 	}
-	limit, err := limitParam(r, defaultLimit, maxLimit)
+	limit, before, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	if p.Before, err = decodeCursor(r, "cursor"); err != nil {
-		return err
-	}
+	p.Before = before
 	p.Limit = limit + 1
 	jobs, err := s.deps.Store.SearchJobs(r.Context(), p)
 	if err != nil {

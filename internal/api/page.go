@@ -41,6 +41,18 @@ func encodeCursor(key string) *string {
 	return &s
 }
 
+// pageParams reads a list's ?limit= (default 50, at most 500) and its
+// ?cursor=.
+func pageParams(r *http.Request) (limit int, cursor string, err error) {
+	if limit, err = limitParam(r, defaultLimit, maxLimit); err != nil {
+		return 0, "", err
+	}
+	if cursor, err = decodeCursor(r, "cursor"); err != nil {
+		return 0, "", err
+	}
+	return limit, cursor, nil
+}
+
 func decodeCursor(r *http.Request, name string) (string, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {

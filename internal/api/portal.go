@@ -68,11 +68,7 @@ func (s *Server) listPortalLinks(w http.ResponseWriter, r *http.Request) error {
 	if err := s.requireAdmin(r); err != nil {
 		return err
 	}
-	limit, err := limitParam(r, defaultLimit, maxLimit)
-	if err != nil {
-		return err
-	}
-	after, err := decodeCursor(r, "cursor")
+	limit, after, err := pageParams(r)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,7 @@ func (s *Server) listRejections(w http.ResponseWriter, r *http.Request) error {
 	if err := s.requireAdmin(r); err != nil {
 		return err
 	}
-	limit, err := limitParam(r, defaultLimit, maxLimit)
-	if err != nil {
-		return err
-	}
-	cursor, err := decodeCursor(r, "cursor")
+	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err
 	}

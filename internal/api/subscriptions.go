@@ -65,11 +65,7 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	limit, err := limitParam(r, defaultLimit, maxLimit)
-	if err != nil {
-		return err
-	}
-	after, err := decodeCursor(r, "cursor")
+	limit, after, err := pageParams(r)
 	if err != nil {
 		return err
 	}
