@@ -314,6 +314,11 @@ func (r *reader) raw(name string) (string, bool) {
 		r.read = make(map[string]bool)
 	}
 	r.read[name] = true
+	if secretFiles[name] {
+		if v, set := r.fromFile(name); set {
+			return v, v != ""
+		}
+	}
 	v := strings.TrimSpace(r.getenv(Prefix + name))
 	alias, ok := aliases[name]
 	if !ok {
@@ -518,7 +523,7 @@ type Keys struct {
 }
 
 // LoadKeys reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK and
-// STREAMING_HUB_KEK_PREVIOUS, all problems at once.
+// STREAMING_HUB_KEK_PREVIOUS (or their _FILE), all problems at once.
 func LoadKeys(getenv func(string) string) (Keys, error) {
 	r := reader{getenv: getenv}
 	var k Keys
