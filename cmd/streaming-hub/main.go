@@ -141,5 +141,7 @@ Configuration comes from the environment (see the README for all of it):
   STREAMING_HUB_KAFKA_GROUP       default streaming-hub.<STREAMING_HUB_ENV>
   STREAMING_HUB_ADMIN_TOKEN       bearer token of the admin API
   STREAMING_HUB_KEK               base64, >= 32 bytes: encrypts stored secrets
+  STREAMING_HUB_KEK_FILE, STREAMING_HUB_KEK_PREVIOUS_FILE, STREAMING_HUB_ADMIN_TOKEN_FILE
+                                  read the secret from a mounted file instead
   STREAMING_HUB_LOG_LEVEL, STREAMING_HUB_LOG_FORMAT
 `)

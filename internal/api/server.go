@@ -58,6 +58,9 @@ type Deps struct {
 	Ready map[string]func(context.Context) error
 	// Tracer records a SERVER span per request; nil records none.
 	Tracer trace.Tracer
+	// IdempotencyTTL is how long a POST's answer is kept for its
+	// Idempotency-Key (STREAMING_HUB_IDEMPOTENCY_TTL); 0: the default.
+	IdempotencyTTL time.Duration
 }
 
 // Server routes requests to handlers.
@@ -166,6 +169,9 @@ func (s *Server) plain(method, path string, h http.Handler) {
 // handle registers a handler that returns an error.
 func (s *Server) handle(method, path string, fn func(http.ResponseWriter, *http.Request) error) {
 	s.routes = append(s.routes, route{method, path})
+	if method == http.MethodPost {
+		fn = s.idempotent(fn) // Idempotency-Key (SPEC 27)
+	}
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		if err := fn(w, r); err != nil {
 			writeError(w, r, s.deps.Logger, err)

@@ -242,6 +242,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Waiters:           h.Waiters,
 		Pull:              cfg.Pull,
 		AuthFailureLimit:  cfg.AuthFailureLimit,
+		IdempotencyTTL:    cfg.IdempotencyTTL,
 		Tracer:            tracer,
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
 	})

@@ -70,6 +70,9 @@ type Config struct {
 	// AuthFailureLimit is how many failed authentications a client address
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
+	// IdempotencyTTL (IDEMPOTENCY_TTL) is how long the answer of a POST
+	// made with an Idempotency-Key is kept and replayed (SPEC 27).
+	IdempotencyTTL time.Duration
 
 	// Kafka is how the hub (and `streaming-hub produce`) secures its
 	// connections to the brokers: TLS and SASL (SPEC section 18).
@@ -202,6 +205,7 @@ func loadInto(r *reader, mode Mode) Config {
 		r.fail("CONSOLE_FRAME_ANCESTORS", "%s", err)
 	}
 	r.duration("CONSOLE_SESSION_MAX_AGE", &c.Console.SessionMaxAge)
+	r.idempotencyTTL(&c.IdempotencyTTL)
 
 	r.str("ADMIN_TOKEN", &c.AdminToken)
 	c.KEK = r.key("KEK")
@@ -314,6 +318,11 @@ func (r *reader) raw(name string) (string, bool) {
 		r.read = make(map[string]bool)
 	}
 	r.read[name] = true
+	if secretFiles[name] {
+		if v, set := r.fromFile(name); set {
+			return v, v != ""
+		}
+	}
 	v := strings.TrimSpace(r.getenv(Prefix + name))
 	alias, ok := aliases[name]
 	if !ok {
@@ -518,7 +527,7 @@ type Keys struct {
 }
 
 // LoadKeys reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK and
-// STREAMING_HUB_KEK_PREVIOUS, all problems at once.
+// STREAMING_HUB_KEK_PREVIOUS (or their _FILE), all problems at once.
 func LoadKeys(getenv func(string) string) (Keys, error) {
 	r := reader{getenv: getenv}
 	var k Keys

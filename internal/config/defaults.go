@@ -64,6 +64,7 @@ func Defaults(mode Mode) Config {
 		},
 		Pull:             Pull{Rate: 100, Burst: 200},
 		AuthFailureLimit: 20,
+		IdempotencyTTL:   24 * time.Hour,
 		Housekeeping: Housekeeping{
 			Interval:       time.Minute,
 			DLQRetention:   7 * 24 * time.Hour,

@@ -100,6 +100,9 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 		if _, err := h.cfg.Store.PruneRollups(ctx, h.cfg.Now().Add(-h.cfg.HealthWindow)); err != nil {
 			return err
 		}
+		if err := h.reapIdempotencyKeys(ctx); err != nil {
+			return err
+		}
 		return h.countJobs(ctx)
 	})
 	h.count(ran, err, deleted)

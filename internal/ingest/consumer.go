@@ -106,12 +106,14 @@ func (c *Consumer) Stalled(context.Context) error {
 	}
 	c.mu.Unlock()
 	now := c.now()
+	var first error
 	for _, p := range parts {
-		if d, err := p.stalled(now); d > c.cfg.StallAfter {
-			return fmt.Errorf("partition %s/%d has failed to persist for %s: %v", p.topic, p.partition, d.Round(time.Second), err)
+		if d, err := p.stalled(now); d > c.cfg.StallAfter && first == nil {
+			first = fmt.Errorf("partition %s/%d has failed to persist for %s: %v", p.topic, p.partition, d.Round(time.Second), err)
 		}
+		p.gaugeStall(now)
 	}
-	return nil
+	return first
 }
 
 // New creates a consumer; it connects lazily, when Run starts polling.
@@ -345,6 +347,7 @@ func (c *Consumer) stop(ws []*partition, commit bool) {
 	for _, w := range ws {
 		<-w.done
 		c.cfg.Metrics.ConsumerLag.DeleteLabelValues(w.topic, fmt.Sprint(w.partition))
+		c.cfg.Metrics.PartitionStalled.DeleteLabelValues(w.topic, fmt.Sprint(w.partition))
 		if r := w.uncommitted(); r != nil && commit {
 			if offsets[r.Topic] == nil {
 				offsets[r.Topic] = make(map[int32]kgo.EpochOffset)

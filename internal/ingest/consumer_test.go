@@ -206,18 +206,26 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 		if err := c.Stalled(context.Background()); err != nil {
 			t.Fatalf("stalled after exactly StallAfter: %v", err)
 		}
+		checkStallGauge(t, cfg, 0, 0)
 		clock.Advance(time.Second)
 		if err := c.Stalled(context.Background()); err == nil || !strings.Contains(err.Error(), topic+"/1 has failed to persist") {
 			t.Fatalf("stall check after %s of failures: %v", cfg.StallAfter+time.Second, err)
 		}
+		checkStallGauge(t, cfg, 0, 1)
+		// The next failed retry keeps it at 1, without a readiness check.
+		n := s.attempts.Load()
+		testkit.WaitFor(t, "another failed attempt", func() bool { return s.attempts.Load() > n })
+		checkStallGauge(t, cfg, 0, 1)
 
 		s.failing.Store(false) // the database comes back
 		testkit.WaitFor(t, "partition 1 committed after recovery", func() bool {
 			return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[1] == 20
 		})
+		checkStallGauge(t, cfg, 0, 0) // the batch that persisted cleared it
 		if err := c.Stalled(context.Background()); err != nil {
 			t.Fatalf("stall check after recovery: %v", err)
 		}
+		checkStallGauge(t, cfg, 0, 0)
 		got := inbox(t, s, "globex")
 		if len(got) != 20 {
 			t.Fatalf("after recovery globex has %d events, want 20 exactly once", len(got))
@@ -326,4 +334,15 @@ func TestConsumer_HostileRecordsNeverBlockTheirPartition(t *testing.T) {
 			t.Fatalf("streaming_hub_ingest_records_total has %d series after hostile records", n)
 		}
 	})
+}
+
+// checkStallGauge checks streaming_hub_ingest_partition_stalled of the
+// test topic's partitions 0 and 1 (SPEC 27).
+func checkStallGauge(t *testing.T, cfg ingest.Config, p0, p1 float64) {
+	t.Helper()
+	for p, want := range []float64{p0, p1} {
+		if got := testutil.ToFloat64(cfg.Metrics.PartitionStalled.WithLabelValues(topic, fmt.Sprint(p))); got != want {
+			t.Errorf("streaming_hub_ingest_partition_stalled{topic=%q,partition=\"%d\"} = %v, want %v", topic, p, got, want)
+		}
+	}
 }

@@ -174,6 +174,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		cfg.Metrics.InboxWriteDuration.Observe(time.Since(start).Seconds())
 		if err == nil {
 			w.setFailing(nil)
+			w.gaugeStall(w.c.now())
 			cfg.Metrics.InboxWrites.WithLabelValues("ok").Inc()
 			endBatch(span, params, res, attempt, nil)
 			w.c.count(params, res)
@@ -192,6 +193,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 			return false
 		}
 		w.setFailing(err)
+		w.gaugeStall(w.c.now())
 		cfg.Metrics.InboxWrites.WithLabelValues("error").Inc()
 		cfg.Logger.Error("inbox write failed; retrying this partition, others go on",
 			"topic", w.topic, "partition", w.partition, "first_offset", batch[0].Offset,

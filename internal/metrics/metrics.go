@@ -28,6 +28,9 @@ type Metrics struct {
 	OffsetCommits      *prometheus.CounterVec // result: ok | error
 	ConsumerLag        *prometheus.GaugeVec   // topic, partition
 	PartitionsAssigned prometheus.Gauge
+	// PartitionStalled is 1 while a partition's next record has failed to
+	// persist for longer than STREAMING_HUB_INGEST_STALL_AFTER (SPEC 27).
+	PartitionStalled *prometheus.GaugeVec // topic, partition
 
 	// Delivery.
 	Attempts          *prometheus.CounterVec   // outcome: success | failure
@@ -99,6 +102,10 @@ func New() *Metrics {
 			Name: "streaming_hub_partitions_assigned",
 			Help: "Kafka partitions this process consumes.",
 		}),
+		PartitionStalled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "streaming_hub_ingest_partition_stalled",
+			Help: "1 while the partition's next record has failed to persist for longer than STREAMING_HUB_INGEST_STALL_AFTER (then /readyz answers 503), else 0.",
+		}, []string{"topic", "partition"}),
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_delivery_attempts_total",
 			Help: "Delivery attempts, by outcome (success: a 2xx answer; failure: anything else).",
@@ -183,7 +190,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
-		m.ConsumerLag, m.PartitionsAssigned,
+		m.ConsumerLag, m.PartitionsAssigned, m.PartitionStalled,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh, m.PoolWait,

@@ -39,6 +39,7 @@ type Store interface {
 	Secrets
 	Insight
 	Console
+	Idempotency
 }
 
 // Options are common to every driver.

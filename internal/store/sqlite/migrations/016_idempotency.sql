@@ -1,0 +1,20 @@
+-- API idempotency (SPEC 27): the answer of each POST made with an
+-- Idempotency-Key, per principal and key. A row is 'running' while its
+-- request runs (owned by token, expiring at a short lock), then
+-- 'completed' with the answer's status and body (sealed under the KEK)
+-- until created_at plus STREAMING_HUB_IDEMPOTENCY_TTL (times in
+-- microseconds). Housekeeping reaps expired rows; a claim takes over an
+-- expired row not yet reaped.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+	principal    TEXT    NOT NULL,
+	idem_key     TEXT    NOT NULL,
+	request_hash TEXT    NOT NULL,
+	token        TEXT    NOT NULL,
+	state        TEXT    NOT NULL,
+	status       INTEGER NOT NULL DEFAULT 0,
+	body         BLOB,
+	created_at   INTEGER NOT NULL,
+	expires_at   INTEGER NOT NULL,
+	PRIMARY KEY (principal, idem_key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_keys_expires ON idempotency_keys (expires_at);
