@@ -71,6 +71,9 @@ type Config struct {
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
 
+	// Auth is Lerian's access manager (SPEC 26).
+	Auth Auth
+
 	// Kafka is how the hub (and `streaming-hub produce`) secures its
 	// connections to the brokers: TLS and SASL (SPEC section 18).
 	Kafka Kafka
@@ -211,6 +214,7 @@ func loadInto(r *reader, mode Mode) Config {
 		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k))
 	}
 	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
+	r.auth(&c)
 
 	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	r.level("LOG_LEVEL", &c.LogLevel)
@@ -232,6 +236,7 @@ func (c Config) check(r *reader) {
 	case c.Mode == Serve && strings.HasPrefix(c.DatabaseURL, "sqlite://"):
 		r.fail("DATABASE_URL", "serve needs PostgreSQL; SQLite is for `streaming-hub dev` (one process)")
 	}
+	c.checkAuth(r)
 	if c.Mode != Serve {
 		return
 	}
