@@ -244,6 +244,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		AuthFailureLimit:  cfg.AuthFailureLimit,
 		Tracer:            tracer,
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
+		Auth:              cfg.Auth,
 	})
 	if err != nil {
 		return err
