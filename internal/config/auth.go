@@ -47,6 +47,12 @@ func (r *reader) authRaw(name string) (string, bool) {
 		return v, true
 	}
 	v := strings.TrimSpace(r.getenv(name))
+	if v != "" {
+		if r.bare == nil {
+			r.bare = make(map[string]bool)
+		}
+		r.bare[name] = true
+	}
 	return v, v != ""
 }
 

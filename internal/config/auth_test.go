@@ -97,19 +97,20 @@ func TestLoad_AccessManagerErrors(t *testing.T) {
 		set  map[string]string
 		want string
 	}{
-		{map[string]string{"PLUGIN_AUTH_ENABLED": "maybe"}, "STREAMING_HUB_PLUGIN_AUTH_ENABLED: must be true or false"},
+		{map[string]string{"PLUGIN_AUTH_ENABLED": "maybe"}, "PLUGIN_AUTH_ENABLED: must be true or false"},
 		{map[string]string{"PLUGIN_AUTH_ENABLED": "true"}, "STREAMING_HUB_PLUGIN_AUTH_ADDRESS: required"},
-		{map[string]string{"PLUGIN_AUTH_ADDRESS": "ftp://x"}, "STREAMING_HUB_PLUGIN_AUTH_ADDRESS: must be an http(s) URL"},
-		{map[string]string{"AUTH_JWT_VERIFY_CERT": "nope"}, "STREAMING_HUB_AUTH_JWT_VERIFY_CERT: no PEM"},
-		{map[string]string{"AUTH_JWT_VERIFY_CERT": "x", "AUTH_JWT_VERIFY_CERT_PATH": "/x"}, "STREAMING_HUB_AUTH_JWT_VERIFY_CERT: and AUTH_JWT_VERIFY_CERT_PATH are both set"},
-		{map[string]string{"AUTH_JWT_VERIFY_CERT_PATH": "/nonexistent/cert.pem"}, "STREAMING_HUB_AUTH_JWT_VERIFY_CERT_PATH: cannot read"},
-		{map[string]string{"AUTH_TIMEOUT": "0s"}, "STREAMING_HUB_AUTH_TIMEOUT: must be a positive"},
-		{map[string]string{"AUTH_CACHE_TTL": "61s"}, "STREAMING_HUB_AUTH_CACHE_TTL: must be at most 60s"},
-		{map[string]string{"AUTH_CACHE_TTL": "soon"}, "STREAMING_HUB_AUTH_CACHE_TTL: must be a Go duration"},
-		{map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0"}, "STREAMING_HUB_TRUSTED_PROXIES: \"0.0.0.0/0\" is broader"},
-		{map[string]string{"TRUSTED_PROXIES": "fd00::/32"}, "STREAMING_HUB_TRUSTED_PROXIES: \"fd00::/32\" is broader"},
-		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1"}, "STREAMING_HUB_TRUSTED_PROXIES: \"10.0.0.1\" is not a CIDR"},
-		{map[string]string{"AUTH_REQUIRED": "true"}, "STREAMING_HUB_AUTH_REQUIRED: is true"},
+		{map[string]string{"PLUGIN_AUTH_ADDRESS": "ftp://x"}, "PLUGIN_AUTH_ADDRESS: must be an http(s) URL"},
+		{map[string]string{"AUTH_JWT_VERIFY_CERT": "nope"}, "AUTH_JWT_VERIFY_CERT: no PEM"},
+		{map[string]string{"AUTH_JWT_VERIFY_CERT": "x", "AUTH_JWT_VERIFY_CERT_PATH": "/x"}, "AUTH_JWT_VERIFY_CERT: and AUTH_JWT_VERIFY_CERT_PATH are both set"},
+		{map[string]string{"AUTH_JWT_VERIFY_CERT_PATH": "/nonexistent/cert.pem"}, "AUTH_JWT_VERIFY_CERT_PATH: cannot read"},
+		{map[string]string{"AUTH_TIMEOUT": "0s"}, "AUTH_TIMEOUT: must be a positive"},
+		{map[string]string{"AUTH_CACHE_TTL": "61s"}, "AUTH_CACHE_TTL: must be at most 60s"},
+		{map[string]string{"AUTH_CACHE_TTL": "soon"}, "AUTH_CACHE_TTL: must be a Go duration"},
+		{map[string]string{"TRUSTED_PROXIES": "0.0.0.0/0"}, "TRUSTED_PROXIES: \"0.0.0.0/0\" is broader"},
+		{map[string]string{"TRUSTED_PROXIES": "fd00::/32"}, "TRUSTED_PROXIES: \"fd00::/32\" is broader"},
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1"}, "TRUSTED_PROXIES: \"10.0.0.1\" is not a CIDR"},
+		{map[string]string{"AUTH_REQUIRED": "true"}, "AUTH_REQUIRED: is true"},
+		{map[string]string{"STREAMING_HUB_AUTH_REQUIRED": "true"}, "STREAMING_HUB_AUTH_REQUIRED: is true"},
 	} {
 		env := authServeEnv()
 		for k, v := range tc.set {

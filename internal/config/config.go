@@ -95,9 +95,16 @@ type Config struct {
 // Error is a configuration error: one line naming the variable.
 type Error struct {
 	Var, Problem string
+	// Bare: Var was set without the prefix (lib-auth's names, SPEC 26).
+	Bare bool
 }
 
-func (e *Error) Error() string { return Prefix + e.Var + ": " + e.Problem }
+func (e *Error) Error() string {
+	if e.Bare {
+		return e.Var + ": " + e.Problem
+	}
+	return Prefix + e.Var + ": " + e.Problem
+}
 
 // Errors are every problem of one configuration, one line each, so an
 // operator fixes them in one go instead of one start per variable.
@@ -301,6 +308,7 @@ type reader struct {
 	bad    map[string]bool   // variables already reported
 	read   map[string]bool   // every name read: the known variables
 	from   map[string]string // variable -> the alias its value came from
+	bare   map[string]bool   // variables whose value came without the prefix
 }
 
 // aliases are the names Lerian's chart uses for some of the hub's
@@ -354,7 +362,7 @@ func (r *reader) fail(name, format string, args ...any) {
 		if a := r.from[name]; a != "" {
 			shown = a
 		}
-		r.errs = append(r.errs, &Error{shown, fmt.Sprintf(format, args...)})
+		r.errs = append(r.errs, &Error{Var: shown, Problem: fmt.Sprintf(format, args...), Bare: r.bare[name]})
 	}
 }
 
