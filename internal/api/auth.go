@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/apikey"
@@ -17,6 +18,12 @@ type Principal struct {
 	// KeyID is the key that authenticated; empty for the admin and for a
 	// console session opened by a portal link.
 	KeyID string
+	// A JWT that Lerian's access manager authorized (SPEC 26): its
+	// subject, its store.HashToken and its exp. Empty for the hub's own
+	// credentials.
+	Subject   string
+	TokenHash string
+	Expires   time.Time
 }
 
 type principal = Principal
@@ -53,7 +60,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		s.countAuthFailure("missing")
 		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "missing bearer token")
 	}
-	return s.authenticateToken(r, token)
+	return s.authenticateToken(r, token, false)
 }
 
 // SignIn authenticates a token typed into the console's sign-in form by the
@@ -66,8 +73,8 @@ func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
 		s.countAuthFailure("missing")
 		return Principal{}, hub.Errorf(hub.EUNAUTHORIZED, "missing token")
 	}
-	p, err := s.authenticateToken(r, token)
-	if err != nil || p.Admin {
+	p, err := s.authenticateToken(r, token, true)
+	if err != nil || p.Admin || p.TokenHash != "" {
 		return p, err
 	}
 	t, err := s.deps.Store.GetTenant(r.Context(), p.TenantID)
@@ -86,7 +93,7 @@ func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
 // against a key id never lock its holder out. A wrong secret counts against
 // the address and the key id, refused or not: a 429 for a throttled key id
 // says no more than a 401, and costs the address as much.
-func (s *Server) authenticateToken(r *http.Request, token string) (principal, error) {
+func (s *Server) authenticateToken(r *http.Request, token string, signIn bool) (principal, error) {
 	addr := clientAddr(r)
 	if wait, blocked := s.throttle.blocked(addr); blocked {
 		s.countAuthFailure("throttled")
@@ -96,6 +103,10 @@ func (s *Server) authenticateToken(r *http.Request, token string) (principal, er
 		return principal{Admin: true}, nil
 	}
 	id, secret, isKey := apikey.Parse(token)
+	if !isKey && s.access != nil {
+		// Neither the admin token nor a key: a JWT for the access manager.
+		return s.authenticateJWT(r, token, signIn)
+	}
 	if !isKey {
 		s.throttle.fail(addr)
 		s.countAuthFailure("invalid")

@@ -61,6 +61,10 @@ type Deps struct {
 	// IdempotencyTTL is how long a POST's answer is kept for its
 	// Idempotency-Key (STREAMING_HUB_IDEMPOTENCY_TTL); 0: the default.
 	IdempotencyTTL time.Duration
+	// Auth is Lerian's access manager (SPEC 26); AuthClient, when set, is
+	// the client that calls it (tests).
+	Auth       config.Auth
+	AuthClient *http.Client
 }
 
 // Server routes requests to handlers.
@@ -74,8 +78,9 @@ type Server struct {
 	// pullRecheck is how long a long poll waits before looking again
 	// without a wake-up; tests lengthen it to prove the wake-up answers.
 	pullRecheck time.Duration
-	keyUses     keyUses // when each key's last use was written
-	mounts      []mount // other handlers under a path prefix (the console)
+	keyUses     keyUses        // when each key's last use was written
+	mounts      []mount        // other handlers under a path prefix (the console)
+	access      *accessManager // nil unless PLUGIN_AUTH_ENABLED
 }
 
 // route is one registered endpoint; the list is what the OpenAPI test
@@ -104,6 +109,15 @@ func New(deps Deps) (*Server, error) {
 	s := &Server{deps: deps, mux: http.NewServeMux(), waiters: deps.Waiters, pullRecheck: pullRecheck}
 	s.limiter = newLimiter(deps.Pull.Rate, deps.Pull.Burst, s.now)
 	s.throttle = newThrottle(deps.AuthFailureLimit, s.now)
+	if deps.Auth.Enabled {
+		if deps.Auth.Address == "" {
+			return nil, hub.Errorf(hub.EINVALID, "api.Deps: Auth.Address: required with Auth.Enabled")
+		}
+		if deps.Auth.Timeout <= 0 {
+			deps.Auth.Timeout = config.Defaults(config.Serve).Auth.Timeout
+		}
+		s.access = newAccessManager(deps.Auth, deps.AuthClient)
+	}
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
 	s.plain("GET", "/metrics", deps.Metrics.Handler())

@@ -245,6 +245,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		IdempotencyTTL:    cfg.IdempotencyTTL,
 		Tracer:            tracer,
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
+		Auth:              cfg.Auth,
 	})
 	if err != nil {
 		return err

@@ -74,6 +74,9 @@ type Config struct {
 	// made with an Idempotency-Key is kept and replayed (SPEC 27).
 	IdempotencyTTL time.Duration
 
+	// Auth is Lerian's access manager (SPEC 26).
+	Auth Auth
+
 	// Kafka is how the hub (and `streaming-hub produce`) secures its
 	// connections to the brokers: TLS and SASL (SPEC section 18).
 	Kafka Kafka
@@ -95,9 +98,16 @@ type Config struct {
 // Error is a configuration error: one line naming the variable.
 type Error struct {
 	Var, Problem string
+	// Bare: Var was set without the prefix (lib-auth's names, SPEC 26).
+	Bare bool
 }
 
-func (e *Error) Error() string { return Prefix + e.Var + ": " + e.Problem }
+func (e *Error) Error() string {
+	if e.Bare {
+		return e.Var + ": " + e.Problem
+	}
+	return Prefix + e.Var + ": " + e.Problem
+}
 
 // Errors are every problem of one configuration, one line each, so an
 // operator fixes them in one go instead of one start per variable.
@@ -215,6 +225,7 @@ func loadInto(r *reader, mode Mode) Config {
 		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k))
 	}
 	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
+	r.auth(&c)
 
 	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	r.level("LOG_LEVEL", &c.LogLevel)
@@ -236,6 +247,7 @@ func (c Config) check(r *reader) {
 	case c.Mode == Serve && strings.HasPrefix(c.DatabaseURL, "sqlite://"):
 		r.fail("DATABASE_URL", "serve needs PostgreSQL; SQLite is for `streaming-hub dev` (one process)")
 	}
+	c.checkAuth(r)
 	if c.Mode != Serve {
 		return
 	}
@@ -300,6 +312,7 @@ type reader struct {
 	bad    map[string]bool   // variables already reported
 	read   map[string]bool   // every name read: the known variables
 	from   map[string]string // variable -> the alias its value came from
+	bare   map[string]bool   // variables whose value came without the prefix
 }
 
 // aliases are the names Lerian's chart uses for some of the hub's
@@ -358,7 +371,7 @@ func (r *reader) fail(name, format string, args ...any) {
 		if a := r.from[name]; a != "" {
 			shown = a
 		}
-		r.errs = append(r.errs, &Error{shown, fmt.Sprintf(format, args...)})
+		r.errs = append(r.errs, &Error{Var: shown, Problem: fmt.Sprintf(format, args...), Bare: r.bare[name]})
 	}
 }
 

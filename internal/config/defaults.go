@@ -79,6 +79,8 @@ func Defaults(mode Mode) Config {
 			IdleTimeout:    12 * time.Hour,
 			SessionMaxAge:  12 * time.Hour,
 		},
+		// Lerian's access manager (SPEC 26): off; AUTH_REQUIRED follows ENV.
+		Auth: Auth{Timeout: 5 * time.Second},
 		Manifests: Manifests{
 			RefreshInterval: 300 * time.Second,
 			Timeout:         10 * time.Second,

@@ -42,6 +42,8 @@ type options struct {
 	adminToken string
 	// sessionMaxAge is the sessions' absolute lifetime; 0 is the default.
 	sessionMaxAge time.Duration
+	// auth is Lerian's access manager (SPEC 26); off by default.
+	auth config.Auth
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -73,7 +75,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 	srv, err := api.New(api.Deps{
 		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
 		Client: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
-		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow,
+		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
 	})
 	if err != nil {
 		t.Fatal(err)

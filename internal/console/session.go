@@ -123,6 +123,24 @@ func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Princip
 			return api.Principal{}, false
 		}
 		return api.Principal{TenantID: cs.TenantID, KeyID: cs.KeyID}, true
+	case store.SessionJWT:
+		// It ends at the token's exp (its EndsAt, which the store has
+		// seen to); a tenant's session ends with its tenant's roster entry.
+		if cs.AuthHash == "" || !cs.EndsAt.After(c.now()) {
+			return end()
+		}
+		if cs.TenantID == "" {
+			return api.Principal{Admin: true, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
+		}
+		t, err := c.deps.Store.GetTenant(r.Context(), cs.TenantID)
+		if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && t.Status != hub.TenantActive {
+			return end()
+		}
+		if err != nil {
+			c.deps.Logger.Error("checking a console session's tenant failed", "err", err)
+			return api.Principal{}, false
+		}
+		return api.Principal{TenantID: cs.TenantID, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
 	case store.SessionPortal:
 		// It ends at the link's expiry (its EndsAt) and when the link is
 		// revoked (which deletes it): the store has seen to both.
@@ -161,6 +179,15 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request, token string)
 func (c *Console) start(w http.ResponseWriter, r *http.Request, p api.Principal) error {
 	token, cs := c.newSession(c.now())
 	switch {
+	case p.TokenHash != "":
+		// A JWT: the session ends at its exp at the latest (SPEC 26).
+		cs.Kind, cs.TenantID, cs.AuthHash = store.SessionJWT, p.TenantID, p.TokenHash
+		if p.Expires.Before(cs.EndsAt) {
+			cs.EndsAt = p.Expires
+		}
+		if cs.EndsAt.Before(cs.ExpiresAt) {
+			cs.ExpiresAt = cs.EndsAt
+		}
 	case p.Admin:
 		cs.Kind, cs.AuthHash = store.SessionAdmin, c.deps.API.AdminTokenHash()
 	case p.KeyID != "":
@@ -282,6 +309,10 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 			c.showSignIn(w, r, http.StatusTooManyRequests, "Too many failed sign-ins: wait a minute and try again.")
 		case hub.EFORBIDDEN:
 			c.showSignIn(w, r, http.StatusForbidden, hub.ErrorMessage(err))
+		case hub.ENOTFOUND:
+			c.showSignIn(w, r, http.StatusForbidden, "The access manager does not know this token.")
+		case api.CodeAuthUnavailable:
+			c.showSignIn(w, r, http.StatusServiceUnavailable, "The access manager could not be asked: try again in a moment.")
 		default:
 			c.internalError(w, r, nil, err)
 		}

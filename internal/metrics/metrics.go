@@ -51,6 +51,8 @@ type Metrics struct {
 
 	// API.
 	AuthFailures *prometheus.CounterVec // reason: missing | invalid | throttled
+	// AuthDecisions: outcome allowed | denied | unavailable | cached | invalid_token (SPEC 26).
+	AuthDecisions *prometheus.CounterVec
 
 	// Secrets.
 	SecretsSealed *prometheus.GaugeVec // kek_id: stored secrets per key-encryption key
@@ -164,6 +166,10 @@ func New() *Metrics {
 			Name: "streaming_hub_auth_failures_total",
 			Help: "API requests refused for their credentials, by reason (missing, invalid, throttled).",
 		}, []string{"reason"}),
+		AuthDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_auth_decisions_total",
+			Help: "JWT bearers decided with Lerian's access manager, by outcome (allowed, denied, unavailable, cached, invalid_token).",
+		}, []string{"outcome"}),
 		SecretsSealed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "streaming_hub_secrets_sealed",
 			Help: "Stored secrets by the id of the key-encryption key that seals them: 0 under an old id means STREAMING_HUB_KEK_PREVIOUS can drop it.",
@@ -193,7 +199,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned, m.PartitionStalled,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
-		m.AuthFailures, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh, m.PoolWait,
+		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh, m.PoolWait,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)
@@ -205,6 +211,9 @@ func New() *Metrics {
 	}
 	for _, r := range []string{"missing", "invalid", "throttled"} {
 		m.AuthFailures.WithLabelValues(r)
+	}
+	for _, o := range []string{"allowed", "denied", "unavailable", "cached", "invalid_token"} {
+		m.AuthDecisions.WithLabelValues(o)
 	}
 	for _, st := range []string{"pending", "in_flight", "dead_lettered"} {
 		m.Jobs.WithLabelValues(st)

@@ -63,9 +63,10 @@ const (
 	// SessionPortal was opened by a portal link (LinkID): it ends at the
 	// link's expiry at the latest, and when the link is revoked.
 	SessionPortal SessionKind = "portal"
-	// A session opened with a JWT (a later kind) stores the JWT's hash in
-	// AuthHash and its exp as EndsAt, as an admin session does with the
-	// admin token.
+	// SessionJWT was opened with a JWT that Lerian's access manager
+	// authorized (SPEC 26): AuthHash is the JWT's HashToken, EndsAt its
+	// exp at the latest, TenantID its tenantId (empty: an operator).
+	SessionJWT SessionKind = "jwt"
 )
 
 // ConsoleSession is one signed-in browser.

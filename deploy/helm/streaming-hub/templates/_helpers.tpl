@@ -109,6 +109,19 @@ renders nothing.
 {{- include "streaming-hub.secretEnv" (list "STREAMING_HUB_KAFKA_TLS_CERT" $v.secrets.kafkaTLSCert) }}
 {{- include "streaming-hub.secretEnv" (list "STREAMING_HUB_KAFKA_TLS_KEY" $v.secrets.kafkaTLSKey) }}
 {{- end }}
+{{- with $v.accessManager }}
+- name: STREAMING_HUB_PLUGIN_AUTH_ENABLED
+  value: {{ .enabled | toString | quote }}
+{{- if .enabled }}
+{{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_PLUGIN_AUTH_ADDRESS" (required "accessManager.address is required with accessManager.enabled" .address)) }}
+{{- end }}
+{{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_AUTH_JWT_ISSUER" .jwtIssuer) }}
+{{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_AUTH_TIMEOUT" .timeout) }}
+{{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_AUTH_CACHE_TTL" .cacheTTL) }}
+{{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_AUTH_REQUIRED" (.required | toString)) }}
+{{- include "streaming-hub.valueEnv" (list "STREAMING_HUB_TRUSTED_PROXIES" .trustedProxies) }}
+{{- end }}
+{{- include "streaming-hub.secretEnv" (list "STREAMING_HUB_AUTH_JWT_VERIFY_CERT" $v.secrets.authJWTVerifyCert) }}
 {{- $cfg := merge (deepCopy ($rv.config | default dict)) $v.config }}
 {{- range $k := keys $cfg | sortAlpha }}
 {{- include "streaming-hub.valueEnv" (list (printf "STREAMING_HUB_%s" (trimPrefix "STREAMING_HUB_" $k)) (get $cfg $k)) }}
