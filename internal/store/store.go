@@ -39,6 +39,7 @@ type Store interface {
 	Secrets
 	Insight
 	Console
+	DLQ
 }
 
 // Options are common to every driver.

@@ -119,7 +119,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE console_sessions DROP COLUMN link_id; ALTER TABLE console_sessions DROP COLUMN ends_at;
 		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
 		ALTER TABLE portal_links DROP COLUMN id; ALTER TABLE portal_links DROP COLUMN used_at;
-		DELETE FROM schema_migrations WHERE version = 13`); err != nil {
+		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.ExecContext(ctx, `INSERT INTO console_sessions (token_hash, tenant_id, key_id, csrf_secret, created_at, last_used_at, expires_at)
