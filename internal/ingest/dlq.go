@@ -78,7 +78,10 @@ func NewDLQ(cfg DLQConfig) (*DLQConsumer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	sec, err := kafkasec.New(cfg.Kafka, cfg.Logger)
+	// The delivery consumer beside it, on the same brokers with the same
+	// security, logs a refused connection's cause: once is enough (SPEC
+	// 18), so this watch keeps the cause for Ready without a line of its own.
+	sec, err := kafkasec.New(cfg.Kafka, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("ingest: dlq: %w", err)
 	}
