@@ -35,6 +35,7 @@ func init() { statuses[CodeAuthUnavailable] = http.StatusServiceUnavailable }
 var routeResources = map[string]string{
 	"GET /v1/admin/rejections": "rejections",
 	"GET /v1/admin/manifests":  "manifests",
+	"GET /v1/admin/dlq":        "dlq",
 
 	"POST /v1/tenants":                               "tenants",
 	"GET /v1/tenants":                                "tenants",

@@ -20,6 +20,7 @@ func TestAuthMatrix(t *testing.T) {
 		type call struct{ method, path, body string }
 		adminOnly := []call{
 			{"GET", "/v1/admin/rejections", ""},
+			{"GET", "/v1/admin/dlq", ""},
 			{"POST", "/v1/tenants", `{"id":"new"}`},
 			{"GET", "/v1/tenants", ""},
 			{"GET", "/v1/tenants/acme", ""},

@@ -123,6 +123,7 @@ func New(deps Deps) (*Server, error) {
 	s.plain("GET", "/metrics", deps.Metrics.Handler())
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
+	s.handle("GET", "/v1/admin/dlq", s.listDLQ)
 
 	s.handle("POST", "/v1/tenants", s.createTenant)
 	s.handle("GET", "/v1/tenants", s.listTenants)

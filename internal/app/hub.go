@@ -51,6 +51,7 @@ type Hub struct {
 	Senders    map[string]destination.Sender
 	Broker     *kfake.Cluster // dev mode's embedded Kafka
 	Consumer   *ingest.Consumer
+	DLQ        *ingest.DLQConsumer // the producers' DLQ topics (SPEC 27)
 	Dispatcher *dispatch.Dispatcher
 	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
 	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
@@ -206,6 +207,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 		ready["kafka"] = h.Consumer.Ready
 		ready["ingest"] = h.Consumer.Stalled
+		h.DLQ, err = ingest.NewDLQ(ingest.DLQConfig{
+			Ingest: cfg.Ingest, Kafka: kafka, Store: h.Store, Metrics: h.Metrics,
+			Logger: h.Logger.With("component", "ingest-dlq"),
+		})
+		if err != nil {
+			return err
+		}
 	}
 
 	h.Housekeeper, err = housekeeping.New(housekeeping.Config{
@@ -284,6 +292,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	})
 	if h.Consumer != nil {
 		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
+	}
+	if h.DLQ != nil {
+		h.goRun("ingest dlq", func() error { return h.DLQ.Run(runCtx) })
 	}
 	if h.Dispatcher != nil {
 		h.goRun("dispatch", func() error { return h.Dispatcher.Run(dispatchCtx) })

@@ -166,6 +166,12 @@ func loadInto(r *reader, mode Mode) Config {
 	k.Group = groupFor(c.Env)
 	r.str("KAFKA_GROUP", &k.Group)
 	r.duration("KAFKA_SESSION_TIMEOUT", &k.SessionTimeout)
+	r.str("DLQ_TOPICS_REGEX", &k.DLQTopicsRegex)
+	if _, err := regexp.Compile(k.DLQTopicsRegex); err != nil {
+		r.fail("DLQ_TOPICS_REGEX", "not a valid regular expression: %s", err)
+	}
+	k.DLQGroup = dlqGroupFor(c.Env)
+	r.str("DLQ_GROUP", &k.DLQGroup)
 	r.str("KAFKA_INSTANCE_ID", &k.InstanceID)
 	if err := checkInstanceID(k.InstanceID); err != nil {
 		r.fail("KAFKA_INSTANCE_ID", "%s", err)

@@ -23,6 +23,7 @@ func Defaults(mode Mode) Config {
 		DevKafkaAddr: "127.0.0.1:9092",
 		Ingest: Ingest{
 			TopicsRegex:    hub.DefaultTopicsRegex,
+			DLQTopicsRegex: DefaultDLQTopicsRegex,
 			SessionTimeout: 15 * time.Second,
 			MaxRecordBytes: 1 << 20,
 			MaxBatch:       1000,
@@ -92,6 +93,7 @@ func Defaults(mode Mode) Config {
 		LogFormat:       "json",
 	}
 	c.Ingest.Group = groupFor(c.Env)
+	c.Ingest.DLQGroup = dlqGroupFor(c.Env)
 	// A partition queues a few batches before its fetching pauses.
 	c.Ingest.MaxBacklog = 4 * c.Ingest.MaxBatch
 	if mode == Dev {
@@ -118,6 +120,14 @@ func MaxConnsFor(r Role) int {
 	return 16
 }
 
+// DefaultDLQTopicsRegex is what the DLQ consumer reads unless
+// STREAMING_HUB_DLQ_TOPICS_REGEX says otherwise: the producers' dead-letter
+// topics (SPEC 27).
+const DefaultDLQTopicsRegex = `^lerian\.streaming\..+\.dlq$`
+
+// dlqGroupFor is the DLQ consumer's group of an environment.
+func dlqGroupFor(env string) string { return "streaming-hub-dlq." + env }
+
 // groupFor is the consumer group of an environment (STREAMING_HUB_ENV).
 func groupFor(env string) string { return "streaming-hub." + env }
 
@@ -127,6 +137,12 @@ type Ingest struct {
 	Brokers     []string // KAFKA_BROKERS; dev fills in its embedded broker
 	TopicsRegex string   // KAFKA_TOPICS_REGEX
 	Group       string   // KAFKA_GROUP (default streaming-hub.<ENV>)
+	// DLQTopicsRegex (DLQ_TOPICS_REGEX) and DLQGroup (DLQ_GROUP, default
+	// streaming-hub-dlq.<ENV>): the producers' dead-letter topics, read by a
+	// second consumer group and kept for operators, never delivered
+	// (SPEC 27). Their records are kept for Housekeeping.DLQRetention.
+	DLQTopicsRegex string
+	DLQGroup       string
 	// SessionTimeout (KAFKA_SESSION_TIMEOUT) is how long the group waits
 	// for a silent member (a crashed process) before giving its partitions
 	// to others: 15s, well within a dispatch lease (SPEC 25).

@@ -23,6 +23,7 @@ type Store interface {
 	store.Retention
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
 	PruneRollups(ctx context.Context, before time.Time) (int, error)
+	PruneDLQRecords(ctx context.Context, before time.Time, batch int) (int, error)
 }
 
 // Config configures a Housekeeper; config.Defaults fills the settings.
@@ -93,6 +94,10 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 		var err error
 		deleted, err = h.prune(ctx)
 		if err != nil {
+			return err
+		}
+		// The producers' DLQ records (SPEC 27) live as long as dead letters.
+		if err := h.pruneDLQ(ctx); err != nil {
 			return err
 		}
 		// Health rollups past the health window (few rows: one per

@@ -31,6 +31,9 @@ type Metrics struct {
 	// PartitionStalled is 1 while a partition's next record has failed to
 	// persist for longer than STREAMING_HUB_INGEST_STALL_AFTER (SPEC 27).
 	PartitionStalled *prometheus.GaugeVec // topic, partition
+	// DLQRecords counts the records kept from the producers' DLQ topics
+	// (SPEC 27), by DLQ topic (a name the operator controls).
+	DLQRecords *prometheus.CounterVec // topic
 
 	// Delivery.
 	Attempts          *prometheus.CounterVec   // outcome: success | failure
@@ -59,7 +62,7 @@ type Metrics struct {
 
 	// Housekeeping.
 	HousekeepingPasses *prometheus.CounterVec // result: ran | skipped | error
-	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events
+	RetentionDeleted   *prometheus.CounterVec // kind: succeeded_jobs | dead_letters | events | dlq_records
 
 	// Producer manifests.
 	ManifestRefresh *prometheus.CounterVec // result: ok | error
@@ -182,6 +185,10 @@ func New() *Metrics {
 			Name: "streaming_hub_manifest_refresh_total",
 			Help: "Fetches of producer manifests (STREAMING_HUB_MANIFEST_SOURCES): ok (stored), or error (malformed, too large, slow or unreachable: the last good copy stays).",
 		}, []string{"result"}),
+		DLQRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_dlq_records_total",
+			Help: "Records read from the producers' DLQ topics (STREAMING_HUB_DLQ_TOPICS_REGEX) and kept for operators, never delivered, by DLQ topic.",
+		}, []string{"topic"}),
 		RetentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_retention_deleted_total",
 			Help: "Rows deleted by retention, by kind.",
@@ -199,7 +206,7 @@ func New() *Metrics {
 		m.ConsumerLag, m.PartitionsAssigned, m.PartitionStalled,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
-		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.ManifestRefresh, m.PoolWait,
+		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.DLQRecords, m.ManifestRefresh, m.PoolWait,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)

@@ -40,6 +40,7 @@ type Store interface {
 	Insight
 	Console
 	Idempotency
+	DLQ
 }
 
 // Options are common to every driver.

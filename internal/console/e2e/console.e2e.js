@@ -222,7 +222,7 @@ async function inert(page, where) {
 
     // 11. Operator pages.
     aw.expectError = false;
-    for (const p of ["/console/", "/console/tenants", "/console/rejections", "/console/manifests"]) {
+    for (const p of ["/console/", "/console/tenants", "/console/rejections", "/console/dlq", "/console/manifests"]) {
       await admin.goto(HUB + p);
       await inert(admin, p);
       await snap(admin, aw, "operator" + p.replace(/\//g, "-"));

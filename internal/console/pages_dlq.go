@@ -1,0 +1,40 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+)
+
+// dlq: the records of the producers' DLQ topics (SPEC 27), newest first,
+// paged, filtered by topic and tenant (operator only: the API answers a
+// tenant 403).
+func (c *Console) dlq(w http.ResponseWriter, r *http.Request, s *session) {
+	var list struct {
+		Data       []m
+		NextCursor *string `json:"next_cursor"`
+	}
+	in := r.URL.Query()
+	q := url.Values{"limit": {"100"}}
+	filters := url.Values{}
+	for _, k := range []string{"topic", "tenant_id"} {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+			filters.Set(k, v)
+		}
+	}
+	if cur := in.Get("cursor"); cur != "" {
+		q.Set("cursor", cur)
+	}
+	if err := c.call(r, s, "GET", "/v1/admin/dlq?"+q.Encode(), nil, &list); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	var older string
+	if list.NextCursor != nil {
+		filters.Set("cursor", *list.NextCursor)
+		older = "/console/dlq?" + filters.Encode()
+	}
+	c.show(w, r, s, http.StatusOK, "dlq", "operator", "Producer DLQ", m{
+		"Records": list.Data, "Older": older, "Topic": in.Get("topic"), "TenantID": in.Get("tenant_id"),
+	})
+}

@@ -1,0 +1,246 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// The headers lib-streaming stamps on a quarantined record (SPEC 27).
+const (
+	HeaderDLQSourceTopic     = "x-lerian-dlq-source-topic"
+	HeaderDLQSourcePartition = "x-lerian-dlq-source-partition"
+	HeaderDLQSourceOffset    = "x-lerian-dlq-source-offset"
+	HeaderDLQPayloadOmitted  = "x-lerian-dlq-payload-omitted"
+)
+
+// DLQStore is the part of the store the DLQ consumer needs.
+type DLQStore interface {
+	SaveDLQRecords(ctx context.Context, recs []store.DLQRecord) error
+}
+
+// DLQConfig configures a DLQConsumer: the ingest settings (brokers, the
+// DLQ regex and group, session timeout, batch, retry waits) and the same
+// TLS and SASL as the delivery consumer.
+type DLQConfig struct {
+	config.Ingest
+	Kafka config.Kafka
+
+	Store   DLQStore
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger // nil discards
+	// ClientOpts are appended to the franz-go options (tests).
+	ClientOpts []kgo.Opt
+}
+
+func (c DLQConfig) check() error {
+	ch := config.Check{Of: "ingest.DLQConfig"}
+	ch.Require("Brokers", len(c.Brokers) > 0)
+	ch.Require("DLQGroup", c.DLQGroup != "")
+	ch.Require("DLQTopicsRegex", c.DLQTopicsRegex != "")
+	ch.Require("Store", c.Store != nil)
+	ch.Require("Metrics", c.Metrics != nil)
+	config.Positive(&ch, "SessionTimeout", c.SessionTimeout)
+	config.Positive(&ch, "MaxBatch", c.MaxBatch)
+	config.Positive(&ch, "RetryMin", c.RetryMin)
+	config.Positive(&ch, "RetryMax", c.RetryMax)
+	config.Positive(&ch, "WriteTimeout", c.WriteTimeout)
+	return ch.Err()
+}
+
+// DLQConsumer reads the producers' dead-letter topics in a consumer group
+// of its own and keeps each record for operators (SPEC 27). It never
+// makes an event of one: nothing it reads is matched or delivered. Offsets
+// are committed after the records are stored; storing is idempotent on
+// (topic, partition, offset), so a record read twice is kept once.
+type DLQConsumer struct {
+	cfg DLQConfig
+	cl  *kgo.Client
+	sec *kafkasec.Security
+}
+
+// NewDLQ creates the DLQ consumer; it connects lazily, when Run polls.
+func NewDLQ(cfg DLQConfig) (*DLQConsumer, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	// The delivery consumer beside it, on the same brokers with the same
+	// security, logs a refused connection's cause: once is enough (SPEC
+	// 18), so this watch keeps the cause for Ready without a line of its own.
+	sec, err := kafkasec.New(cfg.Kafka, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, fmt.Errorf("ingest: dlq: %w", err)
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(cfg.DLQGroup),
+		kgo.ConsumeRegex(),
+		kgo.ConsumeTopics(cfg.DLQTopicsRegex),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.WithLogger(kgoLogger{cfg.Logger, sec}),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
+	}
+	if cfg.MetadataMaxAge > 0 {
+		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))
+	}
+	opts = append(opts, sec.Opts()...)
+	opts = append(opts, cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: dlq: %w", err)
+	}
+	return &DLQConsumer{cfg: cfg, cl: cl, sec: sec}, nil
+}
+
+// Client exposes the franz-go client (tests).
+func (c *DLQConsumer) Client() *kgo.Client { return c.cl }
+
+// Ready reports whether the DLQ consumer has joined its group.
+func (c *DLQConsumer) Ready(ctx context.Context) error {
+	if err := c.sec.Cause(); err != nil {
+		return err
+	}
+	if member, gen := c.cl.GroupMetadata(); member == "" || gen < 0 {
+		return fmt.Errorf("kafka DLQ consumer has not joined its group yet")
+	}
+	return nil
+}
+
+// Run polls until ctx is done, storing each poll's records and then
+// committing them, and leaves the group when it stops. A store that fails
+// is retried with back-off; nothing is committed past what is stored.
+func (c *DLQConsumer) Run(ctx context.Context) error {
+	defer c.cl.Close()
+	for {
+		fetches := c.cl.PollRecords(ctx, c.cfg.MaxBatch)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			c.cfg.Logger.Warn("kafka fetch error", "topic", topic, "partition", partition, "err", err)
+		})
+		recs := fetches.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if !c.persist(ctx, recs) {
+			return nil // stopping: the records are read again by whoever goes on
+		}
+		for _, r := range recs {
+			c.cfg.Metrics.DLQRecords.WithLabelValues(r.Topic).Inc()
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := c.cl.CommitRecords(cctx, recs...)
+		cancel()
+		c.countCommit(err)
+		if err != nil {
+			// The next commit covers these; a restart reads them again
+			// and keeps them once.
+			c.cfg.Logger.Warn("DLQ offset commit failed", "err", err)
+		}
+	}
+}
+
+func (c *DLQConsumer) countCommit(err error) {
+	if err != nil {
+		c.cfg.Metrics.OffsetCommits.WithLabelValues("error").Inc()
+	} else {
+		c.cfg.Metrics.OffsetCommits.WithLabelValues("ok").Inc()
+	}
+}
+
+// persist stores the records in one transaction, retrying with capped,
+// jittered back-off until it succeeds or ctx ends (false).
+func (c *DLQConsumer) persist(ctx context.Context, recs []*kgo.Record) bool {
+	rows := make([]store.DLQRecord, len(recs))
+	for i, r := range recs {
+		rows[i] = DLQRecordOf(r)
+	}
+	wait := c.cfg.RetryMin
+	for attempt := 1; ; attempt++ {
+		// Not canceled by ctx: a stop lets the transaction in flight end.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WriteTimeout)
+		err := c.cfg.Store.SaveDLQRecords(wctx, rows)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.cfg.Logger.Error("storing DLQ records failed; retrying", "records", len(rows),
+			"attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, c.cfg.RetryMax)
+	}
+}
+
+// DLQRecordOf is what is kept of a record of a DLQ topic: every header as
+// text (bounded, names lower-cased, the first of a repeated name), the
+// source coordinates lib-streaming stamped (nil when absent or not a
+// number), the ce-id and ce-tenantid, and the first 4 KiB of the value.
+// Whatever bytes it carries, the result is one the store accepts.
+func DLQRecordOf(r *kgo.Record) store.DLQRecord {
+	d := store.DLQRecord{
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+		Headers:   make(map[string]string, min(len(r.Headers), store.MaxRejectionHeaders)),
+	}
+	first := map[string]string{} // the wanted headers, first occurrence, raw
+	for _, h := range r.Headers {
+		name := strings.ToLower(h.Key)
+		switch name {
+		case "ce-id", "ce-tenantid", HeaderDLQSourceTopic, HeaderDLQSourcePartition, HeaderDLQSourceOffset, HeaderDLQPayloadOmitted:
+			if _, dup := first[name]; !dup {
+				first[name] = string(h.Value)
+			}
+		}
+		if len(d.Headers) == store.MaxRejectionHeaders {
+			continue
+		}
+		k := store.CleanText(name, store.MaxRejectionNameBytes)
+		if _, dup := d.Headers[k]; !dup {
+			d.Headers[k] = store.CleanText(string(h.Value), store.MaxRejectionHeaderBytes)
+		}
+	}
+	d.CEID = first["ce-id"]
+	d.TenantID = first["ce-tenantid"]
+	d.SourceTopic = first[HeaderDLQSourceTopic]
+	if v, ok := first[HeaderDLQSourcePartition]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil {
+			p := int32(n)
+			d.SourcePartition = &p
+		}
+	}
+	if v, ok := first[HeaderDLQSourceOffset]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			d.SourceOffset = &n
+		}
+	}
+	d.PayloadOmitted = strings.EqualFold(strings.TrimSpace(first[HeaderDLQPayloadOmitted]), "true")
+	d.ValueExcerpt = string(r.Value[:min(len(r.Value), store.MaxDLQValueBytes)])
+	return store.SafeDLQRecord(d)
+}
