@@ -40,7 +40,7 @@ func (g *gatedStore) CreateTenant(ctx context.Context, p store.CreateTenantParam
 	return g.Store.CreateTenant(ctx, p)
 }
 
-func mustJSON(t *testing.T, b []byte, v any) {
+func decodeInto(t *testing.T, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%v in %s", err, b)
@@ -86,7 +86,7 @@ func TestIdempotency_ReplaysTheFirstAnswer(t *testing.T) {
 		if st1 != 201 || st2 != 201 || string(b1) != string(b2) || hd2.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("key create: %d %s, replay %d %s", st1, b1, st2, b2)
 		}
-		mustJSON(t, b1, &k1)
+		decodeInto(t, b1, &k1)
 		rec, claimed, err := h.store.ClaimIdempotencyKey(context.Background(), store.IdempotencyClaim{
 			Principal: "admin", Key: "key-1", RequestHash: "another", Token: "probe", Lock: time.Minute})
 		if err != nil || claimed || !rec.Completed || rec.Status != 201 || strings.Contains(string(rec.Body), k1.Key) || strings.Contains(string(rec.Body), k1.ID) {
@@ -100,7 +100,7 @@ func TestIdempotency_ReplaysTheFirstAnswer(t *testing.T) {
 		// After the TTL (24 h by default) the key is free: the work is done again.
 		h.clock.Advance(24*time.Hour + time.Second)
 		st2, hd2, b2 = h.admin.do("POST", "/v1/tenants/acme/keys", "", "Idempotency-Key", "key-1")
-		mustJSON(t, b2, &k2)
+		decodeInto(t, b2, &k2)
 		if st2 != 201 || hd2.Get("Idempotent-Replayed") != "" || k2.ID == k1.ID {
 			t.Fatalf("after the TTL: %d %s %v", st2, b2, hd2)
 		}
