@@ -151,10 +151,10 @@ FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::te
 func queueEvents(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, roster map[string]*store.RosterEntry, now time.Time) error {
 	var c struct {
 		tenant, id, sv, ct, et, src, subj, tm, schv, dct, ds, top, tp, ts, pk []string
-		ext                                                               []*string
-		seq, off                                                          []int64
-		maj, part                                                         []int32
-		data                                                              [][]byte
+		ext                                                                   []*string
+		seq, off                                                              []int64
+		maj, part                                                             []int32
+		data                                                                  [][]byte
 	}
 	for i, ev := range events {
 		if outcomes[i].Verdict != hub.Accept {
