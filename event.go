@@ -35,6 +35,10 @@ type Event struct {
 	TraceParent string
 	TraceState  string
 
+	// ProducerKeyID is the id of the producer key whose signature verified
+	// (ce-sigkid, SPEC 27); "" for an unsigned event.
+	ProducerKeyID string
+
 	Topic      string
 	Partition  int32
 	Offset     int64

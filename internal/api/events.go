@@ -37,6 +37,7 @@ type eventJSON struct {
 	DataContentType string          `json:"data_content_type"`
 	TraceParent     string          `json:"traceparent,omitempty"`
 	TraceState      string          `json:"tracestate,omitempty"`
+	ProducerKeyID   string          `json:"producer_key_id,omitempty"`
 	Data            json.RawMessage `json:"data,omitempty"`
 	DataBase64      []byte          `json:"data_base64,omitempty"`
 }
@@ -62,6 +63,7 @@ func toEventJSON(ev hub.Event) eventJSON {
 		ID: ev.ID, Sequence: ev.Sequence, Type: ev.EventType, CEType: ev.Type, Source: ev.Source,
 		Subject: ev.Subject, Time: ev.Time, TenantID: ev.TenantID, SchemaVersion: ev.SchemaVersion,
 		DataContentType: ev.DataContentType, TraceParent: ev.TraceParent, TraceState: ev.TraceState,
+		ProducerKeyID: ev.ProducerKeyID,
 	}
 	// JSON payloads are embedded as they are; anything else (or JSON that
 	// does not parse) goes as base64, so the answer is always valid JSON.

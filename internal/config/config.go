@@ -178,6 +178,7 @@ func loadInto(r *reader, mode Mode) Config {
 	}
 	r.positiveInt("MAX_RECORD_BYTES", &k.MaxRecordBytes)
 	r.duration("INGEST_STALL_AFTER", &k.StallAfter)
+	r.signatures(&k.Signatures)
 	r.str("DEV_KAFKA_ADDR", &c.DevKafkaAddr)
 	r.kafka(&c.Kafka)
 	r.boolean("ALLOW_INSECURE_DB_TLS", &c.AllowInsecureDBTLS)

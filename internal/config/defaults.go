@@ -31,6 +31,8 @@ func Defaults(mode Mode) Config {
 			RetryMax:       5 * time.Second,
 			WriteTimeout:   15 * time.Second,
 			StallAfter:     10 * time.Second,
+			// No keys: signatures are not verified (SPEC 27).
+			Signatures: Signatures{Require: false, MaxSkew: 0},
 		},
 		Dispatch: Dispatch{
 			Workers:             8,
@@ -166,6 +168,9 @@ type Ingest struct {
 	// persist its batch before /readyz reports ingest as failing (disk
 	// full, a read-only database, constraint errors): SPEC 16 and 25.
 	StallAfter time.Duration
+	// Signatures verifies producers' signed envelopes (SIGNATURE_KEYS,
+	// REQUIRE_SIGNATURES, SIGNATURE_MAX_SKEW; SPEC 27).
+	Signatures Signatures
 	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
 	// 0 keeps franz-go's own (5m). Dev mode lowers it.
 	MetadataMaxAge time.Duration

@@ -28,6 +28,10 @@ func eventHeaders(ev hub.Event, deliveryID, traceparent string) http.Header {
 		"ce-tenantid":      {ev.TenantID},
 		"ce-schemaversion": {ev.SchemaVersion},
 	}
+	if ev.ProducerKeyID != "" {
+		// The producer key whose signature verified at ingest (SPEC 27).
+		h["X-Lerian-Producer-Key"] = []string{ev.ProducerKeyID}
+	}
 	if ev.Subject != "" {
 		h["ce-subject"] = []string{ev.Subject}
 	}

@@ -15,11 +15,12 @@ type parsed struct {
 	systemEvents int      // discarded: addressed to no tenant
 }
 
-// split applies the wire contract to a partition's records.
-func split(recs []*kgo.Record, maxValueBytes int) parsed {
+// split applies the wire contract and the signature check (v; nil checks
+// none) to a partition's records.
+func split(recs []*kgo.Record, maxValueBytes int, v *Verifier) parsed {
 	var p parsed
 	for _, r := range recs {
-		ev, out := Parse(r, maxValueBytes)
+		ev, out := v.judge(r, maxValueBytes)
 		switch {
 		case out.Reason != "":
 			p.Rejected = append(p.Rejected, rejection(r, out.Reason))

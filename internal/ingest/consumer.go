@@ -47,7 +47,8 @@ type Config struct {
 	Tracer trace.Tracer
 	// ClientOpts are appended to the franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
-	// Now is the clock of the stall check; nil means time.Now.
+	// Now is the clock of the stall check and of the signatures' skew;
+	// nil means time.Now.
 	Now func() time.Time
 }
 
@@ -82,6 +83,8 @@ type Consumer struct {
 	cfg Config
 	cl  *kgo.Client
 	sec *kafkasec.Security
+	// verifier checks producers' signatures; nil when no key is set.
+	verifier *Verifier
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition
@@ -128,7 +131,10 @@ func New(cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	c := &Consumer{cfg: cfg, sec: sec, parts: make(map[topicPartition]*partition)}
+	c := &Consumer{cfg: cfg, sec: sec, parts: make(map[topicPartition]*partition), verifier: NewVerifier(cfg.Signatures, cfg.Now)}
+	if n := len(cfg.Signatures.Keys); n > 0 {
+		cfg.Logger.Info("verifying producers' signatures", "keys", n, "required", cfg.Signatures.Require, "max_skew", cfg.Signatures.MaxSkew)
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.Group),

@@ -34,6 +34,7 @@ var rules = func() map[string]bool {
 		"ce-schemaversion major is out of range",
 		"content-type and ce-datacontenttype disagree",
 		"duplicate content-type with different values",
+		ReasonSignatureInvalid, ReasonSignatureUnknownKey, ReasonSignatureMissing,
 	} {
 		m[r] = true
 	}
@@ -165,7 +166,7 @@ func TestSplit_CountsSystemEventsApart(t *testing.T) {
 	sys["ce-systemevent"] = "true"
 	bad := validHeaders()
 	bad["ce-specversion"] = "2"
-	p := split([]*kgo.Record{record(validHeaders()), record(sys), record(bad)}, maxRecordBytes)
+	p := split([]*kgo.Record{record(validHeaders()), record(sys), record(bad)}, maxRecordBytes, nil)
 	if len(p.Events) != 1 || len(p.Rejected) != 1 || p.systemEvents != 1 || p.rules[0] != "ce-specversion must be 1.0" {
 		t.Fatalf("split: %d events, %d rejected (%v), %d system", len(p.Events), len(p.Rejected), p.rules, p.systemEvents)
 	}

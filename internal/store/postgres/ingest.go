@@ -139,22 +139,22 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 
 const insertEvents = `INSERT INTO events (tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject,
 	time, schema_version, schema_major, data_content_type, data_schema, extensions, data,
-	topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state)
-SELECT t, seq, id, sv, ct, et, src, subj, tm, schv, maj, dct, ds, ext::jsonb, d, top, part, off, $20, tp, ts
+	topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state, producer_key_id)
+SELECT t, seq, id, sv, ct, et, src, subj, tm, schv, maj, dct, ds, ext::jsonb, d, top, part, off, $20, tp, ts, pk
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], $14::text[], $15::bytea[],
-	$16::text[], $17::int[], $18::bigint[], $19::text[], $21::text[])
-	AS v(t, seq, id, sv, ct, et, src, subj, tm, schv, maj, dct, ds, ext, d, top, part, off, tp, ts)`
+	$16::text[], $17::int[], $18::bigint[], $19::text[], $21::text[], $22::text[])
+	AS v(t, seq, id, sv, ct, et, src, subj, tm, schv, maj, dct, ds, ext, d, top, part, off, tp, ts, pk)`
 
 // queueEvents queues the accepted events' rows and the tenants' new last
 // sequences.
 func queueEvents(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, roster map[string]*store.RosterEntry, now time.Time) error {
 	var c struct {
-		tenant, id, sv, ct, et, src, subj, tm, schv, dct, ds, top, tp, ts []string
-		ext                                                               []*string
-		seq, off                                                          []int64
-		maj, part                                                         []int32
-		data                                                              [][]byte
+		tenant, id, sv, ct, et, src, subj, tm, schv, dct, ds, top, tp, ts, pk []string
+		ext                                                                   []*string
+		seq, off                                                              []int64
+		maj, part                                                             []int32
+		data                                                                  [][]byte
 	}
 	for i, ev := range events {
 		if outcomes[i].Verdict != hub.Accept {
@@ -173,13 +173,13 @@ func queueEvents(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, ros
 		c.tm, c.schv, c.maj, c.dct = append(c.tm, ev.Time), append(c.schv, ev.SchemaVersion), append(c.maj, int32(ev.SchemaMajor)), append(c.dct, ev.DataContentType)
 		c.ds, c.ext, c.data = append(c.ds, ev.DataSchema), append(c.ext, ext), append(c.data, data)
 		c.top, c.part, c.off = append(c.top, ev.Topic), append(c.part, ev.Partition), append(c.off, ev.Offset)
-		c.tp, c.ts = append(c.tp, ev.TraceParent), append(c.ts, ev.TraceState)
+		c.tp, c.ts, c.pk = append(c.tp, ev.TraceParent), append(c.ts, ev.TraceState), append(c.pk, ev.ProducerKeyID)
 	}
 	if len(c.id) == 0 {
 		return nil
 	}
 	b.Queue(insertEvents, c.tenant, c.seq, c.id, c.sv, c.ct, c.et, c.src, c.subj, c.tm, c.schv, c.maj, c.dct, c.ds,
-		c.ext, c.data, c.top, c.part, c.off, c.tp, now, c.ts)
+		c.ext, c.data, c.top, c.part, c.off, c.tp, now, c.ts, c.pk)
 	var ids []string
 	var seqs []int64
 	for id, e := range roster {

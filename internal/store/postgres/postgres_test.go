@@ -150,6 +150,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE console_sessions DROP COLUMN kind, DROP COLUMN auth_hash, DROP COLUMN link_id, DROP COLUMN ends_at;
 		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
 		ALTER TABLE portal_links DROP COLUMN id, DROP COLUMN used_at;
+		ALTER TABLE events DROP COLUMN producer_key_id;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

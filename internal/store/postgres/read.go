@@ -39,14 +39,14 @@ func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) 
 
 const eventSelect = `tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
 	schema_version, schema_major, data_content_type, data_schema, extensions, data,
-	topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state`
+	topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state, producer_key_id`
 
 func scanEvent(r pgx.Row) (hub.Event, error) {
 	var ev hub.Event
 	var ext []byte
 	err := r.Scan(&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
 		&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
-		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &ev.ReceivedAt, &ev.TraceParent, &ev.TraceState)
+		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &ev.ReceivedAt, &ev.TraceParent, &ev.TraceState, &ev.ProducerKeyID)
 	if err == nil && ext != nil {
 		err = json.Unmarshal(ext, &ev.Extensions)
 	}

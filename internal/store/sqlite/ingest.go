@@ -89,8 +89,8 @@ func (db *DB) admit(ctx context.Context, tx *sql.Tx, events []hub.Event, now int
 	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (
 		tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,
 		schema_version, schema_major, data_content_type, data_schema, extensions, data,
-		topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		topic, kafka_partition, kafka_offset, received_at, trace_parent, trace_state, producer_key_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (db *DB) admit(ctx context.Context, tx *sql.Tx, events []hub.Event, now int
 		}
 		if _, err := insert.ExecContext(ctx, ev.TenantID, outcomes[i].Sequence, ev.ID, ev.SpecVersion, ev.Type,
 			ev.EventType, ev.Source, ev.Subject, ev.Time, ev.SchemaVersion, ev.SchemaMajor, ev.DataContentType,
-			ev.DataSchema, ext, data, ev.Topic, ev.Partition, ev.Offset, now, ev.TraceParent, ev.TraceState); err != nil {
+			ev.DataSchema, ext, data, ev.Topic, ev.Partition, ev.Offset, now, ev.TraceParent, ev.TraceState, ev.ProducerKeyID); err != nil {
 			return nil, err
 		}
 	}

@@ -55,6 +55,7 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		UPDATE schema_migrations SET name = 'retention' WHERE version = 4;
 		ALTER TABLE events DROP COLUMN trace_parent;
 		ALTER TABLE events DROP COLUMN trace_state;
+		ALTER TABLE events DROP COLUMN producer_key_id;
 		DROP TABLE subscription_rollups; DROP TABLE event_types_seen; DROP TABLE manifest_sources;
 		DROP TABLE console_sessions; DROP TABLE portal_links;
 		DROP INDEX delivery_jobs_event; DROP INDEX delivery_jobs_dead;
@@ -119,6 +120,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE console_sessions DROP COLUMN link_id; ALTER TABLE console_sessions DROP COLUMN ends_at;
 		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
 		ALTER TABLE portal_links DROP COLUMN id; ALTER TABLE portal_links DROP COLUMN used_at;
+		ALTER TABLE events DROP COLUMN producer_key_id;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, open) })
 	t.Run("TraceContext", func(t *testing.T) { testTraceContext(t, open) })
+	t.Run("ProducerKey", func(t *testing.T) { testProducerKey(t, open) })
 	t.Run("Operational", func(t *testing.T) { testOperational(t, open) })
 	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
 	t.Run("Lookups", func(t *testing.T) { testLookups(t, open) })
