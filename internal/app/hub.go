@@ -303,6 +303,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	h.goRun("manifests", func() error { h.Manifests.Run(runCtx); return nil })
 	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
+	if w := cfg.AuthWarning(); w != "" {
+		h.Logger.Warn(w)
+	}
 	if cfg.Mode == config.Dev && h.Out != nil {
 		printDevBanner(h.Out, h, secrets)
 	}

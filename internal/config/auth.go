@@ -30,9 +30,13 @@ type Auth struct {
 	Timeout time.Duration
 	// CacheTTL (AUTH_CACHE_TTL) keeps decisions; 0 keeps none.
 	CacheTTL time.Duration
-	// Required (AUTH_REQUIRED; true by default with ENV=production): serve
-	// refuses to start without PLUGIN_AUTH_ENABLED=true.
+	// Required (AUTH_REQUIRED; true by default with ENV=production): set
+	// explicitly to true, serve refuses to start without
+	// PLUGIN_AUTH_ENABLED=true; by default it only warns at start, so a
+	// production hub that never used the access manager keeps starting.
 	Required bool
+	// RequiredSet says AUTH_REQUIRED was given rather than defaulted.
+	RequiredSet bool
 	// TrustedProxies (TRUSTED_PROXIES) are the proxies whose
 	// X-Forwarded-For hops are skipped to find the client's address.
 	TrustedProxies []*net.IPNet
@@ -64,6 +68,7 @@ func (r *reader) auth(c *Config) {
 	}
 	if s, ok := r.authRaw("AUTH_REQUIRED"); ok {
 		r.parseBool("AUTH_REQUIRED", s, &a.Required)
+		a.RequiredSet = true
 	}
 	if s, ok := r.authRaw("PLUGIN_AUTH_ADDRESS"); ok {
 		u, err := url.Parse(s)
@@ -129,12 +134,22 @@ func (r *reader) auth(c *Config) {
 	}
 }
 
-// checkAuth: AUTH_REQUIRED=true (the default with ENV=production) makes
-// serve refuse to start without the access manager.
+// checkAuth: AUTH_REQUIRED=true, given explicitly, makes serve refuse to
+// start without the access manager. Its default under ENV=production only
+// warns (AuthWarning), so an upgrade never stops a running production hub.
 func (c Config) checkAuth(r *reader) {
-	if c.Mode == Serve && c.Auth.Required && !c.Auth.Enabled && !r.bad["PLUGIN_AUTH_ENABLED"] && !r.bad["AUTH_REQUIRED"] {
-		r.fail("AUTH_REQUIRED", "is true (the default with ENV=production) but PLUGIN_AUTH_ENABLED is not: set PLUGIN_AUTH_ENABLED=true and PLUGIN_AUTH_ADDRESS, or AUTH_REQUIRED=false")
+	if c.Mode == Serve && c.Auth.Required && c.Auth.RequiredSet && !c.Auth.Enabled && !r.bad["PLUGIN_AUTH_ENABLED"] && !r.bad["AUTH_REQUIRED"] {
+		r.fail("AUTH_REQUIRED", "is true but PLUGIN_AUTH_ENABLED is not: set PLUGIN_AUTH_ENABLED=true and PLUGIN_AUTH_ADDRESS, or AUTH_REQUIRED=false")
 	}
+}
+
+// AuthWarning is what serve logs at start when AUTH_REQUIRED is true by
+// default (ENV=production) but the access manager is off; "" otherwise.
+func (c Config) AuthWarning() string {
+	if c.Mode == Serve && c.Auth.Required && !c.Auth.RequiredSet && !c.Auth.Enabled {
+		return "ENV=production and PLUGIN_AUTH_ENABLED is not true: only the hub's own admin token and API keys are accepted; set PLUGIN_AUTH_ENABLED=true with PLUGIN_AUTH_ADDRESS, or AUTH_REQUIRED=false to silence this (AUTH_REQUIRED=true refuses to start without it)"
+	}
+	return ""
 }
 
 func (r *reader) parseBool(name, s string, v *bool) {

@@ -75,12 +75,19 @@ func TestLoad_AccessManager(t *testing.T) {
 	if c, err = loadRaw(config.Serve, env); err != nil || len(c.Auth.Keys) != 1 {
 		t.Fatalf("cert path: %v %d", err, len(c.Auth.Keys))
 	}
-	// Production requires it unless AUTH_REQUIRED=false.
+	// Production requires it by default, but only warns: an explicit
+	// AUTH_REQUIRED=true refuses to start without it.
 	prod := production()
 	delete(prod, "STREAMING_HUB_AUTH_REQUIRED")
-	if _, err := loadRaw(config.Serve, prod); err == nil || !strings.Contains(err.Error(), "STREAMING_HUB_AUTH_REQUIRED: is true") {
-		t.Fatalf("production without the access manager: %v", err)
+	c, err = loadRaw(config.Serve, prod)
+	if err != nil || !c.Auth.Required || !strings.Contains(c.AuthWarning(), "PLUGIN_AUTH_ENABLED is not true") {
+		t.Fatalf("production without the access manager, AUTH_REQUIRED by default: %v %q", err, c.AuthWarning())
 	}
+	prod["STREAMING_HUB_AUTH_REQUIRED"] = "true"
+	if _, err := loadRaw(config.Serve, prod); err == nil || !strings.Contains(err.Error(), "STREAMING_HUB_AUTH_REQUIRED: is true") {
+		t.Fatalf("production without the access manager, AUTH_REQUIRED=true: %v", err)
+	}
+	delete(prod, "STREAMING_HUB_AUTH_REQUIRED")
 	prod["PLUGIN_AUTH_ENABLED"] = "true"
 	prod["PLUGIN_AUTH_ADDRESS"] = "http://auth:4000"
 	if c, err := loadRaw(config.Serve, prod); err != nil || !c.Auth.Required {
