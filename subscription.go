@@ -37,14 +37,16 @@ const (
 	DestinationWebhook  = "webhook"
 	DestinationRabbitMQ = "rabbitmq"
 	DestinationKafka    = "kafka"
+	DestinationNATS     = "nats"
 )
 
 // Destination is where a subscription delivers. Credentials are not here:
 // they live sealed in Subscription.Secrets.
 type Destination struct {
-	Type string // webhook, rabbitmq or kafka
-	// URL is the webhook's absolute http(s) URL, or the RabbitMQ broker's
-	// amqp(s) URL without its userinfo (sealed in Secrets.Broker).
+	Type string // webhook, rabbitmq, kafka or nats
+	// URL is the webhook's absolute http(s) URL, the RabbitMQ broker's
+	// amqp(s) URL or the NATS server's nats:// or tls:// URL, without its
+	// userinfo (sealed in Secrets.Broker).
 	URL     string
 	Headers map[string]string // sent on every attempt (webhook)
 	// AuthType is "", bearer, basic or header; AuthHeaderName names the
@@ -63,13 +65,17 @@ type Destination struct {
 	TLS           bool
 	SASLMechanism string
 	SASLUsername  string
+	// NATS JetStream: the subject published to and, optionally, the
+	// stream expected to capture it.
+	Subject string
+	Stream  string
 }
 
 // Address is the destination as breakers know it (SPEC 8, 22): the
 // webhook URL, or the broker's address (never with credentials).
 func (d Destination) Address() string {
 	switch d.Type {
-	case DestinationRabbitMQ:
+	case DestinationRabbitMQ, DestinationNATS:
 		if i := strings.Index(d.URL, "://"); i >= 0 {
 			rest := d.URL[i+3:]
 			if j := strings.IndexByte(rest, '/'); j >= 0 {
@@ -151,7 +157,7 @@ type SubscriptionSecrets struct {
 	Signing []SigningSecret `json:"signing"`
 	Auth    Credentials     `json:"auth"`
 	// Broker holds a broker destination's credentials: the RabbitMQ URL's
-	// userinfo, the Kafka SASL password.
+	// userinfo, the Kafka SASL password, the NATS URL's userinfo.
 	Broker Credentials `json:"broker,omitzero"`
 }
 

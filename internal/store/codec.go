@@ -28,6 +28,8 @@ type destinationConfig struct {
 	TLS           bool     `json:"tls,omitempty"`
 	SASLMechanism string   `json:"sasl_mechanism,omitempty"`
 	SASLUsername  string   `json:"sasl_username,omitempty"`
+	Subject       string   `json:"subject,omitempty"`
+	Stream        string   `json:"stream,omitempty"`
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -48,7 +50,8 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 	out.EventTypes, out.Headers = string(et), string(h)
 	d := s.Destination
 	dc, err := json.Marshal(destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
-		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername})
+		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername,
+		Subject: d.Subject, Stream: d.Stream})
 	if err != nil {
 		return out, err
 	}
@@ -104,5 +107,6 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	d := &s.Destination
 	d.Exchange, d.RoutingKey, d.Brokers, d.Topic = dc.Exchange, dc.RoutingKey, dc.Brokers, dc.Topic
 	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
+	d.Subject, d.Stream = dc.Subject, dc.Stream
 	return nil
 }

@@ -1,0 +1,145 @@
+package nats_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/webhook"
+)
+
+func publisher(t testing.TB) *nats.Publisher {
+	t.Helper()
+	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	p, err := nats.New(nats.Options{Dial: d.DialContext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func target(n *testkit.NATS, subject, stream string) destination.Target {
+	return destination.Target{
+		Destination: hub.Destination{Type: hub.DestinationNATS, URL: n.URL, Subject: subject, Stream: stream},
+		Credentials: hub.Credentials{Username: n.User, Password: n.Pass},
+	}
+}
+
+func message(id, delivery string) destination.Message {
+	return destination.Message{ID: id, EventType: "transaction.posted", TenantID: "acme", ContentType: "application/json",
+		Body: []byte(`{"id":"` + id + `"}`), Time: time.Unix(1700000000, 0),
+		Headers: map[string]string{"ce-id": id, "ce-type": "com.lerian.transaction.posted.v1", "X-Lerian-Delivery-Id": delivery, "webhook-signature": "v1,abc"}}
+}
+
+func send(t testing.TB, p *nats.Publisher, tg destination.Target, m destination.Message) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return p.Send(ctx, tg, m)
+}
+
+func TestPublish_LandsInTheStreamWithMsgIDAndHeaders_AndARedeliveryIsDeduplicated(t *testing.T) {
+	n := testkit.NewNATS(t, "hub", "s3cret")
+	n.CreateStream(t, "EVENTS", "events.>")
+	p := publisher(t)
+	tg := target(n, "events.acme", "EVENTS")
+	if err := send(t, p, tg, message("evt-1", "att_1")); err != nil {
+		t.Fatal(err)
+	}
+	// A redelivery of the same event (another attempt, same ce-id).
+	if err := send(t, p, tg, message("evt-1", "att_2")); err != nil {
+		t.Fatal(err)
+	}
+	msgs := n.Messages(t, "EVENTS")
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages in the stream, want 1 (the redelivery de-duplicated)", len(msgs))
+	}
+	m := msgs[0]
+	if m.Subject != "events.acme" || string(m.Data) != `{"id":"evt-1"}` {
+		t.Fatalf("message %s %s", m.Subject, m.Data)
+	}
+	for k, want := range map[string]string{"Nats-Msg-Id": "evt-1", "ce-id": "evt-1", "ce-type": "com.lerian.transaction.posted.v1",
+		"X-Lerian-Delivery-Id": "att_1", "webhook-signature": "v1,abc", "content-type": "application/json"} {
+		if got := m.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q (headers %v)", k, got, want, m.Header)
+		}
+	}
+}
+
+func TestPublish_NoStreamForTheSubjectFails(t *testing.T) {
+	n := testkit.NewNATS(t)
+	n.CreateStream(t, "EVENTS", "events.>")
+	p := publisher(t)
+	err := send(t, p, target(n, "elsewhere.acme", ""), message("evt-1", "att_1"))
+	if err == nil || !strings.Contains(err.Error(), `no JetStream stream answered for subject "elsewhere.acme"`) {
+		t.Fatalf("err = %v", err)
+	}
+	// A stream named that does not capture the subject's messages.
+	n.CreateStream(t, "OTHER", "other.>")
+	err = send(t, p, target(n, "events.acme", "OTHER"), message("evt-2", "att_2"))
+	if err == nil || !strings.Contains(err.Error(), "nats: publish:") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := len(n.Messages(t, "EVENTS")); got != 0 {
+		t.Fatalf("%d messages stored", got)
+	}
+}
+
+func TestProbe_NeedsTheStreamToExist(t *testing.T) {
+	n := testkit.NewNATS(t)
+	n.CreateStream(t, "EVENTS", "events.>")
+	p := publisher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := destination.Probe(ctx, p, target(n, "events.acme", "MISSING"), []string{"whsec_" + strings.Repeat("A", 32)}, "acme", "sub_1", time.Now())
+	if res.Passed || !strings.Contains(res.Error, `stream "MISSING" does not exist`) {
+		t.Fatalf("probe %+v", res)
+	}
+	res = destination.Probe(ctx, p, target(n, "events.acme", "EVENTS"), []string{"whsec_" + strings.Repeat("A", 32)}, "acme", "sub_1", time.Now())
+	if !res.Passed {
+		t.Fatalf("probe %+v", res)
+	}
+	msgs := n.Messages(t, "EVENTS")
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Data), `"type":"hub.verification"`) || msgs[0].Subject != "events.acme" {
+		t.Fatalf("messages %+v", msgs)
+	}
+}
+
+func TestPublish_AfterAServerRestartDialsAgain(t *testing.T) {
+	n := testkit.NewNATS(t)
+	n.CreateStream(t, "EVENTS", "events.>")
+	p := publisher(t)
+	tg := target(n, "events.acme", "EVENTS")
+	if err := send(t, p, tg, message("evt-1", "att_1")); err != nil {
+		t.Fatal(err)
+	}
+	n.Stop(t)
+	n.Start(t)
+	// The next attempt dials again and delivers.
+	if err := send(t, p, tg, message("evt-2", "att_2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(n.Messages(t, "EVENTS")); got != 2 {
+		t.Fatalf("%d messages, want 2", got)
+	}
+	if p.Conns() != 1 {
+		t.Fatalf("%d connections", p.Conns())
+	}
+}
+
+func TestPublish_ErrorsNeverShowTheCredentials(t *testing.T) {
+	n := testkit.NewNATS(t, "hub", "s3cret")
+	p := publisher(t)
+	tg := target(n, "events.acme", "")
+	tg.Credentials.Password = "wrong-pass"
+	err := send(t, p, tg, message("evt-1", "att_1"))
+	if err == nil || strings.Contains(err.Error(), "wrong-pass") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,166 @@
+package testkit
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NATSServerBinary is the nats-server the tests start (.ci/run installs
+// it); unset STREAMING_HUB_TEST_NATS_SERVER means the first one on PATH,
+// then /usr/sbin/nats-server.
+func NATSServerBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("STREAMING_HUB_TEST_NATS_SERVER"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nats-server"); err == nil {
+		return "/usr/sbin/nats-server"
+	}
+	t.Skip("nats-server is not installed: skipping the NATS JetStream tests (.ci/run installs it; or set STREAMING_HUB_TEST_NATS_SERVER)")
+	return ""
+}
+
+// NATS is a nats-server with JetStream of one test's own, on 127.0.0.1 and
+// a free port, its store in a temporary directory; stopped when the test
+// ends.
+type NATS struct {
+	URL  string // nats://127.0.0.1:<port>, without credentials
+	User string // required of clients when not empty, with Pass
+	Pass string
+	bin  string
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// NewNATS starts a nats-server with JetStream (skipping the test when the
+// binary is missing). userPass, when given, is the user and password
+// clients must present.
+func NewNATS(t testing.TB, userPass ...string) *NATS {
+	t.Helper()
+	n := &NATS{bin: NATSServerBinary(t), dir: t.TempDir()}
+	if len(userPass) == 2 {
+		n.User, n.Pass = userPass[0], userPass[1]
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	n.URL = fmt.Sprintf("nats://127.0.0.1:%d", n.port)
+	n.Start(t)
+	t.Cleanup(n.stop)
+	return n
+}
+
+// Start starts the server (again, after Stop: the same port and store).
+func (n *NATS) Start(t testing.TB) {
+	t.Helper()
+	args := []string{"-js", "-sd", n.dir, "-a", "127.0.0.1", "-p", strconv.Itoa(n.port)}
+	if n.User != "" {
+		args = append(args, "--user", n.User, "--pass", n.Pass)
+	}
+	n.cmd = exec.Command(n.bin, args...)
+	n.cmd.Stdout, n.cmd.Stderr = os.Stderr, os.Stderr
+	if os.Getenv("STREAMING_HUB_TEST_NATS_LOG") == "" {
+		n.cmd.Stdout, n.cmd.Stderr = nil, nil
+	}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("nats-server: %v", err)
+	}
+	WaitFor(t, "nats-server to answer with JetStream", func() bool {
+		nc, err := natsgo.Connect(n.URL, natsgo.Timeout(time.Second), natsgo.UserInfo(n.User, n.Pass))
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return false
+		}
+		_, err = js.AccountInfo(t.Context())
+		return err == nil
+	})
+}
+
+// Stop stops the server; Start starts it again.
+func (n *NATS) Stop(t testing.TB) {
+	t.Helper()
+	n.stop()
+}
+
+func (n *NATS) stop() {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	n.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { n.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		n.cmd.Process.Kill()
+		<-done
+	}
+	n.cmd = nil
+}
+
+// JetStream is a client of the test's own.
+func (n *NATS) JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	nc, err := natsgo.Connect(n.URL, natsgo.UserInfo(n.User, n.Pass))
+	if err != nil {
+		t.Fatalf("nats: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// CreateStream creates a stream capturing subjects.
+func (n *NATS) CreateStream(t testing.TB, name string, subjects ...string) jetstream.Stream {
+	t.Helper()
+	s, err := n.JetStream(t).CreateStream(t.Context(), jetstream.StreamConfig{Name: name, Subjects: subjects, Duplicates: time.Minute})
+	if err != nil {
+		t.Fatalf("nats: create stream %s: %v", name, err)
+	}
+	return s
+}
+
+// Messages are the messages stored in stream name, oldest first.
+func (n *NATS) Messages(t testing.TB, name string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	js := n.JetStream(t)
+	s, err := js.Stream(t.Context(), name)
+	if err != nil {
+		t.Fatalf("nats: stream %s: %v", name, err)
+	}
+	info, err := s.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(t.Context(), seq)
+		if err != nil {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
