@@ -38,6 +38,8 @@ func applyBroker(d *destinationRequest, dest *hub.Destination, secrets *hub.Subs
 	set(&dest.Exchange, d.Exchange)
 	set(&dest.RoutingKey, d.RoutingKey)
 	set(&dest.Topic, d.Topic)
+	set(&dest.Subject, d.Subject)
+	set(&dest.Stream, d.Stream)
 	if d.Brokers != nil {
 		changed = changed || !slices.Equal(dest.Brokers, *d.Brokers)
 		dest.Brokers = *d.Brokers
@@ -82,8 +84,8 @@ func splitUserinfo(raw string) (string, hub.Credentials) {
 func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
 	switch d.Type {
 	case hub.DestinationWebhook:
-		if d.Exchange != "" || d.RoutingKey != "" || d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" {
-			return hub.Errorf(hub.EINVALID, "destination: exchange, routing_key, brokers, topic, tls and sasl are for rabbitmq and kafka destinations")
+		if d.Exchange != "" || d.RoutingKey != "" || d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" || d.Subject != "" || d.Stream != "" {
+			return hub.Errorf(hub.EINVALID, "destination: exchange, routing_key, brokers, topic, tls, sasl, subject and stream are for rabbitmq, kafka and nats destinations")
 		}
 		if d.URL == "" {
 			return hub.Errorf(hub.EINVALID, "destination.url: required")
@@ -95,24 +97,30 @@ func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, all
 			return err
 		}
 		return hub.ValidateAuth(d.AuthType, d.AuthHeaderName, secrets.Auth)
-	case hub.DestinationRabbitMQ, hub.DestinationKafka:
+	case hub.DestinationRabbitMQ, hub.DestinationKafka, hub.DestinationNATS:
 		if len(d.Headers) > 0 {
 			return hub.Errorf(hub.EINVALID, "destination.headers: only for webhook destinations")
 		}
 		if d.AuthType != "" {
 			return hub.Errorf(hub.EINVALID, "destination.auth: only for webhook destinations (a broker's credentials go in its url or sasl)")
 		}
-		if d.Type == hub.DestinationRabbitMQ {
+		switch d.Type {
+		case hub.DestinationRabbitMQ:
 			return validateRabbitMQ(d, allowPrivate)
+		case hub.DestinationNATS:
+			return validateNATS(d, allowPrivate)
 		}
 		return validateKafka(d, secrets, allowPrivate)
 	}
-	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq or kafka")
+	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq, kafka or nats")
 }
 
 func validateRabbitMQ(d hub.Destination, allowPrivate bool) error {
 	if d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" {
 		return hub.Errorf(hub.EINVALID, "destination: brokers, topic, tls and sasl are for kafka destinations")
+	}
+	if d.Subject != "" || d.Stream != "" {
+		return hub.Errorf(hub.EINVALID, "destination: subject and stream are for nats destinations")
 	}
 	if d.URL == "" {
 		return hub.Errorf(hub.EINVALID, "destination.url: required")
@@ -167,8 +175,8 @@ func amqpName(field, v string) error {
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 func validateKafka(d hub.Destination, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
-	if d.URL != "" || d.Exchange != "" || d.RoutingKey != "" {
-		return hub.Errorf(hub.EINVALID, "destination: url, exchange and routing_key are not for kafka destinations (use brokers and topic)")
+	if d.URL != "" || d.Exchange != "" || d.RoutingKey != "" || d.Subject != "" || d.Stream != "" {
+		return hub.Errorf(hub.EINVALID, "destination: url, exchange, routing_key, subject and stream are not for kafka destinations (use brokers and topic)")
 	}
 	if len(d.Brokers) == 0 || len(d.Brokers) > maxBrokers {
 		return hub.Errorf(hub.EINVALID, "destination.brokers: 1 to %d host:port addresses", maxBrokers)
@@ -204,6 +212,76 @@ func validateKafka(d hub.Destination, secrets hub.SubscriptionSecrets, allowPriv
 	}
 	if !hub.PlainText(d.SASLUsername) || len(d.SASLUsername) > 256 || len(secrets.Broker.Password) > 1024 {
 		return hub.Errorf(hub.EINVALID, "destination.sasl: username (up to 256 bytes) and password (up to 1024) must be plain text")
+	}
+	return nil
+}
+
+// Limits of NATS destinations.
+const (
+	maxNATSSubject = 255
+	maxNATSStream  = 255
+)
+
+// natsStream is a JetStream stream name: no spaces, dots, wildcards or
+// path separators.
+var natsStream = regexp.MustCompile(`^[^\s.*>/\\]+$`)
+
+func validateNATS(d hub.Destination, allowPrivate bool) error {
+	if d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" || d.Exchange != "" || d.RoutingKey != "" {
+		return hub.Errorf(hub.EINVALID, "destination: exchange, routing_key, brokers, topic, tls and sasl are not for nats destinations (use url, subject and stream)")
+	}
+	if d.URL == "" {
+		return hub.Errorf(hub.EINVALID, "destination.url: required")
+	}
+	if len(d.URL) > hub.MaxURLBytes {
+		return hub.Errorf(hub.EINVALID, "destination.url: at most %d bytes", hub.MaxURLBytes)
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "tls") {
+		return hub.Errorf(hub.EINVALID, "destination.url: must be a nats:// or tls://user:pass@host:port URL")
+	}
+	if u.Scheme == "nats" && !allowPrivate {
+		return hub.Errorf(hub.EINVALID, "destination.url: must be tls://")
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return hub.Errorf(hub.EINVALID, "destination.url: must not have a path, a query or a fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return hub.Errorf(hub.EINVALID, "destination.url: bad port %q", p)
+		}
+	}
+	if err := webhook.ValidateHost("destination.url", u.Hostname(), allowPrivate); err != nil {
+		return err
+	}
+	if err := natsSubject(d.Subject); err != nil {
+		return err
+	}
+	if d.Stream != "" && (len(d.Stream) > maxNATSStream || !natsStream.MatchString(d.Stream) || !hub.PlainText(d.Stream)) {
+		return hub.Errorf(hub.EINVALID, "destination.stream: a stream name of at most %d bytes, without spaces, '.', '*', '>', '/' or '\\'", maxNATSStream)
+	}
+	return nil
+}
+
+// natsSubject checks a subject published to: dot-separated tokens, none
+// empty, no whitespace, no wildcard (* or >).
+func natsSubject(s string) error {
+	if s == "" {
+		return hub.Errorf(hub.EINVALID, "destination.subject: required")
+	}
+	if len(s) > maxNATSSubject || !hub.PlainText(s) {
+		return hub.Errorf(hub.EINVALID, "destination.subject: at most %d bytes of plain text", maxNATSSubject)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '\r' || r == '\n' }) >= 0 {
+		return hub.Errorf(hub.EINVALID, "destination.subject: must not contain spaces")
+	}
+	for _, tok := range strings.Split(s, ".") {
+		switch {
+		case tok == "":
+			return hub.Errorf(hub.EINVALID, "destination.subject: %q has an empty token", s)
+		case strings.ContainsAny(tok, "*>"):
+			return hub.Errorf(hub.EINVALID, "destination.subject: wildcards (* and >) are for subscribing, not publishing")
+		}
 	}
 	return nil
 }

@@ -192,12 +192,12 @@ func TestSubscriptions_BrokerValidationNamesTheField(t *testing.T) {
 		kafka(`"brokers":["k.example.com"],"topic":"t","tls":true`):                                                                  `destination.brokers[0]: "k.example.com" must be host:port`,
 		kafka(`"brokers":["k.example.com:9093"],"tls":true`):                                                                         "destination.topic: required",
 		kafka(`"brokers":["k.example.com:9093"],"topic":"a/b","tls":true`):                                                           "destination.topic",
-		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"url":"https://x.example.com"}`):                              "destination: url, exchange and routing_key are not for kafka",
+		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"url":"https://x.example.com"}`):                              "destination: url, exchange, routing_key, subject and stream are not for kafka",
 		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"GSSAPI","username":"u","password":"p"}`): "destination.sasl.mechanism: must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
 		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"SCRAM-SHA-512","username":"u"}`):         "destination.sasl: username and password are required",
 		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"PLAIN","user":"u"}`):                     `destination.sasl: unknown field "user"`,
-		`{` + types + `,"destination":{"type":"sqs","url":"https://e.com"}}`:                                                         "destination.type: must be webhook, rabbitmq or kafka",
-		`{` + types + `,"destination":{"url":"https://e.com","exchange":"x"}}`:                                                       "destination: exchange, routing_key, brokers, topic, tls and sasl are for rabbitmq and kafka",
+		`{` + types + `,"destination":{"type":"sqs","url":"https://e.com"}}`:                                                         "destination.type: must be webhook, rabbitmq, kafka or nats",
+		`{` + types + `,"destination":{"url":"https://e.com","exchange":"x"}}`:                                                       "destination: exchange, routing_key, brokers, topic, tls, sasl, subject and stream are for rabbitmq, kafka and nats",
 	}
 	private := map[string]string{ // private sinks allowed
 		kafka(`"brokers":["127.0.0.1:9093"],"topic":"t","sasl":{"mechanism":"PLAIN","username":"u","password":"p"}`): "destination.sasl.mechanism: PLAIN sends the password as is: it needs tls true",

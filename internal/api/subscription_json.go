@@ -44,6 +44,8 @@ type destinationJSON struct {
 	Topic      string    `json:"topic,omitempty"`
 	TLS        *bool     `json:"tls,omitempty"`
 	SASL       *saslJSON `json:"sasl,omitempty"`
+	Subject    string    `json:"subject,omitempty"`
+	Stream     *string   `json:"stream,omitempty"`
 }
 
 // saslJSON shows a Kafka destination's SASL mechanism and user, never the
@@ -94,6 +96,8 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 	switch d := sub.Destination; d.Type {
 	case hub.DestinationRabbitMQ:
 		out.Destination.Exchange, out.Destination.RoutingKey = &d.Exchange, &d.RoutingKey
+	case hub.DestinationNATS:
+		out.Destination.Subject, out.Destination.Stream = d.Subject, &d.Stream
 	case hub.DestinationKafka:
 		out.Destination.Brokers, out.Destination.Topic, out.Destination.TLS = d.Brokers, d.Topic, &d.TLS
 		if d.SASLMechanism != "" {

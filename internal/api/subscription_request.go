@@ -39,6 +39,8 @@ type destinationRequest struct {
 	Topic      *string         `json:"topic"`
 	TLS        *bool           `json:"tls"`
 	SASL       json.RawMessage `json:"sasl"`
+	Subject    *string         `json:"subject"` // nats (SPEC 29)
+	Stream     *string         `json:"stream"`
 }
 
 type authRequest struct {
@@ -125,7 +127,7 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		}
 		if d.URL != nil {
 			u := *d.URL
-			if sub.Destination.Type == hub.DestinationRabbitMQ {
+			if t := sub.Destination.Type; t == hub.DestinationRabbitMQ || t == hub.DestinationNATS {
 				// The userinfo is a credential: sealed, never shown.
 				var user hub.Credentials
 				u, user = splitUserinfo(u)
