@@ -207,6 +207,8 @@ func destinationOf(raw string) string {
 			port = "5671"
 		case "amqp":
 			port = "5672"
+		case "nats", "tls":
+			port = "4222"
 		}
 	}
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port

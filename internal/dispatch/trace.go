@@ -63,6 +63,12 @@ func brokerSpan(dest hub.Destination) (string, []attribute.KeyValue) {
 		if u, err := url.Parse(dest.URL); err == nil {
 			host = u.Hostname()
 		}
+	case hub.DestinationNATS:
+		attrs = append(attrs, semconv.MessagingSystemKey.String("nats"))
+		where = dest.Subject
+		if u, err := url.Parse(dest.URL); err == nil {
+			host = u.Hostname()
+		}
 	case hub.DestinationKafka:
 		attrs = append(attrs, semconv.MessagingSystemKafka)
 		where = dest.Topic
