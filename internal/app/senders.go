@@ -7,6 +7,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
+	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
@@ -24,5 +25,9 @@ func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.
 	if err != nil {
 		return nil, err
 	}
-	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk}, nil
+	nts, err := nats.New(nats.Options{Dial: dialer.DialContext, Logger: logger.With("component", "nats")})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk, hub.DestinationNATS: nts}, nil
 }
