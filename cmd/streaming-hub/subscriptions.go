@@ -52,6 +52,8 @@ type subscriptionView struct {
 		RoutingKey string   `json:"routing_key"`
 		Brokers    []string `json:"brokers"`
 		Topic      string   `json:"topic"`
+		Subject    string   `json:"subject"`
+		Stream     string   `json:"stream"`
 	} `json:"destination"`
 	RetrySchedule     []string        `json:"retry_schedule"`
 	MaxInFlight       int             `json:"max_in_flight"`
@@ -369,7 +371,8 @@ func subscriptionsRotate(args []string, e env) int {
 }
 
 // where is where a subscription delivers: its webhook URL, a RabbitMQ
-// URL with its exchange and routing key, or a Kafka topic on its brokers.
+// URL with its exchange and routing key, a Kafka topic on its brokers, or
+// a NATS URL with its subject (and stream).
 func (s subscriptionView) where() string {
 	d := s.Destination
 	switch d.Type {
@@ -377,6 +380,11 @@ func (s subscriptionView) where() string {
 		return d.URL + " exchange=" + d.Exchange + " routing_key=" + d.RoutingKey
 	case "kafka":
 		return "kafka://" + strings.Join(d.Brokers, ",") + "/" + d.Topic
+	case "nats":
+		if d.Stream != "" {
+			return d.URL + " subject=" + d.Subject + " stream=" + d.Stream
+		}
+		return d.URL + " subject=" + d.Subject
 	}
 	return d.URL
 }
