@@ -21,7 +21,10 @@ func testReach(t *testing.T, open Opener) {
 		kafka := NewSubscription("acme", "sub_kafka")
 		kafka.Destination = hub.Destination{Type: hub.DestinationKafka, Brokers: []string{"b1:9093", "b2:9093"},
 			Topic: "tenant.events", TLS: true, SASLMechanism: "SCRAM-SHA-512", SASLUsername: "acme", Headers: map[string]string{}}
-		for _, in := range []hub.Subscription{rabbit, kafka} {
+		nats := NewSubscription("acme", "sub_nats")
+		nats.Destination = hub.Destination{Type: hub.DestinationNATS, URL: "tls://nats.example.com:4222",
+			Subject: "events.acme", Stream: "EVENTS", Headers: map[string]string{}}
+		for _, in := range []hub.Subscription{rabbit, kafka, nats} {
 			created, err := e.store.CreateSubscription(e.ctx, in)
 			if err != nil {
 				t.Fatal(err)
