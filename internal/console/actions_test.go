@@ -197,7 +197,7 @@ func assertInert(t *testing.T, where, body string) {
 	}
 }
 
-// The form makes every kind of destination the API takes (SPEC 22), with
+// The form makes every kind of destination the API takes (SPEC 22, 29), with
 // filters and a rate limit; editing a broker subscription without typing
 // its URL or SASL password again keeps its credentials.
 func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing.T) {
@@ -235,6 +235,21 @@ func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing
 			if st != 200 || !strings.Contains(body, want) {
 				t.Fatalf("kafka subscription lacks %s: %s", want, body)
 			}
+		}
+		nats := create(url.Values{"name": {"to-nats"}, "destination_type": {"nats"}, "url": {"nats://hub:n4ts@127.0.0.1:4222"},
+			"subject": {"events.acme"}, "stream": {"EVENTS"}})
+		st, body = h.apiCall("GET", "/v1/subscriptions/"+nats, "", "acme")
+		for _, want := range []string{`"type":"nats"`, `"url":"nats://127.0.0.1:4222"`, `"subject":"events.acme"`, `"stream":"EVENTS"`} {
+			if st != 200 || !strings.Contains(body, want) {
+				t.Fatalf("nats subscription lacks %s: %s", want, body)
+			}
+		}
+		if strings.Contains(body, "n4ts") {
+			t.Fatalf("the NATS password is shown: %s", body)
+		}
+		if edit := b.get("/console/subscriptions/" + nats + "/edit"); !strings.Contains(edit.body, `value="nats" selected`) ||
+			!strings.Contains(edit.body, `name="subject" value="events.acme"`) || !strings.Contains(edit.body, `name="stream" value="EVENTS"`) {
+			t.Fatalf("the edit form does not show the NATS destination:\n%s", edit.body)
 		}
 		// The edit form shows what is stored; saving it unchanged but for
 		// the name keeps the destination and its credentials.

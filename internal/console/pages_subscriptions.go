@@ -157,7 +157,7 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 }
 
 // destinationRequest is the form's destination: a webhook, a RabbitMQ
-// exchange or a Kafka topic (SPEC 22). On an edit, a URL left as shown is
+// exchange, a Kafka topic (SPEC 22) or a NATS JetStream subject (SPEC 29). On an edit, a URL left as shown is
 // not sent again (a broker URL is shown without its credentials, and
 // sending it back would clear them), nor is SASL without a new password.
 func destinationRequest(f url.Values, creating bool) m {
@@ -172,6 +172,8 @@ func destinationRequest(f url.Values, creating bool) m {
 	switch kind {
 	case hub.DestinationRabbitMQ:
 		dest["exchange"], dest["routing_key"] = strings.TrimSpace(f.Get("exchange")), strings.TrimSpace(f.Get("routing_key"))
+	case hub.DestinationNATS:
+		dest["subject"], dest["stream"] = strings.TrimSpace(f.Get("subject")), strings.TrimSpace(f.Get("stream"))
 	case hub.DestinationKafka:
 		var brokers []string
 		for _, b := range strings.Split(f.Get("brokers"), ",") {
