@@ -219,7 +219,10 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 		natsgo.Name(p.o.Name),
 		natsgo.NoReconnect(),
 		natsgo.Timeout(timeout),
-		natsgo.SetCustomDialer(dialer{ctx: context.WithoutCancel(ctx), dial: p.o.Dial}),
+		// Used by Connect only (no reconnects): the attempt's context
+		// bounds the dial, as nats.go's Timeout does not for a custom
+		// dialer.
+		natsgo.SetCustomDialer(dialer{ctx: ctx, dial: p.o.Dial}),
 		natsgo.NoCallbacksAfterClientClose(),
 	}
 	if c := t.Credentials; c.Username != "" || c.Password != "" {

@@ -143,3 +143,18 @@ func TestPublish_ErrorsNeverShowTheCredentials(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A server that is down fails the attempt at connecting; the pool keeps
+// nothing, so the next attempt dials again.
+func TestPublish_ServerDownFailsAndKeepsNoConnection(t *testing.T) {
+	n := testkit.NewNATS(t)
+	n.Stop(t)
+	p := publisher(t)
+	err := send(t, p, target(n, "events.acme", ""), message("evt-1", "att_1"))
+	if err == nil || !strings.HasPrefix(err.Error(), "nats: connect:") {
+		t.Fatalf("err = %v", err)
+	}
+	if p.Conns() != 0 {
+		t.Fatalf("%d connections kept", p.Conns())
+	}
+}
