@@ -182,6 +182,18 @@ func TestMigrate_PartitionsKeepEveryRowAndTheHubWorksOnThem(t *testing.T) {
 	if err := db.CheckSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The old tables' indexes and foreign key are on the new ones.
+	for _, idx := range []string{"events_pkey", "events_ce_id", "events_received_at", "delivery_jobs_pkey", "delivery_jobs_pending",
+		"delivery_jobs_in_flight", "delivery_jobs_subscription", "delivery_jobs_completed", "delivery_jobs_event_needed",
+		"delivery_jobs_event", "delivery_jobs_dead", "delivery_attempts_pkey", "delivery_attempts_job"} {
+		if n := count(t, pool, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`, idx); n != 1 {
+			t.Errorf("index %s: %d", idx, n)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence, event_id, status,
+			next_attempt_at, enqueued_at, created_at, updated_at) VALUES ('dlv_x', 'acme', 'sub_nope', 1, 'x', 'pending', now(), now(), now(), now())`); err == nil {
+		t.Error("a job of a subscription that does not exist was stored: the foreign key is gone")
+	}
 
 	// The hub on it: an old ce-id is a duplicate, a new one gets the next
 	// sequence and a job, claimed with its event and completed.

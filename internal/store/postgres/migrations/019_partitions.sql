@@ -76,9 +76,12 @@ END
 $$;
 
 -- The old tables step aside: their keys and indexes go (index names are
--- the schema's, and the new tables take them), their index definitions
--- are kept to be made again on the new tables.
-CREATE TEMPORARY TABLE streaming_hub_019_indexes (parent text, def text) ON COMMIT DROP;
+-- the schema's, and the new tables take them). Their index definitions,
+-- foreign keys and unique constraints (but the inbox's dedup key, which
+-- becomes an index) are kept, to be made again on the new tables: a unique
+-- constraint without the partition key fails the migration rather than
+-- being lost.
+CREATE TEMPORARY TABLE streaming_hub_019_defs (parent text, kind text, def text) ON COMMIT DROP;
 DO $$
 DECLARE
 	t text;
@@ -86,13 +89,17 @@ DECLARE
 BEGIN
 	FOREACH t IN ARRAY ARRAY['events', 'delivery_jobs', 'delivery_attempts'] LOOP
 		EXECUTE format('ALTER TABLE %I RENAME TO %I', t, t || '_unpartitioned');
-		FOR r IN SELECT conname FROM pg_constraint
+		FOR r IN SELECT conname, contype, pg_get_constraintdef(oid) AS def FROM pg_constraint
 			WHERE conrelid = (t || '_unpartitioned')::regclass AND contype IN ('p', 'u', 'f') LOOP
+			IF r.contype <> 'p' AND r.conname <> 'events_tenant_id_ce_id_key' THEN
+				INSERT INTO streaming_hub_019_defs VALUES (t, 'constraint', format('ALTER TABLE %I ADD CONSTRAINT %I %s', t, r.conname, r.def));
+			END IF;
 			EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', t || '_unpartitioned', r.conname);
 		END LOOP;
 		FOR r IN SELECT i.indexrelid::regclass AS idx, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i
 			WHERE i.indrelid = (t || '_unpartitioned')::regclass LOOP
-			INSERT INTO streaming_hub_019_indexes VALUES (t, r.def);
+			INSERT INTO streaming_hub_019_defs VALUES (t, 'index',
+				regexp_replace(r.def, ' ON (\S+\.)?' || t || '_unpartitioned USING ', ' ON \1' || t || ' USING '));
 			EXECUTE format('DROP INDEX %s', r.idx);
 		END LOOP;
 	END LOOP;
@@ -130,15 +137,15 @@ ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (tenant_id, sequence, 
 -- Dedup and event lookups by ce-id (ingest keeps it unique per tenant).
 CREATE INDEX events_ce_id ON events (tenant_id, ce_id);
 ALTER TABLE delivery_jobs ADD CONSTRAINT delivery_jobs_pkey PRIMARY KEY (id);
-ALTER TABLE delivery_jobs ADD CONSTRAINT delivery_jobs_subscription_id_fkey
-	FOREIGN KEY (subscription_id) REFERENCES subscriptions (id);
 ALTER TABLE delivery_attempts ADD CONSTRAINT delivery_attempts_pkey PRIMARY KEY (job_id, id);
+-- The old tables' other indexes and constraints (delivery_jobs' foreign key
+-- to subscriptions among them).
 DO $$
 DECLARE
 	r record;
 BEGIN
-	FOR r IN SELECT parent, def FROM streaming_hub_019_indexes LOOP
-		EXECUTE regexp_replace(r.def, ' ON (\S+\.)?' || r.parent || '_unpartitioned USING ', ' ON \1' || r.parent || ' USING ');
+	FOR r IN SELECT def FROM streaming_hub_019_defs ORDER BY kind DESC LOOP
+		EXECUTE r.def;
 	END LOOP;
 END
 $$;
