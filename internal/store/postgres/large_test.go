@@ -257,3 +257,56 @@ func BenchmarkRetentionWeek(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMigratePartitions times migration 019 on a schema at 018 that
+// holds STREAMING_HUB_BENCH_ROWS (default 100,000) events, succeeded jobs
+// and attempts made over the last week: the copy into weekly partitions,
+// index builds and ANALYZE that an upgrade runs in one transaction.
+//
+//	STREAMING_HUB_BENCH_ROWS=1000000 go test ./internal/store/postgres -run '^$' -bench MigratePartitions -benchtime 1x -timeout 2h
+func BenchmarkMigratePartitions(b *testing.B) {
+	rows := int64(100_000)
+	if v := os.Getenv(EnvBenchRows); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			b.Fatalf("%s: want a row count, got %q", EnvBenchRows, v)
+		}
+		rows = n
+	}
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		url := testkit.PostgresURL(b)
+		s, err := postgres.Open(ctx, url, store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.MigrateTo(ctx, 18); err != nil {
+			b.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fill(b, conn, s, rows, time.Now().Add(-7*24*time.Hour))
+		var size string
+		conn.QueryRow(ctx, `SELECT pg_size_pretty(sum(pg_total_relation_size(c.oid))) FROM pg_class c
+			WHERE c.relnamespace = current_schema()::regnamespace AND c.relname IN ('events', 'delivery_jobs', 'delivery_attempts')`).Scan(&size)
+		b.StartTimer()
+		start := time.Now()
+		if err := s.Migrate(ctx); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		var n int64
+		conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM delivery_jobs) + (SELECT count(*) FROM delivery_attempts)`).Scan(&n)
+		if n != 3*rows {
+			b.Fatalf("%d rows after the migration, want %d", n, 3*rows)
+		}
+		b.ReportMetric(float64(n)/took.Seconds(), "rows/s")
+		b.Logf("019 on %d events, jobs and attempts each (%s with indexes): %s", rows, size, took.Round(time.Millisecond))
+		conn.Close(ctx)
+		s.Close()
+	}
+}
