@@ -59,7 +59,10 @@ func TestMigrate_AppliesThenReportsCurrent(t *testing.T) {
 	if code, _, errOut := runCmd(vars, "migrate", "--check"); code != exitError || !strings.Contains(errOut, "run `streaming-hub migrate`") {
 		t.Fatalf("--check on an empty database: exit %d, %s", code, errOut)
 	}
-	if code, out, errOut := runCmd(vars, "migrate"); code != exitOK || out != "schema is current\n" {
+	if code, _, errOut := runCmd(vars, "migrate", "--timeout", "0s"); code != exitUsage || !strings.Contains(errOut, "--timeout must be positive") {
+		t.Fatalf("--timeout 0s: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := runCmd(vars, "migrate", "--timeout", "1h"); code != exitOK || out != "schema is current\n" {
 		t.Fatalf("migrate: exit %d, %s%s", code, out, errOut)
 	}
 	if code, _, errOut := runCmd(vars, "migrate", "--check"); code != exitOK {

@@ -210,6 +210,8 @@ func loadInto(r *reader, mode Mode) Config {
 	r.duration("JOB_RETENTION", &hk.JobRetention)
 	r.duration("HOUSEKEEPING_INTERVAL", &hk.Interval)
 	r.duration("HEALTH_WINDOW", &hk.HealthWindow)
+	r.duration("PARTITION_INTERVAL", &hk.PartitionInterval)
+	r.positiveInt("PARTITION_FUTURE_WEEKS", &hk.PartitionFutureWeeks)
 	r.list("MANIFEST_SOURCES", &c.Manifests.Sources)
 	for _, u := range c.Manifests.Sources {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {

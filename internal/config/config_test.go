@@ -45,7 +45,8 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		c.Ingest.SessionTimeout != 15*time.Second || c.Ingest.InstanceID != "" || c.Ingest.MaxRecordBytes != 1<<20 || c.Ingest.TopicsRegex != hub.DefaultTopicsRegex {
 		t.Fatalf("breaker and Kafka defaults: %+v", c)
 	}
-	if c.Housekeeping.InboxRetention != 168*time.Hour || c.Housekeeping.JobRetention != 168*time.Hour || c.Housekeeping.Interval != time.Minute {
+	if c.Housekeeping.InboxRetention != 168*time.Hour || c.Housekeeping.JobRetention != 168*time.Hour || c.Housekeeping.Interval != time.Minute ||
+		c.Housekeeping.PartitionInterval != 6*time.Hour || c.Housekeeping.PartitionFutureWeeks != 4 {
 		t.Fatalf("retention defaults: %+v", c)
 	}
 }
@@ -186,6 +187,8 @@ func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
 		"STREAMING_HUB_KAFKA_SESSION_TIMEOUT":     "10s",
 		"STREAMING_HUB_MAX_RECORD_BYTES":          "2048",
 		"STREAMING_HUB_HOUSEKEEPING_INTERVAL":     "5m",
+		"STREAMING_HUB_PARTITION_INTERVAL":        "1h",
+		"STREAMING_HUB_PARTITION_FUTURE_WEEKS":    "8",
 		"STREAMING_HUB_INGEST_STALL_AFTER":        "3s",
 		"STREAMING_HUB_KAFKA_INSTANCE_ID":         "hub-ingest-7d9c8b6f5-x2k4q",
 	}))
@@ -195,23 +198,26 @@ func TestLoad_VariablesOverrideTheDefaults(t *testing.T) {
 	if c.Ingest.Group != "streaming-hub.staging" || c.Dispatch.IdleInterval != 40*time.Millisecond ||
 		c.Breaker.OpenFor != time.Minute || c.Autodisable.Enabled || c.Pull.Burst != 7 ||
 		c.Ingest.SessionTimeout != 10*time.Second || c.Ingest.MaxRecordBytes != 2048 || c.Housekeeping.Interval != 5*time.Minute ||
-		c.Ingest.StallAfter != 3*time.Second || c.Ingest.InstanceID != "hub-ingest-7d9c8b6f5-x2k4q" {
+		c.Ingest.StallAfter != 3*time.Second || c.Ingest.InstanceID != "hub-ingest-7d9c8b6f5-x2k4q" ||
+		c.Housekeeping.PartitionInterval != time.Hour || c.Housekeeping.PartitionFutureWeeks != 8 {
 		t.Fatalf("overrides not applied: %+v", c)
 	}
 }
 
 func TestLoad_EveryBadVariableAtOnceOneLineEach(t *testing.T) {
 	_, err := Load(Serve, env(map[string]string{
-		"STREAMING_HUB_DISPATCH_WORKERS": "eight",
-		"STREAMING_HUB_DELIVERY_TIMEOUT": "soon",
-		"STREAMING_HUB_HTTP_ADDR":        "8080",
-		"STREAMING_HUB_LOG_LEVEL":        "loud",
+		"STREAMING_HUB_DISPATCH_WORKERS":       "eight",
+		"STREAMING_HUB_DELIVERY_TIMEOUT":       "soon",
+		"STREAMING_HUB_HTTP_ADDR":              "8080",
+		"STREAMING_HUB_LOG_LEVEL":              "loud",
+		"STREAMING_HUB_PARTITION_INTERVAL":     "often",
+		"STREAMING_HUB_PARTITION_FUTURE_WEEKS": "0",
 	}))
 	if err == nil {
 		t.Fatal("bad configuration accepted")
 	}
 	lines := strings.Split(err.Error(), "\n")
-	want := []string{"DISPATCH_WORKERS", "DELIVERY_TIMEOUT", "HTTP_ADDR", "LOG_LEVEL", "DATABASE_URL", "KAFKA_BROKERS", "KEK", "ADMIN_TOKEN"}
+	want := []string{"DISPATCH_WORKERS", "DELIVERY_TIMEOUT", "HTTP_ADDR", "LOG_LEVEL", "PARTITION_INTERVAL", "PARTITION_FUTURE_WEEKS", "DATABASE_URL", "KAFKA_BROKERS", "KEK", "ADMIN_TOKEN"}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d (one per bad or missing variable):\n%s", len(lines), len(want), err)
 	}

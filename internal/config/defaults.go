@@ -76,6 +76,9 @@ func Defaults(mode Mode) Config {
 			Batch:          1000,
 			Budget:         30 * time.Second,
 			HealthWindow:   720 * time.Hour,
+			// Time partitions on PostgreSQL (SPEC 25).
+			PartitionInterval:    6 * time.Hour,
+			PartitionFutureWeeks: 4,
 		},
 		Console: Console{
 			FrameAncestors: "'none'",
@@ -256,6 +259,12 @@ type Housekeeping struct {
 	// HealthWindow (HEALTH_WINDOW) is how far back subscription health
 	// reaches: rollups older are pruned, and no health window is longer.
 	HealthWindow time.Duration
+	// PostgreSQL's weekly partitions (SPEC 25): every PartitionInterval
+	// (PARTITION_INTERVAL) one replica makes the current week's and the
+	// PartitionFutureWeeks (PARTITION_FUTURE_WEEKS) next weeks' partitions
+	// unless they exist. SQLite has none.
+	PartitionInterval    time.Duration
+	PartitionFutureWeeks int
 }
 
 // Manifests configures the fetching of producer manifests (MANIFEST_*).

@@ -1,7 +1,8 @@
-// Package housekeeping runs the hub's periodic database tasks — retention
-// and the job counts behind the streaming_hub_jobs gauge — on one replica
-// at a time: every replica tries each pass, and the store's lock
-// (a PostgreSQL advisory lock) lets one of them run it.
+// Package housekeeping runs the hub's periodic database tasks — retention,
+// the job counts behind the streaming_hub_jobs gauge and, on PostgreSQL,
+// the weekly partitions ahead — on one replica at a time: every replica
+// tries each pass, and the store's lock (a PostgreSQL advisory lock) lets
+// one of them run it.
 package housekeeping
 
 import (
@@ -17,6 +18,9 @@ import (
 
 // LockName names the lock a pass runs under.
 const LockName = "housekeeping"
+
+// PartitionsLockName names the lock a partitions pass runs under.
+const PartitionsLockName = "partitions"
 
 // Store is the part of the store housekeeping uses.
 type Store interface {
@@ -47,6 +51,8 @@ func (c Config) check() error {
 	config.Positive(&ch, "Batch", c.Batch)
 	config.Positive(&ch, "Budget", c.Budget)
 	config.Positive(&ch, "HealthWindow", c.HealthWindow)
+	config.Positive(&ch, "PartitionInterval", c.PartitionInterval)
+	config.Positive(&ch, "PartitionFutureWeeks", c.PartitionFutureWeeks)
 	return ch.Err()
 }
 
@@ -69,20 +75,54 @@ func New(cfg Config) (*Housekeeper, error) {
 	return &Housekeeper{cfg: cfg}, nil
 }
 
-// Run makes a pass every Interval until ctx ends.
+// Run makes a pass every Interval and, on a store with time partitions, a
+// partitions pass at once and every PartitionInterval, until ctx ends.
 func (h *Housekeeper) Run(ctx context.Context) {
 	t := time.NewTicker(h.cfg.Interval)
 	defer t.Stop()
+	pt := time.NewTicker(h.cfg.PartitionInterval)
+	defer pt.Stop()
+	h.partitionsPass(ctx)
 	for {
 		if _, _, err := h.Pass(ctx); err != nil && ctx.Err() == nil {
 			h.cfg.Logger.Error("housekeeping pass failed", "err", err)
 		}
+	wait:
 		select {
 		case <-ctx.Done():
 			return
+		case <-pt.C:
+			h.partitionsPass(ctx)
+			goto wait
 		case <-t.C:
 		}
 	}
+}
+
+func (h *Housekeeper) partitionsPass(ctx context.Context) {
+	if _, _, err := h.Partitions(ctx); err != nil && ctx.Err() == nil {
+		h.cfg.Logger.Error("partitions pass failed", "err", err)
+	}
+}
+
+// Partitions makes, unless another replica is doing it, the partitions of
+// this week and of the PartitionFutureWeeks after it that do not exist
+// yet (SPEC 25), so inserts land in their week rather than the default
+// partition. A store without time partitions (SQLite) has nothing to do.
+func (h *Housekeeper) Partitions(ctx context.Context) (ran bool, made int, err error) {
+	p, ok := h.cfg.Store.(store.Partitioner)
+	if !ok {
+		return false, 0, nil
+	}
+	ran, err = h.cfg.Store.Exclusive(ctx, PartitionsLockName, func(ctx context.Context) error {
+		var err error
+		made, err = p.EnsurePartitions(ctx, h.cfg.Now(), h.cfg.PartitionFutureWeeks)
+		return err
+	})
+	if made > 0 {
+		h.cfg.Logger.Info("partitions made", "partitions", made, "weeks_ahead", h.cfg.PartitionFutureWeeks)
+	}
+	return ran, made, err
 }
 
 // Pass runs one pass if no other replica is running one: it deletes what
@@ -126,6 +166,8 @@ func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 		SucceededBefore:   now.Add(-h.cfg.JobRetention),
 		DeadLettersBefore: now.Add(-h.cfg.DLQRetention),
 		EventsBefore:      now.Add(-h.cfg.InboxRetention),
+		// PostgreSQL drops whole weeks past the bounds (SPEC 25).
+		ByPartition: true,
 	}
 	var total store.PruneResult
 	start := time.Now()
@@ -134,10 +176,11 @@ func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 		total.SucceededJobs += r.SucceededJobs
 		total.DeadLetters += r.DeadLetters
 		total.Events += r.Events
+		total.Partitions += r.Partitions
 		if err != nil || !r.Full(h.cfg.Batch) || time.Since(start) > h.cfg.Budget || ctx.Err() != nil {
 			if total != (store.PruneResult{}) {
 				h.cfg.Logger.Info("retention deleted rows", "succeeded_jobs", total.SucceededJobs,
-					"dead_letters", total.DeadLetters, "events", total.Events)
+					"dead_letters", total.DeadLetters, "events", total.Events, "partitions_dropped", total.Partitions)
 			}
 			return total, err
 		}

@@ -38,16 +38,36 @@ type PruneParams struct {
 	EventsBefore time.Time
 	// Batch bounds each kind's delete (<= 0 means 1000).
 	Batch int
+	// ByPartition lets a driver with time partitions (PostgreSQL: weekly,
+	// SPEC 25) work by whole partitions: it drops each partition lying
+	// wholly before its bound in which nothing is left that the bounds
+	// keep, and deletes rows only in partitions lying wholly before the
+	// bound that it keeps (a job not final, or its event, holds one), so
+	// rows live up to one partition's span past their bound. Drivers
+	// without partitions ignore it.
+	ByPartition bool
 }
 
 // PruneResult counts what one Prune deleted.
 type PruneResult struct {
 	SucceededJobs, DeadLetters, Events int
+	// Partitions counts the partitions dropped whole (ByPartition); their
+	// rows are not in the counts above.
+	Partitions int
 }
 
 // Full reports whether some kind hit the batch bound: there may be more.
 func (r PruneResult) Full(batch int) bool {
 	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch
+}
+
+// Partitioner is a store with time partitions (PostgreSQL, SPEC 25).
+type Partitioner interface {
+	// EnsurePartitions makes the partitions of the week holding now and
+	// of the weeksAhead weeks after it, unless they exist, and says how
+	// many it made. Rows that waited in a default partition for their
+	// week move into it.
+	EnsurePartitions(ctx context.Context, now time.Time, weeksAhead int) (int, error)
 }
 
 // DefaultPruneBatch is PruneParams.Batch when it is not set.

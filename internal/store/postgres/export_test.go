@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,3 +19,7 @@ func QueueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time) {
 	var out []store.Claimed
 	queueClaim(b, p, now, &out)
 }
+
+// MigrateTo applies the migrations up to version upTo, for tests of a
+// migration on a schema filled at an older version.
+func (db *DB) MigrateTo(ctx context.Context, upTo int) error { return db.migrateTo(ctx, upTo) }

@@ -70,6 +70,9 @@ func (db *DB) Ping(ctx context.Context) (err error) {
 // Pool exposes the connection pool to tests and fault injection.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
+// partitionsVersion is the migration that partitions the tables by week.
+const partitionsVersion = 19
+
 const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    integer PRIMARY KEY,
 	name       text NOT NULL,
@@ -79,6 +82,20 @@ const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // lock scoped to the current schema so concurrent starts do not race.
 func (db *DB) Migrate(ctx context.Context) (err error) {
 	defer wrap(&err, "Migrate")
+	return db.migrateTo(ctx, 0)
+}
+
+// migrateTo applies the pending migrations up to version upTo (0: all).
+func (db *DB) migrateTo(ctx context.Context, upTo int) error {
+	migrations := db.migrations
+	if upTo > 0 {
+		migrations = nil
+		for _, m := range db.migrations {
+			if m.Version <= upTo {
+				migrations = append(migrations, m)
+			}
+		}
+	}
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.streaming-hub.migrate'))`); err != nil {
 			return fmt.Errorf("lock: %w", err)
@@ -90,13 +107,21 @@ func (db *DB) Migrate(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		return migrate.Apply(db.migrations, applied, func(m migrate.Migration) error {
+		last := 0
+		err = migrate.Apply(migrations, applied, func(m migrate.Migration) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
+			last = m.Version
 			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
 			return err
 		})
+		if err != nil || last < partitionsVersion {
+			return err
+		}
+		// The schema has just become partitioned (or was made): its
+		// current weeks are made here, before anything is written to it.
+		return ensureWeeks(ctx, tx, db.opts.Stamp())
 	})
 }
 

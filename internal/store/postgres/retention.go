@@ -16,18 +16,46 @@ import (
 func (db *DB) Prune(ctx context.Context, p store.PruneParams) (_ store.PruneResult, err error) {
 	defer wrap(&err, "Prune")
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
-	return store.Deleters{Jobs: db.pruneJobs, Events: db.pruneEvents}.Prune(ctx, p)
+	if !p.ByPartition {
+		return store.Deleters{Jobs: func(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error) {
+			return db.pruneJobs(ctx, status, before, batch, "")
+		}, Events: func(ctx context.Context, before time.Time, batch int) (int, error) {
+			return db.pruneEvents(ctx, before, batch, time.Time{})
+		}}.Prune(ctx, p)
+	}
+	// Whole weeks first; then rows, only in the weeks wholly before the
+	// bounds that were kept (and the default partition): the rows of the
+	// week a bound falls in wait for their week to go whole.
+	dropped, err := db.dropPartitions(ctx, p)
+	if err != nil {
+		return store.PruneResult{}, fmt.Errorf("partitions: %w", err)
+	}
+	r, err := store.Deleters{
+		Jobs: func(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error) {
+			return db.pruneJobs(ctx, status, before, batch, jobsCut(before))
+		},
+		Events: func(ctx context.Context, before time.Time, batch int) (int, error) {
+			return db.pruneEvents(ctx, before, batch, weekStart(before))
+		},
+	}.Prune(ctx, p)
+	r.Partitions = dropped
+	return r, err
 }
 
 // pruneJobs deletes the oldest terminal jobs of status completed before
-// before, and their attempts, in one transaction.
-func (db *DB) pruneJobs(ctx context.Context, status hub.JobStatus, before time.Time, batch int) (int, error) {
+// before, and their attempts, in one transaction; with below, only jobs
+// whose ids sort below it or that wait in the default partition.
+func (db *DB) pruneJobs(ctx context.Context, status hub.JobStatus, before time.Time, batch int, below string) (int, error) {
 	n := 0
+	cut, args := "", []any{string(status), before, batch}
+	if below != "" {
+		cut, args = " AND (id < $4 OR tableoid = 'delivery_jobs_default'::regclass)", append(args, below)
+	}
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM delivery_jobs WHERE id IN (
-			SELECT id FROM delivery_jobs WHERE status = $1 AND completed_at IS NOT NULL AND completed_at < $2
+			SELECT id FROM delivery_jobs WHERE status = $1 AND completed_at IS NOT NULL AND completed_at < $2`+cut+`
 			ORDER BY completed_at LIMIT $3)
-			RETURNING id`, string(status), before, batch)
+			RETURNING id`, args...)
 		if err != nil {
 			return err
 		}
@@ -49,13 +77,18 @@ const needed = `EXISTS (SELECT 1 FROM delivery_jobs j WHERE j.tenant_id = e.tena
 // pruneEvents deletes the oldest events received before before that no job
 // needs. Candidates are locked first (skipping rows a replay holds) and
 // checked again by a later statement, which sees jobs committed meanwhile:
-// a replay either finds its event gone or keeps it.
-func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int) (int, error) {
+// a replay either finds its event gone or keeps it. With cut, only events
+// received before it or waiting in the default partition.
+func (db *DB) pruneEvents(ctx context.Context, before time.Time, batch int, cut time.Time) (int, error) {
 	n := 0
+	where, args := "", []any{before, batch}
+	if !cut.IsZero() {
+		where, args = " AND (received_at < $3 OR tableoid = 'events_default'::regclass)", append(args, cut)
+	}
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT tenant_id, sequence FROM events e
-			WHERE received_at < $1 AND NOT `+needed+`
-			ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`, before, batch)
+			WHERE received_at < $1`+where+` AND NOT `+needed+`
+			ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`, args...)
 		if err != nil {
 			return err
 		}
