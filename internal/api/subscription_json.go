@@ -23,6 +23,9 @@ type subscriptionJSON struct {
 	DisabledAt        *time.Time         `json:"disabled_at"`
 	BreakerState      string             `json:"breaker_state"`
 	FailureSpan       *failureSpanJSON   `json:"failure_span"`
+	// Backfill is the subscription's latest backfill (SPEC 29); null when
+	// it never asked for one.
+	Backfill *backfillJSON `json:"backfill"`
 	CreatedAt         time.Time          `json:"created_at"`
 	UpdatedAt         time.Time          `json:"updated_at"`
 	// SigningSecret is set only in the answer to a create.
