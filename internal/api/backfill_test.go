@@ -77,7 +77,9 @@ func TestSubscriptions_BackfillIsShownAndItsSinceChecked(t *testing.T) {
 			{strings.Replace(withBackfill("x"), `{"since":"x"}`, `null`, 1), "backfill: must be an object"},
 		} {
 			status, _, body := acme.do("POST", "/v1/subscriptions", c.body)
-			var e struct{ Error struct{ Code, Message string } }
+			var e struct {
+				Error struct{ Code, Message string }
+			}
 			json.Unmarshal(body, &e)
 			if status != 400 || !strings.Contains(e.Error.Message, c.want) {
 				t.Errorf("got %d %s, want 400 naming %q", status, body, c.want)

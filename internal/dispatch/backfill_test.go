@@ -124,4 +124,3 @@ func (r *rig) drain() {
 	}
 	r.t.Fatal("still claiming after 100 steps")
 }
-
