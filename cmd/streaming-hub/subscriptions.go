@@ -68,10 +68,11 @@ type subscriptionView struct {
 		First string `json:"first_failure_at"`
 		Last  string `json:"last_failure_at"`
 	} `json:"failure_span"`
-	Backfill      *backfillView `json:"backfill"`
-	CreatedAt     string        `json:"created_at"`
-	UpdatedAt     string        `json:"updated_at"`
-	SigningSecret string        `json:"signing_secret"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
+	SigningSecret string `json:"signing_secret"`
+
+	Backfill *backfillView `json:"backfill"` // SPEC 29
 }
 
 // backfillView is a subscription's backfill as the API shows it (SPEC 29).

@@ -23,16 +23,17 @@ type subscriptionJSON struct {
 	DisabledAt        *time.Time         `json:"disabled_at"`
 	BreakerState      string             `json:"breaker_state"`
 	FailureSpan       *failureSpanJSON   `json:"failure_span"`
-	// Backfill is the subscription's latest backfill (SPEC 29); null when
-	// it never asked for one.
-	Backfill  *backfillJSON `json:"backfill"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
+	CreatedAt         time.Time          `json:"created_at"`
+	UpdatedAt         time.Time          `json:"updated_at"`
 	// SigningSecret is set only in the answer to a create.
 	SigningSecret string `json:"signing_secret,omitempty"`
 	// Warnings, on a create or an update, name event types no manifest
 	// lists and no event carried.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// Backfill is the subscription's latest backfill (SPEC 29); null when
+	// it never asked for one.
+	Backfill *backfillJSON `json:"backfill"`
 }
 
 type destinationJSON struct {
