@@ -63,6 +63,11 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		// for it before the backfill is stored.
 		b, err := s.deps.Store.StartBackfill(r.Context(), tenantID, created.ID, *since)
 		if err != nil {
+			// Not half done: without its backfill the subscription would
+			// not be what was asked for.
+			if derr := s.deps.Store.DeleteSubscription(r.Context(), tenantID, created.ID); derr != nil {
+				s.deps.Logger.Error("a subscription whose backfill could not be stored was not deleted", "subscription", created.ID, "err", derr)
+			}
 			return err
 		}
 		out.Backfill = toBackfillJSON(b)
