@@ -151,6 +151,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
 		ALTER TABLE portal_links DROP COLUMN id, DROP COLUMN used_at;
 		ALTER TABLE events DROP COLUMN producer_key_id;
+		DROP TABLE subscription_backfills; DROP INDEX delivery_jobs_subscription_event; ALTER TABLE subscriptions DROP COLUMN backfill_hold;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}
