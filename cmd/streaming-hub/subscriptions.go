@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var subscriptionsGroup = group{
@@ -70,6 +71,36 @@ type subscriptionView struct {
 	CreatedAt     string `json:"created_at"`
 	UpdatedAt     string `json:"updated_at"`
 	SigningSecret string `json:"signing_secret"`
+
+	Backfill *backfillView `json:"backfill"` // SPEC 29
+}
+
+// backfillView is a subscription's backfill as the API shows it (SPEC 29).
+type backfillView struct {
+	Since         string  `json:"since"`
+	State         string  `json:"state"`
+	StartedAt     *string `json:"started_at"`
+	FinishedAt    *string `json:"finished_at"`
+	Matched       int64   `json:"matched"`
+	Queued        int64   `json:"queued"`
+	Skipped       int64   `json:"skipped"`
+	Sequence      int64   `json:"sequence"`
+	UntilSequence int64   `json:"until_sequence"`
+}
+
+// progress says where a backfill is, in one line.
+func (b *backfillView) progress() string {
+	if b == nil {
+		return "none"
+	}
+	counts := fmt.Sprintf("%d queued, %d skipped of %d matched", b.Queued, b.Skipped, b.Matched)
+	switch {
+	case b.State == "done":
+		return fmt.Sprintf("done (since %s): %s; finished %s", b.Since, counts, str(b.FinishedAt))
+	case b.StartedAt == nil:
+		return fmt.Sprintf("running (since %s): waits for the subscription to be verified", b.Since)
+	}
+	return fmt.Sprintf("running (since %s): %s; sequence %d of %d", b.Since, counts, b.Sequence, b.UntilSequence)
 }
 
 func (s *subscriptionView) print(w io.Writer) {
@@ -113,6 +144,7 @@ func (s *subscriptionView) print(w io.Writer) {
 		"disabled_reason", str(s.DisabledReason),
 		"disabled_at", str(s.DisabledAt),
 		"failure_span", span,
+		"backfill", s.Backfill.progress(),
 		"created_at", s.CreatedAt,
 		"updated_at", s.UpdatedAt,
 	}
@@ -146,13 +178,14 @@ func subscriptionsGet(args []string, e env) int {
 // subscriptionFlags are the body flags of create and update.
 type subscriptionFlags struct {
 	name, url, retry, filters, fromFile string
+	backfillSince                       string
 	maxInFlight                         int
 	enabled                             bool
 	eventTypes, headers                 multiFlag
 }
 
 // bodyFlags names the flags that make the body (all but --from-file).
-var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters"}
+var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters", "backfill-since"}
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
@@ -163,6 +196,7 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
 	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
 	c.fs.Var(boolText{&f.enabled}, "enabled", "`true|false`: deliveries flow only while enabled (a new subscription is)")
+	c.fs.StringVar(&f.backfillSince, "backfill-since", "", "`TIME` from which the tenant's retained matching events are delivered first, in order: RFC 3339 (2026-11-30T11:00:00Z) or a duration back from now (1h, 90m); at most the inbox retention (168h by default)")
 	c.fs.StringVar(&f.fromFile, "from-file", "", "send this JSON `file` as the request body as is (- reads stdin); for destination.auth and anything the flags do not cover")
 	if update {
 		c.fs.Lookup("event-type").Usage += "; replaces the list"
@@ -268,10 +302,31 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 	if c.set["enabled"] {
 		b["enabled"] = f.enabled
 	}
+	if c.set["backfill-since"] {
+		since, err := backfillSince(f.backfillSince, time.Now())
+		if err != nil {
+			return nil, c.usageError("--backfill-since: %v", err), false
+		}
+		b["backfill"] = map[string]string{"since": since}
+	}
 	if len(b) == 0 {
 		return nil, c.usageError("nothing to change: give --enabled, --url, --name, ... or --from-file"), false
 	}
 	return b, exitOK, true
+}
+
+// backfillSince reads --backfill-since: an RFC 3339 time, or a duration
+// back from now.
+func backfillSince(v string, now time.Time) (string, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.Format(time.RFC3339Nano), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return "", fmt.Errorf("%q is neither an RFC 3339 time (2026-11-30T11:00:00Z) nor a duration back from now (1h)", v)
+	}
+	return now.Add(-d).UTC().Format(time.RFC3339), nil
 }
 
 // readInput reads a file, or stdin for "-".
@@ -294,7 +349,10 @@ challenge). The answer carries the signing secret, shown only now and on rotatio
 Example:
   streaming-hub subscriptions create --name ledger-hooks --event-type transaction.posted:1 \
     --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m \
-    --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]'`, true)
+    --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]'
+
+With --backfill-since, once verified it first receives the tenant's retained events it
+matches from that time on, in order, then the new ones; `+"`subscriptions get`"+` shows the progress.`, true)
 	var f subscriptionFlags
 	f.declare(c, false)
 	if code, ok := c.parse(args); !ok {

@@ -2,6 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,5 +107,42 @@ func TestOpenAPI_IsReadyForClientGenerators(t *testing.T) {
 		if seen[id] == "" {
 			t.Errorf("no operation %s", id)
 		}
+	}
+}
+
+// The backfill is documented where a client meets it: in the create and
+// PATCH bodies, and in the answer with exactly the fields it carries.
+func TestOpenAPI_DocumentsBackfill(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+				Required   []string                   `json:"required"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Components.Schemas
+	for _, body := range []string{"SubscriptionCreate", "SubscriptionUpdate"} {
+		if !strings.Contains(string(s[body].Properties["backfill"]), "BackfillRequest") {
+			t.Errorf("%s.backfill = %s, want the BackfillRequest", body, s[body].Properties["backfill"])
+		}
+	}
+	if !strings.Contains(string(s["Subscription"].Properties["backfill"]), "#/components/schemas/Backfill\"") ||
+		!slices.Contains(s["Subscription"].Required, "backfill") {
+		t.Error("Subscription does not show (and require) its backfill")
+	}
+	var shown []string
+	typ := reflect.TypeFor[backfillJSON]()
+	for i := range typ.NumField() {
+		shown = append(shown, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+	}
+	documented := slices.Sorted(maps.Keys(s["Backfill"].Properties))
+	slices.Sort(shown)
+	required := slices.Sorted(slices.Values(s["Backfill"].Required))
+	if !slices.Equal(shown, documented) || !slices.Equal(shown, required) {
+		t.Errorf("Backfill documents %v (requires %v); the API shows %v", documented, required, shown)
 	}
 }

@@ -58,6 +58,10 @@ type Deps struct {
 	Ready map[string]func(context.Context) error
 	// Tracer records a SERVER span per request; nil records none.
 	Tracer trace.Tracer
+	// InboxRetention is how long events are kept
+	// (STREAMING_HUB_INBOX_RETENTION): how far back a backfill reaches;
+	// 0: the default.
+	InboxRetention time.Duration
 	// IdempotencyTTL is how long a POST's answer is kept for its
 	// Idempotency-Key (STREAMING_HUB_IDEMPOTENCY_TTL); 0: the default.
 	IdempotencyTTL time.Duration

@@ -30,6 +30,10 @@ type subscriptionJSON struct {
 	// Warnings, on a create or an update, name event types no manifest
 	// lists and no event carried.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// Backfill is the subscription's latest backfill (SPEC 29); null when
+	// it never asked for one.
+	Backfill *backfillJSON `json:"backfill"`
 }
 
 type destinationJSON struct {

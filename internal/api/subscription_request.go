@@ -20,6 +20,9 @@ type subscriptionRequest struct {
 	RateLimit     json.RawMessage     `json:"rate_limit"`
 	Enabled       *bool               `json:"enabled"`
 	Filters       json.RawMessage     `json:"filters"`
+	// Backfill asks for the retained events from a time on (SPEC 29);
+	// it is not a stored field: each one given (re)starts a backfill.
+	Backfill json.RawMessage `json:"backfill"`
 }
 
 // rateLimitRequest is rate_limit: {"per_second": N}.

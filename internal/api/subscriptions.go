@@ -32,6 +32,10 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 	if req.EventTypes == nil {
 		return hub.Errorf(hub.EINVALID, "event_types: at least one is required")
 	}
+	since, err := s.backfillSince(req.Backfill)
+	if err != nil {
+		return err
+	}
 	now := s.now()
 	sub := hub.Subscription{
 		ID:                hub.NewID("sub", now),
@@ -54,6 +58,20 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	out := s.toSubscriptionJSON(created)
+	if since != nil {
+		// The subscription is pending verification: nothing is matched
+		// for it before the backfill is stored.
+		b, err := s.deps.Store.StartBackfill(r.Context(), tenantID, created.ID, *since)
+		if err != nil {
+			// Not half done: without its backfill the subscription would
+			// not be what was asked for.
+			if derr := s.deps.Store.DeleteSubscription(r.Context(), tenantID, created.ID); derr != nil {
+				s.deps.Logger.Error("a subscription whose backfill could not be stored was not deleted", "subscription", created.ID, "err", derr)
+			}
+			return err
+		}
+		out.Backfill = toBackfillJSON(b)
+	}
 	out.SigningSecret = secret
 	out.Warnings = s.warnings(r, created)
 	writeJSON(w, http.StatusCreated, out)
@@ -77,6 +95,9 @@ func (s *Server) listSubscriptions(w http.ResponseWriter, r *http.Request) error
 	for i, sub := range subs {
 		out[i] = s.toSubscriptionJSON(sub)
 	}
+	if err := s.withBackfills(r.Context(), tenantID, out); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, paginate(out, limit, func(s subscriptionJSON) string { return s.ID }))
 	return nil
 }
@@ -90,7 +111,11 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.toSubscriptionJSON(sub))
+	out := []subscriptionJSON{s.toSubscriptionJSON(sub)}
+	if err := s.withBackfills(r.Context(), tenantID, out); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out[0])
 	return nil
 }
 
@@ -101,6 +126,10 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) erro
 	}
 	var req subscriptionRequest
 	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	since, err := s.backfillSince(req.Backfill)
+	if err != nil {
 		return err
 	}
 	sub, err := s.modifySubscription(r.Context(), tenantID, r.PathValue("id"), func(sub *hub.Subscription, sec *hub.SubscriptionSecrets) error {
@@ -125,7 +154,18 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	out := s.toSubscriptionJSON(sub)
+	if since != nil {
+		// From here the subscription's jobs are held until the backfill
+		// has queued the older events (those already attempted stay so).
+		if _, err := s.deps.Store.StartBackfill(r.Context(), tenantID, sub.ID, *since); err != nil {
+			return err
+		}
+	}
+	outs := []subscriptionJSON{s.toSubscriptionJSON(sub)}
+	if err := s.withBackfills(r.Context(), tenantID, outs); err != nil {
+		return err
+	}
+	out := outs[0]
 	out.Warnings = s.warnings(r, sub)
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -57,7 +57,11 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 				s.deps.Logger.Warn("verification passed but the waiting deliveries could not be made due now", "subscription", sub.ID, "err", err)
 			}
 		}
-		writeJSON(w, http.StatusOK, s.toSubscriptionJSON(sub))
+		out := []subscriptionJSON{s.toSubscriptionJSON(sub)}
+		if err := s.withBackfills(r.Context(), sub.TenantID, out); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, out[0])
 		return nil
 	}
 	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": map[string]any{

@@ -253,6 +253,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		IdempotencyTTL:    cfg.IdempotencyTTL,
 		Tracer:            tracer,
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
+		InboxRetention:    cfg.Housekeeping.InboxRetention,
 		Auth:              cfg.Auth,
 	})
 	if err != nil {

@@ -45,6 +45,8 @@ func Defaults(mode Mode) Config {
 			PoisonThreshold:     5,
 			MaintenanceInterval: 5 * time.Second,
 			FlushSize:           128,
+			BackfillChunk:       500,
+			BackfillPassChunks:  20,
 		},
 		// Plaintext, no SASL: serve with ENV=production refuses this
 		// unless ALLOW_INSECURE_KAFKA (SPEC section 18).
@@ -221,6 +223,11 @@ type Dispatch struct {
 
 	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep
 	FlushSize           int           // most results per completion transaction
+	// Backfills (SPEC 29) advance on every maintenance pass: each running
+	// backfill walks up to BackfillPassChunks chunks of BackfillChunk
+	// events, each chunk its own transaction.
+	BackfillChunk      int
+	BackfillPassChunks int
 }
 
 // Breaker configures the circuit breakers (BREAKER_*).

@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	hubpkg "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
@@ -297,4 +299,54 @@ func (h *hub) secretsOf(id string) hubpkg.SubscriptionSecrets {
 		h.t.Fatal(err)
 	}
 	return sec
+}
+
+// The form starts a backfill and the subscription page shows where it is.
+func TestActions_BackfillThroughTheFormAndItsProgress(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		key := h.tenant("acme")
+		rc := receiver(t, "received")
+		h.ingest(storetest.NewEvent("acme", "old-1"))
+		h.ingest(storetest.NewEvent("acme", "old-2"))
+		h.clock.Advance(time.Hour)
+		b := h.signIn(key)
+		form := b.get("/console/subscriptions/new")
+		if !strings.Contains(form.body, `<label for="backfill_since">`) {
+			t.Fatalf("the form has no backfill field:\n%s", form.body)
+		}
+		fields := url.Values{"name": {"hooks"}, "url": {rc.URL + "/hook"}, "event_type": {"transaction.posted@1"}, "enabled": {"1"},
+			"backfill_since": {"tomorrow"}}
+		got := b.submit("/console/subscriptions/new", "/console/subscriptions", fields)
+		if got.status != 400 || !strings.Contains(got.body, "backfill.since") || !strings.Contains(got.body, `value="tomorrow"`) {
+			t.Fatalf("a bad since: %d\n%s", got.status, got.body)
+		}
+		// A datetime-local value is UTC; the clock stands at 13:00.
+		fields.Set("backfill_since", "2026-11-30T11:30")
+		got = b.submit("/console/subscriptions/new", "/console/subscriptions", fields)
+		if got.status != 201 {
+			t.Fatalf("create: %d\n%s", got.status, got.body)
+		}
+		id := regexp.MustCompile(`/console/subscriptions/([^"]+)"`).FindStringSubmatch(got.body)[1]
+		if _, body := h.apiCall("GET", "/v1/subscriptions/"+id, "", "acme"); !strings.Contains(body, `"since":"2026-11-30T11:30:00Z","state":"running"`) {
+			t.Fatalf("created subscription's backfill: %s", body)
+		}
+		page := "/console/subscriptions/" + id
+		if p := b.get(page); !strings.Contains(p.body, "<dt>Backfill</dt>") || !strings.Contains(p.body, "waits for the subscription to be verified") {
+			t.Fatalf("the page does not show the waiting backfill:\n%s", p.body)
+		}
+		if edit := b.get(page + "/edit"); !strings.Contains(edit.body, `name="backfill_since" value=""`) || !strings.Contains(edit.body, "Current backfill: running") {
+			t.Fatalf("the edit form refills the since (a save would restart it) or hides the current one:\n%s", edit.body)
+		}
+		if got := b.submit(page, page+"/verify", nil); got.status != 303 {
+			t.Fatalf("verify: %d\n%s", got.status, got.body)
+		}
+		if _, err := h.store.AdvanceBackfills(context.Background(), store.AdvanceBackfillsParams{}); err != nil {
+			t.Fatal(err)
+		}
+		// old-1 and old-2 arrived at 12:00, after 11:30.
+		if p := b.get(page); !strings.Contains(p.body, "2 queued, 0 skipped of 2 matched") || !strings.Contains(p.body, ">done<") {
+			t.Fatalf("the page does not show the finished backfill:\n%s", p.body)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 )
@@ -153,7 +154,24 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 	if creating {
 		body["enabled"] = f.Get("enabled") != ""
 	}
+	if v := strings.TrimSpace(f.Get("backfill_since")); v != "" {
+		// A new backfill only when one is typed: the field starts empty,
+		// so saving an edit never restarts one.
+		body["backfill"] = m{"since": backfillSince(v)}
+	}
 	return body
+}
+
+// backfillSince reads the form's since: RFC 3339 as is, or what a
+// datetime-local picker sends (2026-11-30T11:00, no zone) as UTC. Anything
+// else goes to the API as typed, which answers a 400 naming backfill.since.
+func backfillSince(v string) string {
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC().Format(time.RFC3339)
+		}
+	}
+	return v
 }
 
 // destinationRequest is the form's destination: a webhook, a RabbitMQ
@@ -207,6 +225,10 @@ func echo(body m, id string) m {
 		}
 	}
 	out["event_types"] = types
+	if b, ok := body["backfill"].(m); ok {
+		out["backfill_since"] = b["since"] // what was typed, shown again
+		delete(out, "backfill")
+	}
 	return out
 }
 

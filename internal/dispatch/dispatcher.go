@@ -32,6 +32,7 @@ type Store interface {
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
 	DeadLetterOrphans(ctx context.Context) (int, error)
 	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
+	AdvanceBackfills(ctx context.Context, p store.AdvanceBackfillsParams) (store.AdvanceBackfillsResult, error)
 }
 
 // Config configures a Dispatcher; config.Defaults fills the settings.
@@ -74,6 +75,8 @@ func (c Config) check() error {
 	config.Positive(&ch, "MaxInFlight", c.MaxInFlight)
 	config.Positive(&ch, "MaxPerDestination", c.MaxPerDestination)
 	config.Positive(&ch, "RunLength", c.RunLength)
+	config.Positive(&ch, "BackfillChunk", c.BackfillChunk)
+	config.Positive(&ch, "BackfillPassChunks", c.BackfillPassChunks)
 	return ch.Err()
 }
 

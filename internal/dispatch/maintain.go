@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -28,8 +29,8 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 // Maintain runs one maintenance pass: recover expired leases (poisoning
 // repeat offenders), auto-disable subscriptions whose failure span reached
 // both gates, and dead-letter the waiting jobs of disabled or deleted
-// subscriptions. Every delivery replica runs it: each step locks the rows
-// it changes. (Retention and job counts are housekeeping's, one replica at
+// subscriptions, then advance the running backfills. Every delivery
+// replica runs it: each step locks the rows it changes. (Retention and job counts are housekeeping's, one replica at
 // a time.)
 //
 // Leases are not recovered until the database has answered this process
@@ -52,6 +53,41 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 	}
 	if _, err := d.cfg.Store.DeadLetterOrphans(ctx); err != nil {
 		return err
+	}
+	return d.backfill(ctx)
+}
+
+// backfill advances the running backfills (SPEC 29) by up to
+// BackfillPassChunks chunks each, a transaction per chunk, so a big window
+// never holds one long transaction and other tenants' claims keep flowing
+// between chunks. The jobs it queues (and those a finished backfill stops
+// holding) are claimed at once.
+func (d *Dispatcher) backfill(ctx context.Context) error {
+	queued, finished := 0, 0
+	defer func() {
+		if queued+finished > 0 {
+			d.cfg.Logger.Debug("backfills advanced", "queued", queued, "finished", finished)
+			d.Wake()
+		}
+	}()
+	for range d.cfg.BackfillPassChunks {
+		res, err := d.cfg.Store.AdvanceBackfills(ctx, store.AdvanceBackfillsParams{Chunk: d.cfg.BackfillChunk})
+		if err != nil {
+			return err
+		}
+		queued, finished = queued+res.Queued, finished+res.Finished
+		for _, b := range res.Advanced {
+			if b.State == hub.BackfillDone {
+				d.cfg.Logger.Info("backfill done", "subscription_id", b.SubscriptionID, "tenant_id", b.TenantID,
+					"matched", b.Matched, "queued", b.Queued, "skipped", b.Skipped)
+			}
+		}
+		if !res.More() {
+			return nil
+		}
+		if queued > 0 {
+			d.Wake() // deliver the first chunks while the next are walked
+		}
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ type Store interface {
 	Console
 	Idempotency
 	DLQ
+	Backfills
 }
 
 // Options are common to every driver.

@@ -39,7 +39,7 @@ func prefixed(alias, columns string) string {
 // looks for due jobs everywhere.
 var claimJobs = `
 WITH locked AS (
-	SELECT s.id, s.tenant_id, s.max_in_flight, s.in_flight
+	SELECT s.id, s.tenant_id, s.max_in_flight, s.in_flight, coalesce(s.backfill_hold, 9223372036854775807) AS hold
 	FROM subscriptions s
 	JOIN (
 		SELECT c.id, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.id) AS rn
@@ -53,7 +53,7 @@ WITH locked AS (
 	FOR NO KEY UPDATE OF s SKIP LOCKED
 ), subs AS (
 	-- An ordered subscription with nothing in flight may offer a run.
-	SELECT id, tenant_id, ($5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
+	SELECT id, tenant_id, hold, ($5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
 		CASE WHEN $5 > 1 AND max_in_flight = 1 AND in_flight = 0 THEN $5 ELSE max_in_flight - in_flight END AS free
 	FROM locked
 ), offered AS (
@@ -62,6 +62,7 @@ WITH locked AS (
 	FROM subs CROSS JOIN LATERAL (
 		SELECT j.id, j.tenant_id, j.event_sequence FROM delivery_jobs j
 		WHERE j.subscription_id = subs.id AND j.status = 'pending' AND j.next_attempt_at <= $1
+		  AND j.event_sequence <= subs.hold -- a running backfill holds the newer jobs back
 		ORDER BY j.event_sequence
 		LIMIT subs.free
 	) j
@@ -95,6 +96,7 @@ var (
 	// of every waiting job, which it believes to be few on a big table.
 	claimAll = fmt.Sprintf(claimJobs, `CROSS JOIN LATERAL (SELECT 1 FROM delivery_jobs j
 		WHERE j.subscription_id = c.id AND j.status = 'pending' AND j.next_attempt_at <= $1 AND j.lease_token IS NULL
+		  AND j.event_sequence <= coalesce(c.backfill_hold, 9223372036854775807)
 		LIMIT 1) due`, "")
 	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($7)")
 )

@@ -34,13 +34,13 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Cla
 // (%s), empty for a full one.
 const claimJobs = `
 WITH counted AS (
-	SELECT s.id, s.max_in_flight,
+	SELECT s.id, s.max_in_flight, coalesce(s.backfill_hold, 9223372036854775807) AS hold,
 		(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS in_flight
 	FROM subscriptions s
 	WHERE s.enabled = 1 AND s.verification_state = 'active' AND s.deleted_at IS NULL %s
 ), subs AS (
 	-- An ordered subscription with nothing in flight may offer a run.
-	SELECT id, (?5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
+	SELECT id, hold, (?5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
 		CASE WHEN ?5 > 1 AND max_in_flight = 1 AND in_flight = 0 THEN ?5 ELSE max_in_flight - in_flight END AS free
 	FROM counted
 ), offered AS (
@@ -50,6 +50,7 @@ WITH counted AS (
 		FROM subs JOIN delivery_jobs j ON j.id IN (
 			SELECT p.id FROM delivery_jobs p
 			WHERE p.subscription_id = subs.id AND p.status = 'pending' AND p.next_attempt_at <= ?1
+			  AND p.event_sequence <= subs.hold -- a running backfill holds the newer jobs back
 			ORDER BY p.event_sequence LIMIT ?2)
 		WHERE subs.free > 0
 	) WHERE k <= free
