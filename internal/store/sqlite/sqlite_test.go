@@ -63,7 +63,8 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		ALTER TABLE subscriptions DROP COLUMN filters;
 
 		ALTER TABLE subscriptions DROP COLUMN rate_limit_per_second;
-		ALTER TABLE subscriptions DROP COLUMN destination_config`); err != nil {
+		ALTER TABLE subscriptions DROP COLUMN destination_config;
+		ALTER TABLE subscriptions DROP COLUMN transform`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {
@@ -121,6 +122,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE console_sessions RENAME COLUMN csrf_hash TO csrf_secret;
 		ALTER TABLE portal_links DROP COLUMN id; ALTER TABLE portal_links DROP COLUMN used_at;
 		ALTER TABLE events DROP COLUMN producer_key_id;
+		ALTER TABLE subscriptions DROP COLUMN transform;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}
