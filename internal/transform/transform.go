@@ -23,6 +23,7 @@ import (
 	"math/big"
 	"mime"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -302,4 +303,56 @@ func plainLines(s string) bool {
 		}
 	}
 	return true
+}
+
+// Cache keeps compiled programs by their source, so that each is compiled
+// once per process, not once per event. It holds at most cacheSize
+// programs, starting afresh when full. Safe for concurrent use; the zero
+// value is ready.
+type Cache struct {
+	mu sync.Mutex
+	m  map[string]*Program
+}
+
+const cacheSize = 1024
+
+// Program compiles src, or finds it compiled.
+func (c *Cache) Program(src string) (*Program, error) {
+	c.mu.Lock()
+	p := c.m[src]
+	c.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err := Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= cacheSize {
+		c.m = make(map[string]*Program)
+	}
+	c.m[src] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Apply is what a destination receives of ev under the program src: the
+// event's data and content type unchanged when src is "", else the
+// program's result. Its errors name transform.
+func (c *Cache) Apply(ctx context.Context, src string, ev hub.Event) (body []byte, contentType string, err error) {
+	if src == "" {
+		return ev.Data, ev.DataContentType, nil
+	}
+	p, err := c.Program(src)
+	if err != nil {
+		// Stored programs compiled when they were saved; a hub whose gojq
+		// changed might still refuse one.
+		return nil, "", fmt.Errorf("%s", hub.ErrorMessage(err))
+	}
+	res, err := p.Run(ctx, InputOf(ev))
+	if err != nil {
+		return nil, "", err
+	}
+	return res.Body, res.ContentType, nil
 }
