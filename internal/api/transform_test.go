@@ -115,6 +115,9 @@ func TestTransform_Preview(t *testing.T) {
 			`{"data":{},"transform":"\"no\" | halt_error"}`: "halt_error: no",
 		} {
 			status, _, b := acme.do("POST", url, body)
+			for try := 0; try < 5 && want != "50ms time limit" && strings.Contains(string(b), "time limit"); try++ {
+				status, _, b = acme.do("POST", url, body) // a loaded machine stalled past 50 ms: again
+			}
 			wantError(t, status, b, http.StatusUnprocessableEntity, "unprocessable")
 			if !strings.Contains(string(b), want) {
 				t.Fatalf("%s: %s, want it to say %q", body, b, want)
