@@ -8,8 +8,9 @@
 // environment loader), input and inputs do not compile (no input iterator),
 // and neither do import and include (no module loader).
 //
-// A program must produce exactly one value. No value (empty, or halt) is an
-// error, and so is a second value: wrap a stream in [...] to send an
+// A program must produce exactly one value. No value (empty, or halt before
+// any) is an error, and so is a second value (halt after the first stops
+// the program: the first stands): wrap a stream in [...] to send an
 // array. A string is sent as it is, as text/plain; any other value as its
 // JSON encoding, application/json.
 package transform
@@ -165,6 +166,9 @@ func (p *Program) RunValue(ctx context.Context, v any) (res Result, err error) {
 			break
 		}
 		if e, isErr := x.(error); isErr {
+			if halt := (*gojq.HaltError)(nil); errors.As(e, &halt) && halt.Value() == nil {
+				break // halt: the program stops; what it output stands
+			}
 			return Result{}, runError(ctx, e)
 		}
 		if n++; n > 1 {
@@ -207,9 +211,6 @@ func runError(ctx context.Context, err error) error {
 	}
 	var halt *gojq.HaltError
 	if errors.As(err, &halt) {
-		if halt.Value() == nil {
-			return ErrNoOutput // halt: stopped without a value
-		}
 		return fmt.Errorf("transform: halt_error: %s", describeValue(halt.Value()))
 	}
 	return fmt.Errorf("transform: %s", describe(err))

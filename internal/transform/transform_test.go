@@ -47,6 +47,7 @@ func TestRunShapesTheBody(t *testing.T) {
 		{"null", `.nothing`, `null`, "application/json"},
 		{"env is empty", `{env: env, ENV: $ENV}`, `{"ENV":{},"env":{}}`, "application/json"},
 		{"first of a stream", `first(.data.tags[])`, `a`, "text/plain"},
+		{"halt after one", `.data.currency, halt`, `BRL`, "text/plain"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
