@@ -110,6 +110,9 @@ type Subscription struct {
 	// RateLimit is at most how many attempts per second one process
 	// makes to the subscription (a token bucket); 0: no limit.
 	RateLimit int
+	// Transform is a jq program that turns each event into the body sent
+	// (SPEC 29, internal/transform); "": the event's data unchanged.
+	Transform string
 
 	Enabled           bool
 	VerificationState VerificationState
@@ -197,6 +200,11 @@ const (
 	MaxNameBytes        = 256
 	MaxURLBytes         = 2048
 	MaxRateLimit        = 10000
+	// A transform (SPEC 29): at most this much jq program, and per event at
+	// most this long to run and this much body out.
+	MaxTransformBytes  = 4 << 10
+	MaxTransformOutput = 1 << 20
+	TransformTimeout   = 50 * time.Millisecond
 )
 
 // ValidateName checks a subscription's or a tenant's name: present,

@@ -342,6 +342,28 @@ func TestCLI_SubscriptionFromFile(t *testing.T) {
 	if !strings.HasPrefix(errOut, "streaming-hub: 400 invalid: event_types[0].type: ") {
 		t.Fatalf("invalid event type: %q", errOut)
 	}
+
+	// A transform (SPEC 29): from the flag or a file, shown, refused when
+	// it does not compile, cleared by an empty one.
+	out = c.ok("subscriptions", "create", "--name", "shaped", "--event-type", "transaction.posted", "--url", "http://127.0.0.1:9/hook",
+		"--transform", "{kind: .type}")
+	if field(t, out, "transform") != "{kind: .type}" {
+		t.Fatalf("create --transform:\n%s", out)
+	}
+	id := field(t, out, "id")
+	code, out, errOut = runCmdStdin(c.vars, "{\n  amount: .data.amount\n}\n", "subscriptions", "update", id, "--transform-file", "-")
+	if code != exitOK || field(t, out, "transform") != "{ amount: .data.amount }" {
+		t.Fatalf("update --transform-file: exit %d\n%s%s", code, out, errOut)
+	}
+	if errOut := c.fail(exitError, "subscriptions", "update", id, "--transform", "{a: }"); !strings.HasPrefix(errOut, "streaming-hub: 400 invalid: transform: ") {
+		t.Fatalf("a transform that does not compile: %q", errOut)
+	}
+	if errOut := c.fail(exitUsage, "subscriptions", "update", id, "--transform", ".", "--transform-file", "-"); !strings.Contains(errOut, "--transform and --transform-file") {
+		t.Fatalf("both transform flags: %q", errOut)
+	}
+	if out := c.ok("subscriptions", "update", id, "--transform", ""); field(t, out, "transform") != "none" {
+		t.Fatalf("update --transform '':\n%s", out)
+	}
 }
 
 // produce sends a record the hub admits: pull shows it, with its subject

@@ -59,6 +59,7 @@ type subscriptionView struct {
 	RetrySchedule     []string        `json:"retry_schedule"`
 	MaxInFlight       int             `json:"max_in_flight"`
 	Filters           json.RawMessage `json:"filters"`
+	Transform         *string         `json:"transform"`
 	Enabled           bool            `json:"enabled"`
 	VerificationState string          `json:"verification_state"`
 	DisabledReason    *string         `json:"disabled_reason"`
@@ -123,6 +124,11 @@ func (s *subscriptionView) print(w io.Writer) {
 	if f := strings.TrimSpace(string(s.Filters)); f != "" && f != "[]" && f != "null" {
 		filters = f
 	}
+	transform := "none"
+	if s.Transform != nil {
+		// One line in the listing; -o json shows the program as written.
+		transform = strings.Join(strings.Fields(*s.Transform), " ")
+	}
 	span := ""
 	if f := s.FailureSpan; f != nil {
 		span = f.First + " .. " + f.Last
@@ -138,6 +144,7 @@ func (s *subscriptionView) print(w io.Writer) {
 		"retry_schedule", retry,
 		"max_in_flight", itoa(s.MaxInFlight),
 		"filters", filters,
+		"transform", transform,
 		"enabled", strconv.FormatBool(s.Enabled),
 		"verification_state", s.VerificationState,
 		"breaker_state", s.BreakerState,
@@ -179,13 +186,15 @@ func subscriptionsGet(args []string, e env) int {
 type subscriptionFlags struct {
 	name, url, retry, filters, fromFile string
 	backfillSince                       string
+	transform, transformFile            string
 	maxInFlight                         int
 	enabled                             bool
 	eventTypes, headers                 multiFlag
 }
 
 // bodyFlags names the flags that make the body (all but --from-file).
-var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters", "backfill-since"}
+var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters",
+	"backfill-since", "transform", "transform-file"}
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
@@ -195,6 +204,8 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
 	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
+	c.fs.StringVar(&f.transform, "transform", "", "jq `PROGRAM` that makes the body sent from each event, such as '{kind: .type, amount: .data.amount}' (SPEC 29)")
+	c.fs.StringVar(&f.transformFile, "transform-file", "", "read the transform's jq program from this `file` (- reads stdin)")
 	c.fs.Var(boolText{&f.enabled}, "enabled", "`true|false`: deliveries flow only while enabled (a new subscription is)")
 	c.fs.StringVar(&f.backfillSince, "backfill-since", "", "`TIME` from which the tenant's retained matching events are delivered first, in order: RFC 3339 (2026-11-30T11:00:00Z) or a duration back from now (1h, 90m); at most the inbox retention (168h by default)")
 	c.fs.StringVar(&f.fromFile, "from-file", "", "send this JSON `file` as the request body as is (- reads stdin); for destination.auth and anything the flags do not cover")
@@ -203,6 +214,7 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 		c.fs.Lookup("header").Usage += "; replaces all headers"
 		c.fs.Lookup("retry-schedule").Usage += "; empty or \"default\" returns to the default curve"
 		c.fs.Lookup("filters").Usage += "; replaces the list; empty or \"none\" clears it"
+		c.fs.Lookup("transform").Usage += "; empty clears it (the event's data is sent unchanged)"
 	}
 }
 
@@ -299,6 +311,19 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 			b["filters"] = json.RawMessage(v)
 		}
 	}
+	if c.set["transform"] && c.set["transform-file"] {
+		return nil, c.usageError("--transform and --transform-file: give one or the other"), false
+	}
+	if c.set["transform"] {
+		b["transform"] = f.transform
+	}
+	if c.set["transform-file"] {
+		data, err := readInput(c.e, f.transformFile)
+		if err != nil {
+			return nil, c.usageError("--transform-file: %v", err), false
+		}
+		b["transform"] = strings.TrimRight(string(data), "\n")
+	}
 	if c.set["enabled"] {
 		b["enabled"] = f.enabled
 	}
@@ -349,7 +374,8 @@ challenge). The answer carries the signing secret, shown only now and on rotatio
 Example:
   streaming-hub subscriptions create --name ledger-hooks --event-type transaction.posted:1 \
     --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m \
-    --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]'
+    --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]' \
+    --transform '{kind: .type, amount: .data.amount}'
 
 With --backfill-since, once verified it first receives the tenant's retained events it
 matches from that time on, in order, then the new ones; `+"`subscriptions get`"+` shows the progress.`, true)

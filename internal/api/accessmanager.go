@@ -57,6 +57,7 @@ var routeResources = map[string]string{
 	"POST /v1/subscriptions/{id}/replay":             "subscriptions",
 	"GET /v1/subscriptions/{id}/health":              "subscriptions",
 	"POST /v1/subscriptions/{id}/test":               "subscriptions",
+	"POST /v1/subscriptions/{id}/transform-preview":  "subscriptions",
 	"GET /v1/subscriptions/{id}/deliveries":          "deliveries",
 	"GET /v1/deliveries":                             "deliveries",
 	"GET /v1/deliveries/{id}":                        "deliveries",

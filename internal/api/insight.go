@@ -334,13 +334,22 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		"ce-schemaversion":     {"1.0.0"},
 	}
 	out := testResultJSON{DeliveryID: deliveryID}
+	// The subscription's transform (SPEC 29) makes the test's body as it
+	// makes every event's; a failing one fails the test, nothing is sent.
+	data, contentType, err := testTransform(r.Context(), sub.Transform, hub.Event{ID: id, Type: ceType,
+		Source: hub.OperationalSource, Time: headers.Get("ce-time"), TenantID: tenantID, DataContentType: hub.DefaultContentType, Data: data})
+	if err != nil {
+		out.Error = optional(err.Error())
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
 	if sub.Destination.Type != hub.DestinationWebhook {
-		s.publishTest(r.Context(), sub, sec, webhook.Message{ID: id, Body: data, ContentType: hub.DefaultContentType, Headers: headers}, typ, &out)
+		s.publishTest(r.Context(), sub, sec, webhook.Message{ID: id, Body: data, ContentType: contentType, Headers: headers}, typ, &out)
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
 	httpReq, err := webhook.NewRequest(r.Context(), webhook.TargetOf(sub, sec, now), webhook.Message{
-		ID: id, Body: data, ContentType: hub.DefaultContentType, Headers: headers,
+		ID: id, Body: data, ContentType: contentType, Headers: headers,
 	}, now)
 	if err != nil {
 		return err

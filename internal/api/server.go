@@ -155,6 +155,7 @@ func New(deps Deps) (*Server, error) {
 	// Insight (SPEC 20).
 	s.handle("GET", "/v1/subscriptions/{id}/health", s.subscriptionHealth)
 	s.handle("POST", "/v1/subscriptions/{id}/test", s.testSubscription)
+	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // SPEC 29
 	s.handle("GET", "/v1/event-types", s.listEventTypes)
 	s.handle("GET", "/v1/events/{id}", s.getEvent)
 	s.handle("GET", "/v1/deliveries", s.searchDeliveries)

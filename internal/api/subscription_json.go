@@ -17,6 +17,7 @@ type subscriptionJSON struct {
 	MaxInFlight       int                `json:"max_in_flight"`
 	Filters           []hub.Filter       `json:"filters"`
 	RateLimit         *rateLimitJSON     `json:"rate_limit"`
+	Transform         *string            `json:"transform"`
 	Enabled           bool               `json:"enabled"`
 	VerificationState string             `json:"verification_state"`
 	DisabledReason    *string            `json:"disabled_reason"`
@@ -119,6 +120,10 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 	}
 	if sub.RateLimit > 0 {
 		out.RateLimit = &rateLimitJSON{PerSecond: sub.RateLimit}
+	}
+	if sub.Transform != "" {
+		program := sub.Transform
+		out.Transform = &program
 	}
 	if sub.DisabledReason != "" {
 		reason := sub.DisabledReason

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/transform"
 )
 
 // subscriptionRequest is the body of create and PATCH. Absent fields are
@@ -23,6 +24,8 @@ type subscriptionRequest struct {
 	// Backfill asks for the retained events from a time on (SPEC 29);
 	// it is not a stored field: each one given (re)starts a backfill.
 	Backfill json.RawMessage `json:"backfill"`
+	// Transform is a jq program (SPEC 29); null or "" clears it.
+	Transform json.RawMessage `json:"transform"`
 }
 
 // rateLimitRequest is rate_limit: {"per_second": N}.
@@ -65,6 +68,25 @@ func strict(raw json.RawMessage, v any, field string) error {
 		return hub.Errorf(hub.EINVALID, "%s: %s", field, describeJSONError(err))
 	}
 	return nil
+}
+
+// parseTransform reads transform: a jq program that compiles within its
+// limits, or null or "" for none.
+func parseTransform(raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	var program string
+	if err := json.Unmarshal(raw, &program); err != nil {
+		return "", hub.Errorf(hub.EINVALID, "transform: must be a string (a jq program) or null")
+	}
+	if program == "" {
+		return "", nil
+	}
+	if _, err := transform.Compile(program); err != nil {
+		return "", err
+	}
+	return program, nil
 }
 
 // apply writes the request onto sub (a new one for create, the stored one
@@ -117,6 +139,13 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 			}
 			sub.RateLimit = *rl.PerSecond
 		}
+	}
+	if len(req.Transform) > 0 {
+		program, err := parseTransform(req.Transform)
+		if err != nil {
+			return false, err
+		}
+		sub.Transform = program
 	}
 	if req.Enabled != nil {
 		sub.Enabled = *req.Enabled

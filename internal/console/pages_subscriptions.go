@@ -151,6 +151,12 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 	} else if !creating {
 		body["rate_limit"] = nil
 	}
+	// A jq program (SPEC 29), with the browser's CRLF line ends made LF.
+	if program := strings.TrimSpace(strings.ReplaceAll(f.Get("transform"), "\r\n", "\n")); program != "" {
+		body["transform"] = program
+	} else if !creating {
+		body["transform"] = nil // emptied: the event's data is sent unchanged
+	}
 	if creating {
 		body["enabled"] = f.Get("enabled") != ""
 	}

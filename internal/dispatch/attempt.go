@@ -81,10 +81,17 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		a.err = fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
 		return a
 	}
+	// The subscription's transform (SPEC 29) makes the body; headers and
+	// signature cover what it made.
+	body, contentType, err := d.transforms.Apply(ctx, c.Subscription.Transform, c.Event)
+	if err != nil {
+		a.err = err
+		return a
+	}
 	m := webhook.Message{
 		ID:          c.Event.ID,
-		Body:        c.Event.Data,
-		ContentType: c.Event.DataContentType,
+		Body:        body,
+		ContentType: contentType,
 		Headers:     eventHeaders(c.Event, a.rec.ID, traceparent),
 	}
 	if c.Subscription.Destination.Type != hub.DestinationWebhook {

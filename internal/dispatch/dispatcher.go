@@ -20,6 +20,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/transform"
 )
 
 // Store is the part of the store the dispatcher uses.
@@ -101,6 +102,8 @@ type Dispatcher struct {
 	dests destinations
 	// throttles are the rate-limited subscriptions' token buckets.
 	throttles throttles
+	// transforms are the subscriptions' compiled jq programs (SPEC 29).
+	transforms transform.Cache
 
 	// leases are the leases held here (job id -> token), renewed every
 	// third of a lease until the job's result is written or given back.

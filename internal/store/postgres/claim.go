@@ -188,7 +188,8 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 		&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
-		&filters, &s.RateLimit, &dc)
+		&filters, &s.RateLimit, &dc,
+		&s.Transform)
 	if err != nil {
 		return c, err
 	}

@@ -42,7 +42,8 @@ func (db *DB) DeleteAPIKey(ctx context.Context, tenantID, id string) (err error)
 const subscriptionColumns = `id, tenant_id, name, event_types, destination_type, destination_url, destination_headers,
 	auth_type, auth_header_name, secrets, retry_schedule, max_in_flight, enabled, verification_state,
 	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters,
-	rate_limit_per_second, destination_config`
+	rate_limit_per_second, destination_config,
+	transform`
 
 func scanSubscription(row pgx.Row) (hub.Subscription, error) {
 	var s hub.Subscription
@@ -52,7 +53,8 @@ func scanSubscription(row pgx.Row) (hub.Subscription, error) {
 	err := row.Scan(&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
-		&filters, &s.RateLimit, &dc)
+		&filters, &s.RateLimit, &dc,
+		&s.Transform)
 	if err != nil {
 		return s, err
 	}
@@ -87,11 +89,13 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 	now := db.opts.Stamp()
 	first, last := spanTimes(s)
 	out, err := scanSubscription(db.pool.QueryRow(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $20, $21, $22)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $20, $21, $22,
+			$23)
 		RETURNING `+subscriptionColumns,
 		s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 		s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight, s.Enabled,
-		s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, enc.Filters, s.RateLimit, enc.DestinationConfig))
+		s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, enc.Filters, s.RateLimit, enc.DestinationConfig,
+		s.Transform))
 	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
 
@@ -143,13 +147,15 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		auth_type = $8, auth_header_name = $9, secrets = $10, retry_schedule = $11, max_in_flight = $12,
 		enabled = $13, verification_state = $14, disabled_reason = $15, disabled_at = $16,
 		failure_first_at = $17, failure_last_at = $18, version = version + 1, updated_at = $19, filters = $21,
-		rate_limit_per_second = $22, destination_config = $23
+		rate_limit_per_second = $22, destination_config = $23,
+		transform = $24
 		WHERE id = $1 AND tenant_id = $2 AND version = $20 AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns,
 			s.ID, s.TenantID, s.Name, enc.EventTypes, s.Destination.Type, s.Destination.URL, enc.Headers,
 			s.Destination.AuthType, s.Destination.AuthHeaderName, s.Secrets, enc.RetrySchedule, s.MaxInFlight,
 			s.Enabled, s.VerificationState, s.DisabledReason, s.DisabledAt, first, last, now, s.Version, enc.Filters,
-			s.RateLimit, enc.DestinationConfig))
+			s.RateLimit, enc.DestinationConfig,
+			s.Transform))
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,8 @@ func affected(res sql.Result, err error, nf func(id string) error, id string) er
 const subscriptionColumns = `id, tenant_id, name, event_types, destination_type, destination_url, destination_headers,
 	auth_type, auth_header_name, secrets, retry_schedule, max_in_flight, enabled, verification_state,
 	disabled_reason, disabled_at, failure_first_at, failure_last_at, version, created_at, updated_at, filters,
-	rate_limit_per_second, destination_config`
+	rate_limit_per_second, destination_config,
+	transform`
 
 func scanSubscription(row scanner) (hub.Subscription, error) {
 	var s hub.Subscription
@@ -61,7 +62,8 @@ func scanSubscription(row scanner) (hub.Subscription, error) {
 	err := row.Scan(&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &disabledAt, &first, &last, &s.Version, &created, &updated, &filters,
-		&s.RateLimit, &dc)
+		&s.RateLimit, &dc,
+		&s.Transform)
 	if err != nil {
 		return s, err
 	}
@@ -114,13 +116,15 @@ func subscriptionArgs(s hub.Subscription) (_ []any, filters any, _ error) {
 		s.VerificationState, s.DisabledReason, disabledAt, first, last}, filters, nil
 }
 
-// reachArgs are the values of rate_limit_per_second and destination_config.
+// reachArgs are the values of rate_limit_per_second, destination_config
+// and transform.
 func reachArgs(s hub.Subscription) ([]any, error) {
 	enc, err := store.EncodeSubscription(s)
 	if err != nil {
 		return nil, err
 	}
-	return []any{s.RateLimit, enc.DestinationConfig}, nil
+	return []any{s.RateLimit, enc.DestinationConfig,
+		s.Transform}, nil
 }
 
 func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
@@ -138,7 +142,8 @@ func (db *DB) CreateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 	}
 	args = append(args, reach...)
 	out, err := scanSubscription(db.w.QueryRowContext(ctx, `INSERT INTO subscriptions (`+subscriptionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?,
+			?)
 		RETURNING `+subscriptionColumns, args...))
 	return out, broken(err, store.TenantNotFound(s.TenantID), store.SubscriptionExists(s.ID))
 }
@@ -194,7 +199,8 @@ func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub
 		auth_type = ?, auth_header_name = ?, secrets = ?, retry_schedule = ?, max_in_flight = ?,
 		enabled = ?, verification_state = ?, disabled_reason = ?, disabled_at = ?,
 		failure_first_at = ?, failure_last_at = ?, filters = ?, version = version + 1, updated_at = ?,
-		rate_limit_per_second = ?, destination_config = ?
+		rate_limit_per_second = ?, destination_config = ?,
+		transform = ?
 		WHERE id = ? AND tenant_id = ? AND version = ? AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, args...))
 		if err != nil {

@@ -64,7 +64,8 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 
 		ALTER TABLE subscriptions DROP COLUMN rate_limit_per_second;
 		ALTER TABLE subscriptions DROP COLUMN destination_config;
-		DROP TABLE subscription_backfills; DROP INDEX delivery_jobs_subscription_event; ALTER TABLE subscriptions DROP COLUMN backfill_hold`); err != nil {
+		DROP TABLE subscription_backfills; DROP INDEX delivery_jobs_subscription_event; ALTER TABLE subscriptions DROP COLUMN backfill_hold;
+		ALTER TABLE subscriptions DROP COLUMN transform`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {
@@ -123,6 +124,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE portal_links DROP COLUMN id; ALTER TABLE portal_links DROP COLUMN used_at;
 		ALTER TABLE events DROP COLUMN producer_key_id;
 		DROP TABLE subscription_backfills; DROP INDEX delivery_jobs_subscription_event; ALTER TABLE subscriptions DROP COLUMN backfill_hold;
+		ALTER TABLE subscriptions DROP COLUMN transform;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

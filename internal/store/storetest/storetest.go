@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Console", func(t *testing.T) { testConsole(t, open) })
 	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
 	t.Run("Reach", func(t *testing.T) { testReach(t, open) })
+	t.Run("Transform", func(t *testing.T) { testTransform(t, open) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, open) })
 	t.Run("DLQ", func(t *testing.T) { testDLQ(t, open) })
 	t.Run("Backfill", func(t *testing.T) { testBackfill(t, open) })

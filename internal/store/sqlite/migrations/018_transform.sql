@@ -1,2 +1,4 @@
--- Reserved for a change under way (SPEC 29/25); a no-op until it lands.
-SELECT 1;
+-- Transformations (SPEC 29): a subscription's jq program, which turns each
+-- event into the body sent. '' is none: the event's data goes unchanged.
+-- A constant default adds the column without rewriting the table.
+ALTER TABLE subscriptions ADD COLUMN transform text NOT NULL DEFAULT '';
