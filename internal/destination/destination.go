@@ -1,5 +1,5 @@
 // Package destination is what the broker destinations (RabbitMQ, Kafka;
-// SPEC 22; NATS JetStream, Google Cloud Pub/Sub, SPEC 29) share: the message one attempt publishes and the Sender that
+// SPEC 22; NATS JetStream, SPEC 29) share: the message one attempt publishes and the Sender that
 // publishes it. Webhooks are internal/webhook's.
 package destination
 

@@ -42,7 +42,7 @@ type Config struct {
 	Keyring *envelope.Keyring // opens subscription secrets, in memory only
 	Client  *http.Client      // the SSRF-safe webhook client
 	// Senders publish to broker destinations, by destination type
-	// (rabbitmq, kafka, nats, pubsub); a type without one fails its attempts.
+	// (rabbitmq, kafka, nats); a type without one fails its attempts.
 	Senders map[string]destination.Sender
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger     // nil discards
