@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of Google Cloud Pub/Sub destinations (SPEC 29).
@@ -66,6 +67,9 @@ func validateServiceAccount(sa string) error {
 	if len(sa) > MaxServiceAccountBytes {
 		return Errorf(EINVALID, "destination.credentials: at most %d bytes", MaxServiceAccountBytes)
 	}
+	if !utf8.ValidString(sa) {
+		return Errorf(EINVALID, "destination.credentials: must be valid UTF-8")
+	}
 	var key struct {
 		Type           string `json:"type"`
 		ClientEmail    string `json:"client_email"`
@@ -78,7 +82,7 @@ func validateServiceAccount(sa string) error {
 		return Errorf(EINVALID, "destination.credentials: not a service account key (a JSON object)")
 	}
 	if key.Type != "service_account" {
-		return Errorf(EINVALID, "destination.credentials: type must be service_account, not %q", key.Type)
+		return Errorf(EINVALID, "destination.credentials: type must be service_account")
 	}
 	if key.ClientEmail == "" || !PlainText(key.ClientEmail) || !strings.Contains(key.ClientEmail, "@") {
 		return Errorf(EINVALID, "destination.credentials: client_email is required")

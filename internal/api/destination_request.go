@@ -85,6 +85,8 @@ func applyBroker(d *destinationRequest, dest *hub.Destination, secrets *hub.Subs
 func serviceAccount(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
+	case len(raw) == 0:
+		return "", hub.Errorf(hub.EINVALID, "destination.credentials: a service account key (a JSON object or a string holding one)")
 	case isNull(raw):
 		return "", nil
 	case raw[0] == '"':
