@@ -14,6 +14,7 @@ func TestDestinationAddress(t *testing.T) {
 		{Destination{Type: DestinationRabbitMQ, URL: "amqp://127.0.0.1:5672/"}, "amqp://127.0.0.1:5672"},
 		{Destination{Type: DestinationKafka, Brokers: []string{"k1:9093", "K2:9093"}, Topic: "t"}, "kafka://k1:9093,k2:9093"},
 		{Destination{Type: DestinationNATS, URL: "tls://NATS.example.com:4222", Subject: "events.x"}, "tls://nats.example.com:4222"},
+		{Destination{Type: DestinationPubSub, Project: "acme-prod", Topic: "events"}, "pubsub://acme-prod"},
 	} {
 		if got := c.d.Address(); got != c.want {
 			t.Errorf("%+v: Address() = %q, want %q", c.d, got, c.want)

@@ -38,12 +38,13 @@ const (
 	DestinationRabbitMQ = "rabbitmq"
 	DestinationKafka    = "kafka"
 	DestinationNATS     = "nats"
+	DestinationPubSub   = "pubsub"
 )
 
 // Destination is where a subscription delivers. Credentials are not here:
 // they live sealed in Subscription.Secrets.
 type Destination struct {
-	Type string // webhook, rabbitmq, kafka or nats
+	Type string // webhook, rabbitmq, kafka, nats or pubsub
 	// URL is the webhook's absolute http(s) URL, the RabbitMQ broker's
 	// amqp(s) URL or the NATS server's nats:// or tls:// URL, without its
 	// userinfo (sealed in Secrets.Broker).
@@ -59,7 +60,8 @@ type Destination struct {
 	Exchange   string
 	RoutingKey string
 	// Kafka: seed brokers (host:port), the topic, TLS and SASL (the
-	// password is sealed in Secrets.Broker).
+	// password is sealed in Secrets.Broker). Google Cloud Pub/Sub: Topic
+	// is the topic's ID within Project.
 	Brokers       []string
 	Topic         string
 	TLS           bool
@@ -69,6 +71,9 @@ type Destination struct {
 	// stream expected to capture it.
 	Subject string
 	Stream  string
+	// Google Cloud Pub/Sub: the project of Topic (its service account
+	// key is sealed in Secrets.Broker).
+	Project string
 }
 
 // Address is the destination as breakers know it (SPEC 8, 22): the
@@ -86,6 +91,8 @@ func (d Destination) Address() string {
 		return d.URL
 	case DestinationKafka:
 		return "kafka://" + strings.ToLower(strings.Join(d.Brokers, ","))
+	case DestinationPubSub:
+		return "pubsub://" + d.Project // one endpoint for all: the project is the tenant's "broker"
 	}
 	return d.URL
 }
@@ -160,7 +167,8 @@ type SubscriptionSecrets struct {
 	Signing []SigningSecret `json:"signing"`
 	Auth    Credentials     `json:"auth"`
 	// Broker holds a broker destination's credentials: the RabbitMQ URL's
-	// userinfo, the Kafka SASL password, the NATS URL's userinfo.
+	// userinfo, the Kafka SASL password, the NATS URL's userinfo, the
+	// Pub/Sub service account key.
 	Broker Credentials `json:"broker,omitzero"`
 }
 
@@ -176,6 +184,9 @@ type Credentials struct {
 	Username string `json:"username,omitempty"` // basic
 	Password string `json:"password,omitempty"` // basic
 	Value    string `json:"value,omitempty"`    // header
+	// ServiceAccount is a Google Cloud service account key (JSON), a
+	// Pub/Sub destination's credentials.
+	ServiceAccount string `json:"service_account,omitempty"`
 }
 
 // Valid returns the signing secrets still valid at now, current first.

@@ -55,6 +55,7 @@ type subscriptionView struct {
 		Topic      string   `json:"topic"`
 		Subject    string   `json:"subject"`
 		Stream     string   `json:"stream"`
+		Project    string   `json:"project"`
 	} `json:"destination"`
 	RetrySchedule     []string        `json:"retry_schedule"`
 	MaxInFlight       int             `json:"max_in_flight"`
@@ -456,7 +457,8 @@ func subscriptionsRotate(args []string, e env) int {
 
 // where is where a subscription delivers: its webhook URL, a RabbitMQ
 // URL with its exchange and routing key, a Kafka topic on its brokers, or
-// a NATS URL with its subject (and stream).
+// a NATS URL with its subject (and stream), or a Pub/Sub topic's full
+// name.
 func (s subscriptionView) where() string {
 	d := s.Destination
 	switch d.Type {
@@ -469,6 +471,8 @@ func (s subscriptionView) where() string {
 			return d.URL + " subject=" + d.Subject + " stream=" + d.Stream
 		}
 		return d.URL + " subject=" + d.Subject
+	case "pubsub":
+		return "pubsub://projects/" + d.Project + "/topics/" + d.Topic
 	}
 	return d.URL
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -40,6 +42,7 @@ func applyBroker(d *destinationRequest, dest *hub.Destination, secrets *hub.Subs
 	set(&dest.Topic, d.Topic)
 	set(&dest.Subject, d.Subject)
 	set(&dest.Stream, d.Stream)
+	set(&dest.Project, d.Project)
 	if d.Brokers != nil {
 		changed = changed || !slices.Equal(dest.Brokers, *d.Brokers)
 		dest.Brokers = *d.Brokers
@@ -64,7 +67,42 @@ func applyBroker(d *destinationRequest, dest *hub.Destination, secrets *hub.Subs
 		}
 		changed = true
 	}
+	if len(d.Credentials) > 0 {
+		sa, err := serviceAccount(d.Credentials)
+		if err != nil {
+			return false, err
+		}
+		// Another service account may not publish where the last one
+		// did: verified again.
+		changed = changed || sa != secrets.Broker.ServiceAccount
+		secrets.Broker = hub.Credentials{ServiceAccount: sa}
+	}
 	return changed, nil
+}
+
+// serviceAccount is a Pub/Sub destination's credentials as given: a JSON
+// object (kept compact), a string holding one, or null (none).
+func serviceAccount(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+		return "", hub.Errorf(hub.EINVALID, "destination.credentials: a service account key (a JSON object or a string holding one)")
+	case isNull(raw):
+		return "", nil
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", hub.Errorf(hub.EINVALID, "destination.credentials: a service account key (a JSON object or a string holding one)")
+		}
+		return strings.TrimSpace(s), nil
+	case raw[0] == '{':
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return "", hub.Errorf(hub.EINVALID, "destination.credentials: not JSON")
+		}
+		return b.String(), nil
+	}
+	return "", hub.Errorf(hub.EINVALID, "destination.credentials: a service account key (a JSON object or a string holding one)")
 }
 
 // splitUserinfo takes the userinfo out of a broker URL.
@@ -82,6 +120,14 @@ func splitUserinfo(raw string) (string, hub.Credentials) {
 // validateDestination checks a destination of any type; fields of another
 // type must be absent.
 func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
+	if d.Type != hub.DestinationPubSub {
+		if d.Project != "" {
+			return hub.Errorf(hub.EINVALID, "destination.project: only for pubsub destinations")
+		}
+		if secrets.Broker.ServiceAccount != "" {
+			return hub.Errorf(hub.EINVALID, "destination.credentials: only for pubsub destinations")
+		}
+	}
 	switch d.Type {
 	case hub.DestinationWebhook:
 		if d.Exchange != "" || d.RoutingKey != "" || d.Brokers != nil || d.Topic != "" || d.TLS || d.SASLMechanism != "" || d.Subject != "" || d.Stream != "" {
@@ -97,22 +143,24 @@ func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, all
 			return err
 		}
 		return hub.ValidateAuth(d.AuthType, d.AuthHeaderName, secrets.Auth)
-	case hub.DestinationRabbitMQ, hub.DestinationKafka, hub.DestinationNATS:
+	case hub.DestinationRabbitMQ, hub.DestinationKafka, hub.DestinationNATS, hub.DestinationPubSub:
 		if len(d.Headers) > 0 {
 			return hub.Errorf(hub.EINVALID, "destination.headers: only for webhook destinations")
 		}
 		if d.AuthType != "" {
-			return hub.Errorf(hub.EINVALID, "destination.auth: only for webhook destinations (a broker's credentials go in its url or sasl)")
+			return hub.Errorf(hub.EINVALID, "destination.auth: only for webhook destinations (a broker's credentials go in its url, sasl or credentials)")
 		}
 		switch d.Type {
 		case hub.DestinationRabbitMQ:
 			return validateRabbitMQ(d, allowPrivate)
 		case hub.DestinationNATS:
 			return validateNATS(d, allowPrivate)
+		case hub.DestinationPubSub:
+			return validatePubSub(d, secrets)
 		}
 		return validateKafka(d, secrets, allowPrivate)
 	}
-	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq, kafka or nats")
+	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq, kafka, nats or pubsub")
 }
 
 func validateRabbitMQ(d hub.Destination, allowPrivate bool) error {
@@ -284,4 +332,14 @@ func natsSubject(s string) error {
 		}
 	}
 	return nil
+}
+
+// validatePubSub checks a Google Cloud Pub/Sub destination: project and
+// topic IDs and the service account key (hub.ValidatePubSub). There is no
+// host to check: the client talks to Google's endpoint only.
+func validatePubSub(d hub.Destination, secrets hub.SubscriptionSecrets) error {
+	if d.URL != "" || d.Brokers != nil || d.TLS || d.SASLMechanism != "" || d.Exchange != "" || d.RoutingKey != "" || d.Subject != "" || d.Stream != "" {
+		return hub.Errorf(hub.EINVALID, "destination: url, exchange, routing_key, brokers, tls, sasl, subject and stream are not for pubsub destinations (use project, topic and credentials)")
+	}
+	return hub.ValidatePubSub(d, secrets.Broker.ServiceAccount)
 }

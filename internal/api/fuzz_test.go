@@ -38,6 +38,8 @@ func FuzzSubscriptionRequest(f *testing.F) {
 	f.Add([]byte(`{"filters":[{"exact":{"subject":"a","subject":"b"}}]}`))
 	f.Add([]byte(`{"filters":[{"any":[{"exact":{"type":"a"}},{"exact":{"type":"b"}}],"any":[]}]}`))
 	f.Add([]byte(`{"rate_limit":{"per_second":1,"per_second":2}}`))
+	f.Add([]byte(`{"destination":{"type":"pubsub","project":"acme-events","topic":"events","credentials":{"type":"service_account","client_email":"a@b"}}}`))
+	f.Add([]byte("{\"destination\":{\"type\":\"pubsub\",\"project\":\"acme-events\",\"topic\":\"events\",\"credentials\":\"{\\\"type\\\":\\\"s\xff\\\"}\"}}"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sent := hasReplacement(body)
 		var req subscriptionRequest

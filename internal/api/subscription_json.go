@@ -51,6 +51,7 @@ type destinationJSON struct {
 	SASL       *saslJSON `json:"sasl,omitempty"`
 	Subject    string    `json:"subject,omitempty"`
 	Stream     *string   `json:"stream,omitempty"`
+	Project    string    `json:"project,omitempty"` // pubsub; its service account key is never shown
 }
 
 // saslJSON shows a Kafka destination's SASL mechanism and user, never the
@@ -103,6 +104,8 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 		out.Destination.Exchange, out.Destination.RoutingKey = &d.Exchange, &d.RoutingKey
 	case hub.DestinationNATS:
 		out.Destination.Subject, out.Destination.Stream = d.Subject, &d.Stream
+	case hub.DestinationPubSub:
+		out.Destination.Project, out.Destination.Topic = d.Project, d.Topic
 	case hub.DestinationKafka:
 		out.Destination.Brokers, out.Destination.Topic, out.Destination.TLS = d.Brokers, d.Topic, &d.TLS
 		if d.SASLMechanism != "" {

@@ -47,6 +47,10 @@ type destinationRequest struct {
 	SASL       json.RawMessage `json:"sasl"`
 	Subject    *string         `json:"subject"` // nats (SPEC 29)
 	Stream     *string         `json:"stream"`
+	// pubsub (SPEC 29): the project, and the service account key (a JSON
+	// object, or a string holding one) sealed and never shown.
+	Project     *string         `json:"project"`
+	Credentials json.RawMessage `json:"credentials"`
 }
 
 type authRequest struct {

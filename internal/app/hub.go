@@ -46,8 +46,8 @@ type Hub struct {
 	Metrics *metrics.Metrics
 	Keyring *envelope.Keyring
 	Client  *http.Client // the SSRF-safe destination client
-	// Senders publish to broker destinations (rabbitmq, kafka, nats), through
-	// the same SSRF-safe dialing as Client.
+	// Senders publish to broker destinations (rabbitmq, kafka, nats, pubsub),
+	// the first three through the same SSRF-safe dialing as Client.
 	Senders    map[string]destination.Sender
 	Broker     *kfake.Cluster // dev mode's embedded Kafka
 	Consumer   *ingest.Consumer

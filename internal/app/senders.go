@@ -8,13 +8,16 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
+	"github.com/lerianstudio/streaming-hub/internal/destination/pubsub"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // newSenders makes the broker destinations' senders. They dial like the
 // webhook client: a broker host that resolves to a private address is
-// refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is true.
+// refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is true. Pub/Sub's
+// client talks to Google's endpoint only (or PUBSUB_EMULATOR_HOST's, an
+// operator's setting for local use).
 func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.Sender, error) {
 	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: cfg.AllowPrivateSinks})
 	rabbit, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Logger: logger.With("component", "rabbitmq")})
@@ -29,5 +32,10 @@ func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.
 	if err != nil {
 		return nil, err
 	}
-	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk, hub.DestinationNATS: nts}, nil
+	ps, err := pubsub.New(pubsub.Options{Timeout: cfg.DeliveryTimeout, Logger: logger.With("component", "pubsub")})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk, hub.DestinationNATS: nts,
+		hub.DestinationPubSub: ps}, nil
 }

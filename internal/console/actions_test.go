@@ -253,6 +253,36 @@ func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing
 			!strings.Contains(edit.body, `name="subject" value="events.acme"`) || !strings.Contains(edit.body, `name="stream" value="EVENTS"`) {
 			t.Fatalf("the edit form does not show the NATS destination:\n%s", edit.body)
 		}
+		saKey := testkit.ServiceAccountJSON(t, "acme-events")
+		ps := create(url.Values{"name": {"to-pubsub"}, "destination_type": {"pubsub"}, "project": {"acme-events"},
+			"topic": {"events"}, "credentials": {saKey}})
+		st, body = h.apiCall("GET", "/v1/subscriptions/"+ps, "", "acme")
+		for _, want := range []string{`"type":"pubsub"`, `"project":"acme-events"`, `"topic":"events"`} {
+			if st != 200 || !strings.Contains(body, want) {
+				t.Fatalf("pubsub subscription lacks %s: %s", want, body)
+			}
+		}
+		psEdit := b.get("/console/subscriptions/" + ps + "/edit")
+		if strings.Contains(body, "private_key") || strings.Contains(psEdit.body, "private_key") || strings.Contains(psEdit.body, "gserviceaccount") {
+			t.Fatalf("the service account key is shown")
+		}
+		if !strings.Contains(psEdit.body, `value="pubsub" selected`) || !strings.Contains(psEdit.body, `name="project" value="acme-events"`) ||
+			!strings.Contains(psEdit.body, `name="topic" value="events"`) {
+			t.Fatalf("the edit form does not show the Pub/Sub destination:\n%s", psEdit.body)
+		}
+		// Saved with the key left empty: the key is kept (the API would
+		// refuse the destination without one).
+		form := url.Values{"name": {"to-pubsub-2"}, "destination_type": {"pubsub"}, "type_was": {"pubsub"}, "project": {"acme-events"},
+			"topic": {"events-2"}, "event_type": {"transaction.posted@1"}}
+		if got := b.submit("/console/subscriptions/"+ps+"/edit", "/console/subscriptions/"+ps, form); got.status != 303 {
+			t.Fatalf("edit without the key: %d\n%s", got.status, got.body)
+		}
+		if _, body = h.apiCall("GET", "/v1/subscriptions/"+ps, "", "acme"); !strings.Contains(body, `"topic":"events-2"`) {
+			t.Fatalf("after the edit: %s", body)
+		}
+		if h.secretsOf(ps).Broker.ServiceAccount != saKey {
+			t.Fatal("the edit lost the service account key")
+		}
 		// The edit form shows what is stored; saving it unchanged but for
 		// the name keeps the destination and its credentials.
 		page := "/console/subscriptions/" + rabbit

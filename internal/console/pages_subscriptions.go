@@ -181,16 +181,18 @@ func backfillSince(v string) string {
 }
 
 // destinationRequest is the form's destination: a webhook, a RabbitMQ
-// exchange, a Kafka topic (SPEC 22) or a NATS JetStream subject (SPEC 29). On an edit, a URL left as shown is
-// not sent again (a broker URL is shown without its credentials, and
-// sending it back would clear them), nor is SASL without a new password.
+// exchange, a Kafka topic (SPEC 22), a NATS JetStream subject or a Pub/Sub
+// topic (SPEC 29). On an edit, a URL left as shown is not sent again (a
+// broker URL is shown without its credentials, and sending it back would
+// clear them), nor is SASL without a new password, nor a Pub/Sub key left
+// empty.
 func destinationRequest(f url.Values, creating bool) m {
 	kind := f.Get("destination_type")
 	if kind == "" {
 		kind = hub.DestinationWebhook
 	}
 	dest := m{"type": kind}
-	if u := strings.TrimSpace(f.Get("url")); kind != hub.DestinationKafka && (creating || u != f.Get("url_was") || kind != f.Get("type_was")) {
+	if u := strings.TrimSpace(f.Get("url")); kind != hub.DestinationKafka && kind != hub.DestinationPubSub && (creating || u != f.Get("url_was") || kind != f.Get("type_was")) {
 		dest["url"] = u
 	}
 	switch kind {
@@ -198,6 +200,11 @@ func destinationRequest(f url.Values, creating bool) m {
 		dest["exchange"], dest["routing_key"] = strings.TrimSpace(f.Get("exchange")), strings.TrimSpace(f.Get("routing_key"))
 	case hub.DestinationNATS:
 		dest["subject"], dest["stream"] = strings.TrimSpace(f.Get("subject")), strings.TrimSpace(f.Get("stream"))
+	case hub.DestinationPubSub:
+		dest["project"], dest["topic"] = strings.TrimSpace(f.Get("project")), strings.TrimSpace(f.Get("topic"))
+		if key := strings.TrimSpace(f.Get("credentials")); key != "" || creating || kind != f.Get("type_was") {
+			dest["credentials"] = key // the API takes the key as a string holding it
+		}
 	case hub.DestinationKafka:
 		var brokers []string
 		for _, b := range strings.Split(f.Get("brokers"), ",") {

@@ -69,6 +69,10 @@ func brokerSpan(dest hub.Destination) (string, []attribute.KeyValue) {
 		if u, err := url.Parse(dest.URL); err == nil {
 			host = u.Hostname()
 		}
+	case hub.DestinationPubSub:
+		attrs = append(attrs, semconv.MessagingSystemGCPPubSub)
+		where = dest.Topic
+		host = "pubsub.googleapis.com"
 	case hub.DestinationKafka:
 		attrs = append(attrs, semconv.MessagingSystemKafka)
 		where = dest.Topic

@@ -30,6 +30,7 @@ type destinationConfig struct {
 	SASLUsername  string   `json:"sasl_username,omitempty"`
 	Subject       string   `json:"subject,omitempty"`
 	Stream        string   `json:"stream,omitempty"`
+	Project       string   `json:"project,omitempty"`
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -51,7 +52,7 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 	d := s.Destination
 	dc, err := json.Marshal(destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
 		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername,
-		Subject: d.Subject, Stream: d.Stream})
+		Subject: d.Subject, Stream: d.Stream, Project: d.Project})
 	if err != nil {
 		return out, err
 	}
@@ -107,6 +108,6 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	d := &s.Destination
 	d.Exchange, d.RoutingKey, d.Brokers, d.Topic = dc.Exchange, dc.RoutingKey, dc.Brokers, dc.Topic
 	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
-	d.Subject, d.Stream = dc.Subject, dc.Stream
+	d.Subject, d.Stream, d.Project = dc.Subject, dc.Stream, dc.Project
 	return nil
 }

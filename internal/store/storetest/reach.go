@@ -24,7 +24,10 @@ func testReach(t *testing.T, open Opener) {
 		nats := NewSubscription("acme", "sub_nats")
 		nats.Destination = hub.Destination{Type: hub.DestinationNATS, URL: "tls://nats.example.com:4222",
 			Subject: "events.acme", Stream: "EVENTS", Headers: map[string]string{}}
-		for _, in := range []hub.Subscription{rabbit, kafka, nats} {
+		pubsub := NewSubscription("acme", "sub_pubsub")
+		pubsub.Destination = hub.Destination{Type: hub.DestinationPubSub, Project: "acme-events", Topic: "events",
+			Headers: map[string]string{}}
+		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub} {
 			created, err := e.store.CreateSubscription(e.ctx, in)
 			if err != nil {
 				t.Fatal(err)
