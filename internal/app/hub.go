@@ -26,7 +26,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Hub is one running hub process.
@@ -45,16 +44,15 @@ type Hub struct {
 	Store   store.Store
 	Metrics *metrics.Metrics
 	Keyring *envelope.Keyring
-	Client  *http.Client // the SSRF-safe destination client
-	// Senders publish to broker destinations (rabbitmq, kafka, nats), through
-	// the same SSRF-safe dialing as Client.
-	Senders    map[string]destination.Sender
-	Broker     *kfake.Cluster // dev mode's embedded Kafka
-	Consumer   *ingest.Consumer
-	DLQ        *ingest.DLQConsumer // the producers' DLQ topics (SPEC 27)
-	Dispatcher *dispatch.Dispatcher
-	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
-	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
+	// Destinations is the one send path to every destination type
+	// (webhook, rabbitmq, kafka, nats), for dispatch and the API.
+	Destinations *destination.Registry
+	Broker       *kfake.Cluster // dev mode's embedded Kafka
+	Consumer     *ingest.Consumer
+	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (SPEC 27)
+	Dispatcher   *dispatch.Dispatcher
+	Breakers     *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters      *api.Waiters       // long-polling pulls, woken by this process's ingest
 	// Housekeeper runs retention and job counts; every role has one, and
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
@@ -156,10 +154,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return err
 	}
 	h.countSealed(ctx)
-	if h.Client, err = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks}); err != nil {
-		return err
-	}
-	if h.Senders, err = newSenders(*cfg, h.Logger); err != nil {
+	if h.Destinations, err = newDestinations(*cfg, h.Logger); err != nil {
 		return err
 	}
 	if cfg.Role.Delivers() {
@@ -171,17 +166,16 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			return err
 		}
 		h.Dispatcher, err = dispatch.New(dispatch.Config{
-			Dispatch:    cfg.Dispatch,
-			Store:       h.Store,
-			Keyring:     h.Keyring,
-			Client:      h.Client,
-			Senders:     h.Senders,
-			Metrics:     h.Metrics,
-			Logger:      h.Logger.With("component", "dispatch"),
-			Now:         h.Now,
-			AutoDisable: autoDisable,
-			Breakers:    h.Breakers,
-			Tracer:      tracer,
+			Dispatch:     cfg.Dispatch,
+			Store:        h.Store,
+			Keyring:      h.Keyring,
+			Destinations: h.Destinations,
+			Metrics:      h.Metrics,
+			Logger:       h.Logger.With("component", "dispatch"),
+			Now:          h.Now,
+			AutoDisable:  autoDisable,
+			Breakers:     h.Breakers,
+			Tracer:       tracer,
 		})
 		if err != nil {
 			return err
@@ -240,8 +234,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		Version:           hub.Version,
 		Ready:             ready,
 		Keyring:           h.Keyring,
-		Client:            h.Client,
-		Senders:           h.Senders,
+		Destinations:      h.Destinations,
 		AllowPrivateSinks: cfg.AllowPrivateSinks,
 		OnJobs:            h.wakeDispatcher,
 		OnVerified:        h.verified,
@@ -397,8 +390,8 @@ func (h *Hub) Close() {
 	if h.Store != nil {
 		h.Store.Close()
 	}
-	for _, s := range h.Senders {
-		s.Close()
+	if h.Destinations != nil {
+		h.Destinations.Close()
 	}
 	if h.Broker != nil {
 		h.Broker.Close()

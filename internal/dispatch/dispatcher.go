@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,14 +39,13 @@ type Config struct {
 
 	Store   Store
 	Keyring *envelope.Keyring // opens subscription secrets, in memory only
-	Client  *http.Client      // the SSRF-safe webhook client
-	// Senders publish to broker destinations, by destination type
-	// (rabbitmq, kafka, nats); a type without one fails its attempts.
-	Senders map[string]destination.Sender
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger     // nil discards
-	Now     func() time.Time // the clock; nil means time.Now
-	Rand    *mrand.Rand      // jitter source; nil means randomly seeded
+	// Destinations is the one send path: the drivers by destination type
+	// (a type without one fails its attempts) and the delivery timeout.
+	Destinations *destination.Registry
+	Metrics      *metrics.Metrics
+	Logger       *slog.Logger     // nil discards
+	Now          func() time.Time // the clock; nil means time.Now
+	Rand         *mrand.Rand      // jitter source; nil means randomly seeded
 
 	// AutoDisable gates; nil turns auto-disable off (the kill switch).
 	AutoDisable *store.AutoDisable
@@ -62,7 +60,7 @@ func (c Config) check() error {
 	ch := config.Check{Of: "dispatch.Config"}
 	ch.Require("Store", c.Store != nil)
 	ch.Require("Keyring", c.Keyring != nil)
-	ch.Require("Client", c.Client != nil)
+	ch.Require("Destinations", c.Destinations != nil)
 	ch.Require("Metrics", c.Metrics != nil)
 	config.Positive(&ch, "Workers", c.Workers)
 	config.Positive(&ch, "ClaimBatch", c.ClaimBatch)

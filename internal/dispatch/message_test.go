@@ -18,7 +18,10 @@ func TestEventHeaders_ProducerKey(t *testing.T) {
 	if got := h.Get("X-Lerian-Producer-Key"); got != "k1" {
 		t.Fatalf("X-Lerian-Producer-Key = %q", got)
 	}
-	broker := destination.HeadersOf(h)
+	broker := map[string]string{}
+	for k, v := range (destination.Message{Headers: h}).BrokerHeaders() {
+		broker[k] = v
+	}
 	if broker["X-Lerian-Producer-Key"] != "k1" || broker["ce-sig"] != "v1.x" || broker["ce-sigkid"] != "k1" || broker["ce-sigts"] != "2026-09-26T12:00:05Z" {
 		t.Fatalf("broker headers %v", broker)
 	}

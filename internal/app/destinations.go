@@ -9,14 +9,15 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
+	"github.com/lerianstudio/streaming-hub/internal/destination/webhook"
 )
 
-// newSenders makes the broker destinations' senders. They dial like the
-// webhook client: a broker host that resolves to a private address is
-// refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is true.
-func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.Sender, error) {
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: cfg.AllowPrivateSinks})
+// newDestinations makes the one send path: a driver per destination type,
+// each dialing through the same SSRF-safe dialer (a host that resolves to a
+// private address is refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is
+// true), and the delivery timeout.
+func newDestinations(cfg config.Config, logger *slog.Logger) (*destination.Registry, error) {
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: cfg.AllowPrivateSinks})
 	rabbit, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Logger: logger.With("component", "rabbitmq")})
 	if err != nil {
 		return nil, err
@@ -29,5 +30,10 @@ func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.
 	if err != nil {
 		return nil, err
 	}
-	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk, hub.DestinationNATS: nts}, nil
+	return destination.NewRegistry(cfg.DeliveryTimeout, map[string]destination.Driver{
+		hub.DestinationWebhook:  webhook.New(dialer),
+		hub.DestinationRabbitMQ: rabbit,
+		hub.DestinationKafka:    kfk,
+		hub.DestinationNATS:     nts,
+	}), nil
 }
