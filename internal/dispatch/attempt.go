@@ -33,15 +33,16 @@ type attempt struct {
 // deliver makes exactly one attempt of a claimed job and returns its
 // completion.
 func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Completion {
-	return d.await(d.prepare(ctx, c))
+	return d.await(d.prepare(ctx, c, c.Subscription.Destination.Address()))
 }
 
 // prepare decides whether the job is attempted at all (the event exists,
 // the destination's breaker lets it through) and makes its target and
-// message: the workers' part.
-func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
+// message: the workers' part. address is c's destination's Address(),
+// worked out once for the unit of work c belongs to.
+func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address string) *attempt {
 	now := d.now()
-	a := &attempt{c: c, address: c.Subscription.Destination.Address(), now: now, out: store.Completion{
+	a := &attempt{c: c, address: address, now: now, out: store.Completion{
 		JobLease:       store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 		SubscriptionID: c.Job.SubscriptionID,
 	}}

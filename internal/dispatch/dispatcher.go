@@ -372,7 +372,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // claims here leave the tenant's subscriptions there alone until it has
 // room again.
 func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
-	dest, tenant := destinationOf(u[0].Subscription.Destination.Address()), u[0].Job.TenantID
+	// A unit is one subscription's: one destination address for all.
+	address, tenant := u[0].Subscription.Destination.Address(), u[0].Job.TenantID
+	dest := destinationOf(address)
 	if !d.dests.admit(dest, tenant, u[0].Job.SubscriptionID) {
 		for _, c := range u {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
@@ -384,7 +386,7 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 		return
 	}
 	d.slots <- struct{}{} // waits while the in-flight set is full
-	a := d.prepare(ctx, u[0])
+	a := d.prepare(ctx, u[0], address)
 	flying.Add(1)
 	go func() {
 		defer flying.Done()
@@ -420,7 +422,7 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 				d.answered(len(rest))
 				return
 			}
-			a, rest = d.prepare(ctx, rest[0]), rest[1:]
+			a, rest = d.prepare(ctx, rest[0], address), rest[1:]
 		}
 	}()
 }
