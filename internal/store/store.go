@@ -96,10 +96,13 @@ type IngestParams struct {
 }
 
 // IngestResult has one outcome per IngestParams.Events entry, in order,
-// and the number of delivery jobs matching created.
+// the number of delivery jobs matching created, and the tenants of the
+// accepted events (AcceptedTenants: once each, in first order), whom
+// ingest tells that they have new events.
 type IngestResult struct {
 	Outcomes []Outcome
 	Jobs     int
+	Tenants  []string
 }
 
 // Outcome is the verdict for one event that passed the wire contract:
