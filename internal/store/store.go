@@ -147,6 +147,11 @@ type ControlPlane interface {
 	// subscription: the two are indistinguishable to the caller.
 	GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error)
 	ListSubscriptions(ctx context.Context, p ListSubscriptionsParams) ([]hub.Subscription, error)
+	// ListDisabledSubscriptions lists, across tenants, the subscriptions
+	// the hub disabled (not enabled, disabled_reason set; not deleted),
+	// most recently disabled first, at most limit (1..1000): the operator
+	// overview's, in one query.
+	ListDisabledSubscriptions(ctx context.Context, limit int) ([]hub.Subscription, error)
 	// UpdateSubscription writes every mutable field of s if the stored
 	// Version still equals s.Version (else ECONFLICT), and bumps it.
 	UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error)

@@ -38,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Reach", func(t *testing.T) { testReach(t, open) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, open) })
 	t.Run("DLQ", func(t *testing.T) { testDLQ(t, open) })
+	t.Run("Disabled", func(t *testing.T) { testDisabled(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
