@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // Retention is the part of the store housekeeping works on: bounded
@@ -50,9 +51,6 @@ func (r PruneResult) Full(batch int) bool {
 	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch
 }
 
-// DefaultPruneBatch is PruneParams.Batch when it is not set.
-const DefaultPruneBatch = 1000
-
 // Deleters are a driver's bounded deletes, one per kind; Prune runs them
 // in the order the contract needs. Each deletes at most batch rows, in its
 // own transaction, and says how many.
@@ -67,7 +65,7 @@ func (d Deleters) Prune(ctx context.Context, p PruneParams) (PruneResult, error)
 	var r PruneResult
 	batch := p.Batch
 	if batch <= 0 {
-		batch = DefaultPruneBatch
+		batch = config.DefaultPruneBatch
 	}
 	var err error
 	if !p.SucceededBefore.IsZero() {

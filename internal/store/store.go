@@ -8,6 +8,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // Store is what the hub needs from a database. Errors a caller may act on are
@@ -49,14 +50,11 @@ type Options struct {
 	// so every timestamp a transaction writes agrees.
 	Now func() time.Time
 	// MaxRejections bounds rejected_records to the newest N; 0 means
-	// DefaultMaxRejections.
+	// config.DefaultMaxRejections.
 	MaxRejections int
 	// Pool sizes the connection pool and divides it between budgets.
 	Pool PoolOptions
 }
-
-// DefaultMaxRejections is how many rejected records are kept.
-const DefaultMaxRejections = 10_000
 
 // WithDefaults fills zero fields.
 func (o Options) WithDefaults() Options {
@@ -64,7 +62,7 @@ func (o Options) WithDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.MaxRejections <= 0 {
-		o.MaxRejections = DefaultMaxRejections
+		o.MaxRejections = config.DefaultMaxRejections
 	}
 	return o
 }
