@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
 )
@@ -172,8 +171,7 @@ func clientKey(t destination.Target) string {
 
 // open makes t's client.
 func (p *Producer) open(t destination.Target) (*client, error) {
-	sec, err := kafkasec.New(config.Kafka{TLS: t.TLS, CACert: p.o.CACert, SASLMechanism: t.SASLMechanism,
-		SASLUsername: t.SASLUsername, SASLPassword: t.Credentials.Password}, p.o.Logger)
+	sec, err := kafkasec.ForDestination(t.TLS, p.o.CACert, t.SASLMechanism, t.SASLUsername, t.Credentials.Password, p.o.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}
