@@ -314,20 +314,10 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 	if strings.HasPrefix(typ, hub.OperationalPrefix) {
 		ceType = hub.OperationalCEType(typ)
 	}
-	headers := http.Header{
-		"X-Lerian-Test":        {"true"},
-		"X-Lerian-Event-Id":    {id},
-		"X-Lerian-Delivery-Id": {deliveryID},
-		"X-Lerian-Event-Type":  {typ},
-		"X-Lerian-Tenant-Id":   {tenantID},
-		"ce-id":                {id},
-		"ce-type":              {ceType},
-		"ce-source":            {hub.OperationalSource},
-		"ce-specversion":       {"1.0"},
-		"ce-time":              {now.Format(time.RFC3339Nano)},
-		"ce-tenantid":          {tenantID},
-		"ce-schemaversion":     {"1.0.0"},
-	}
+	headers := destination.EventHeaders(hub.Event{ID: id, EventType: typ, TenantID: tenantID, Type: ceType,
+		Source: hub.OperationalSource, SpecVersion: "1.0", Time: now.Format(time.RFC3339Nano), SchemaVersion: "1.0.0"},
+		deliveryID, "")
+	headers["X-Lerian-Test"] = []string{"true"}
 	res := s.deps.Destinations.Send(r.Context(), destination.TargetOf(sub, sec, now), destination.Message{
 		ID: id, EventType: typ, TenantID: tenantID, ContentType: hub.DefaultContentType,
 		Body: data, Time: now, Headers: headers,
