@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 )
 
 type saslRequest struct {
@@ -136,7 +136,7 @@ func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, all
 		if d.URL == "" {
 			return hub.Errorf(hub.EINVALID, "destination.url: required")
 		}
-		if err := webhook.ValidateURL(d.URL, allowPrivate); err != nil {
+		if err := destination.ValidateURL(d.URL, allowPrivate); err != nil {
 			return err
 		}
 		if err := hub.ValidateHeaders(d.Headers); err != nil {
@@ -191,7 +191,7 @@ func validateRabbitMQ(d hub.Destination, allowPrivate bool) error {
 			return hub.Errorf(hub.EINVALID, "destination.url: bad port %q", p)
 		}
 	}
-	if err := webhook.ValidateHost("destination.url", u.Hostname(), allowPrivate); err != nil {
+	if err := destination.ValidateHost("destination.url", u.Hostname(), allowPrivate); err != nil {
 		return err
 	}
 	if err := amqpName("destination.exchange", d.Exchange); err != nil {
@@ -235,7 +235,7 @@ func validateKafka(d hub.Destination, secrets hub.SubscriptionSecrets, allowPriv
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(b, "/, ") {
 			return hub.Errorf(hub.EINVALID, "%s: %q must be host:port", field, b)
 		}
-		if err := webhook.ValidateHost(field, host, allowPrivate); err != nil {
+		if err := destination.ValidateHost(field, host, allowPrivate); err != nil {
 			return err
 		}
 	}
@@ -299,7 +299,7 @@ func validateNATS(d hub.Destination, allowPrivate bool) error {
 			return hub.Errorf(hub.EINVALID, "destination.url: bad port %q", p)
 		}
 	}
-	if err := webhook.ValidateHost("destination.url", u.Hostname(), allowPrivate); err != nil {
+	if err := destination.ValidateHost("destination.url", u.Hostname(), allowPrivate); err != nil {
 		return err
 	}
 	if err := natsSubject(d.Subject); err != nil {

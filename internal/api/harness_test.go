@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/webhook"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // hubAPI is a real HTTP server over a real store, with a fake clock and a
@@ -41,7 +42,7 @@ type hubAPI struct {
 type apiOptions struct {
 	allowPrivate bool
 	probeTimeout time.Duration
-	resolver     webhook.Resolver
+	resolver     destination.Resolver
 	pull         *config.Pull // nil: the default bucket
 	authLimit    int          // failed authentications per minute; 0: too many to matter
 	// waiters are the long polls' wake-ups (nil: the server's own).
@@ -50,8 +51,8 @@ type apiOptions struct {
 	pullRecheck time.Duration
 	// wrap, when set, stands between the server and the store.
 	wrap func(store.Store) store.Store
-	// senders publish to broker destinations (nil: none).
-	senders map[string]destination.Sender
+	// drivers send to broker destinations (nil: none).
+	drivers map[string]destination.Driver
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -70,9 +71,10 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 	if o.pull == nil {
 		o.pull = &defaults.Pull
 	}
-	probes, err := webhook.NewClient(webhook.ClientOptions{Timeout: o.probeTimeout, AllowPrivate: o.allowPrivate, Resolver: o.resolver})
-	if err != nil {
-		t.Fatal(err)
+	drivers := map[string]destination.Driver{hub.DestinationWebhook: webhook.New(
+		destination.NewDialer(destination.DialOptions{AllowPrivate: o.allowPrivate, Resolver: o.resolver}))}
+	for typ, d := range o.drivers {
+		drivers[typ] = d
 	}
 	waiters := o.waiters
 	if waiters == nil {
@@ -89,8 +91,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		AdminToken:        adminToken,
 		Keyring:           keyring,
-		Client:            probes,
-		Senders:           o.senders,
+		Destinations:      destination.NewRegistry(o.probeTimeout, drivers),
 		AllowPrivateSinks: o.allowPrivate,
 		Now:               clock.Now,
 		Pull:              *o.pull,

@@ -1,11 +1,7 @@
 package api
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,7 +13,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/manifest"
 	"github.com/lerianstudio/streaming-hub/internal/store"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Insight (SPEC 20): health, the catalog, lookups, test events and keys.
@@ -314,93 +309,44 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	now := s.now()
-	id, deliveryID := "test_"+randomHex(16), hub.NewID("att", now)
+	id, deliveryID := "test_"+destination.RandomHex(16), hub.NewID("att", now)
 	ceType := "studio.lerian." + strings.TrimPrefix(typ, hub.OperationalPrefix)
 	if strings.HasPrefix(typ, hub.OperationalPrefix) {
 		ceType = hub.OperationalCEType(typ)
 	}
-	headers := http.Header{
-		"X-Lerian-Test":        {"true"},
-		"X-Lerian-Event-Id":    {id},
-		"X-Lerian-Delivery-Id": {deliveryID},
-		"X-Lerian-Event-Type":  {typ},
-		"X-Lerian-Tenant-Id":   {tenantID},
-		"ce-id":                {id},
-		"ce-type":              {ceType},
-		"ce-source":            {hub.OperationalSource},
-		"ce-specversion":       {"1.0"},
-		"ce-time":              {now.Format(time.RFC3339Nano)},
-		"ce-tenantid":          {tenantID},
-		"ce-schemaversion":     {"1.0.0"},
-	}
-	out := testResultJSON{DeliveryID: deliveryID}
+	headers := destination.EventHeaders(hub.Event{ID: id, EventType: typ, TenantID: tenantID, Type: ceType,
+		Source: hub.OperationalSource, SpecVersion: "1.0", Time: now.Format(time.RFC3339Nano), SchemaVersion: "1.0.0"},
+		deliveryID, "")
+	headers["X-Lerian-Test"] = []string{"true"}
 	// The subscription's transform (SPEC 29) makes the test's body as it
 	// makes every event's; a failing one fails the test, nothing is sent.
 	data, contentType, err := testTransform(r.Context(), sub.Transform, hub.Event{ID: id, Type: ceType,
-		Source: hub.OperationalSource, Time: headers.Get("ce-time"), TenantID: tenantID, DataContentType: hub.DefaultContentType, Data: data})
+		Source: hub.OperationalSource, Time: now.Format(time.RFC3339Nano), TenantID: tenantID,
+		DataContentType: hub.DefaultContentType, Data: data})
 	if err != nil {
-		out.Error = optional(err.Error())
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, testResultJSON{DeliveryID: deliveryID, Error: optional(err.Error())})
 		return nil
 	}
-	if sub.Destination.Type != hub.DestinationWebhook {
-		s.publishTest(r.Context(), sub, sec, webhook.Message{ID: id, Body: data, ContentType: contentType, Headers: headers}, typ, &out)
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	}
-	httpReq, err := webhook.NewRequest(r.Context(), webhook.TargetOf(sub, sec, now), webhook.Message{
-		ID: id, Body: data, ContentType: contentType, Headers: headers,
-	}, now)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	resp, err := s.deps.Client.Do(httpReq)
-	out.DurationMS = time.Since(start).Milliseconds()
-	if err != nil {
-		out.Error = optional(webhook.Describe(err))
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, hub.MaxResponseBody))
-	code := resp.StatusCode
-	out.StatusCode, out.ResponseBody = &code, store.CleanText(string(body), hub.MaxResponseBody)
-	if code < 200 || code > 299 {
-		out.Error = optional("destination answered " + strconv.Itoa(code))
-	}
-	writeJSON(w, http.StatusOK, out)
+	res := s.deps.Destinations.Send(r.Context(), destination.TargetOf(sub, sec, now), destination.Message{
+		ID: id, EventType: typ, TenantID: tenantID, ContentType: contentType,
+		Body: data, Time: now, Headers: headers,
+	})
+	writeJSON(w, http.StatusOK, testResult(deliveryID, res))
 	return nil
 }
 
-// publishTest publishes a test event to a broker destination: status_code
-// and response_body stay null, error says why the broker did not confirm.
-func (s *Server) publishTest(ctx context.Context, sub hub.Subscription, sec hub.SubscriptionSecrets, m webhook.Message, typ string, out *testResultJSON) {
-	sender := s.deps.Senders[sub.Destination.Type]
-	if sender == nil {
-		out.Error = optional("this hub process cannot deliver to " + sub.Destination.Type + " destinations")
-		return
+// testResult is the answer to a test event: status_code and response_body
+// stay null and empty for a broker destination, error says why the
+// destination did not take it.
+func testResult(deliveryID string, res destination.Result) testResultJSON {
+	out := testResultJSON{DeliveryID: deliveryID, DurationMS: res.Duration.Milliseconds(), ResponseBody: res.Body}
+	if res.Status != 0 {
+		out.StatusCode = &res.Status
 	}
-	now := s.now()
-	msg, err := destination.Compose(sec.Valid(now), m, typ, sub.TenantID, now)
-	if err != nil {
-		out.Error = optional(err.Error())
-		return
+	if res.Err != nil {
+		out.Error = optional(res.Err.Error())
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.deps.Client.Timeout)
-	defer cancel()
-	start := time.Now()
-	err = sender.Send(ctx, destination.Target{Destination: sub.Destination, Credentials: sec.Broker}, msg)
-	out.DurationMS = time.Since(start).Milliseconds()
-	if err != nil {
-		out.Error = optional(err.Error())
-	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return out
 }
 
 type keyJSON struct {

@@ -12,10 +12,10 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // verified creates a subscription to rc and verifies it, so ingest
@@ -51,9 +51,9 @@ func TestTestEvent_OneSignedAttemptNothingStored(t *testing.T) {
 			req.Header.Get("ce-id") != req.Header.Get("webhook-id") || req.Header.Get("X-Lerian-Delivery-Id") != res.DeliveryID {
 			t.Fatalf("request %v %s", req.Header, body)
 		}
-		key, _ := webhook.SecretKey(secret)
+		key, _ := destination.SecretKey(secret)
 		ts, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
-		if want := webhook.Signature(key, req.Header.Get("webhook-id"), ts, body); !strings.Contains(req.Header.Get("webhook-signature"), want) {
+		if want := destination.Signature(key, req.Header.Get("webhook-id"), ts, body); !strings.Contains(req.Header.Get("webhook-signature"), want) {
 			t.Fatalf("signature %q, want %q", req.Header.Get("webhook-signature"), want)
 		}
 

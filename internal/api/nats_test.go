@@ -10,7 +10,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // A NATS destination's credentials (the URL's userinfo) are sealed: no
@@ -20,7 +19,7 @@ import (
 func TestSubscriptions_NATSCredentialsAreSealedAndVerifyPublishes(t *testing.T) {
 	n := testkit.NewNATS(t, "hub", "n4ts-s3cret")
 	n.CreateStream(t, "EVENTS", "events.>")
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	pub, err := nats.New(nats.Options{Dial: dialer.DialContext})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +27,7 @@ func TestSubscriptions_NATSCredentialsAreSealedAndVerifyPublishes(t *testing.T) 
 	t.Cleanup(func() { pub.Close() })
 	withCreds := strings.Replace(n.URL, "nats://", "nats://hub:n4ts-s3cret@", 1)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
-		h := newHubAPI(t, d, apiOptions{allowPrivate: true, senders: map[string]destination.Sender{hub.DestinationNATS: pub}})
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true, drivers: map[string]destination.Driver{hub.DestinationNATS: pub}})
 		acme := h.tenant("acme")
 		var created struct {
 			ID          string         `json:"id"`

@@ -32,7 +32,7 @@ func TestSubscriptions_PubSubCredentialsAreSealedAndVerifyPublishes(t *testing.T
 	}
 	privateKey := parsed["private_key"][40:80] // a piece of the key's body
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
-		h := newHubAPI(t, d, apiOptions{senders: map[string]destination.Sender{hub.DestinationPubSub: pub}})
+		h := newHubAPI(t, d, apiOptions{drivers: map[string]destination.Driver{hub.DestinationPubSub: pub}})
 		acme := h.tenant("acme")
 		var created struct {
 			ID          string         `json:"id"`

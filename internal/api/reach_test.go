@@ -14,7 +14,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 const rateLimitedSub = `{"name":"n","event_types":[{"type":"a.b","schema_major":1}],"destination":{"url":"https://example.com/hook"},
@@ -86,7 +85,7 @@ func rabbitSub(url, exchange string) string {
 // verification probe publishes through them and passes on the confirm.
 func TestSubscriptions_RabbitMQCredentialsAreSealedAndVerifyPublishes(t *testing.T) {
 	mq := testkit.NewRabbit(t, "#")
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	pub, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Name: "api-test-" + testkit.UniqueName()})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +94,7 @@ func TestSubscriptions_RabbitMQCredentialsAreSealedAndVerifyPublishes(t *testing
 	u, _ := url.Parse(mq.URL)
 	pass, _ := u.User.Password()
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
-		h := newHubAPI(t, d, apiOptions{allowPrivate: true, senders: map[string]destination.Sender{hub.DestinationRabbitMQ: pub}})
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true, drivers: map[string]destination.Driver{hub.DestinationRabbitMQ: pub}})
 		acme := h.tenant("acme")
 		var created struct {
 			ID          string         `json:"id"`
@@ -254,13 +253,13 @@ func TestSubscriptions_KafkaPasswordIsNeverShown(t *testing.T) {
 // passes on the brokers' acknowledgement.
 func TestSubscriptions_KafkaVerifyProducesAVerificationRecord(t *testing.T) {
 	cluster := testkit.Kafka(t, 1, "tenant.events")
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	prod, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: testkit.Patience})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prod.Close() })
-	h := newHubAPI(t, testkit.Drivers[len(testkit.Drivers)-1], apiOptions{allowPrivate: true, senders: map[string]destination.Sender{hub.DestinationKafka: prod}})
+	h := newHubAPI(t, testkit.Drivers[len(testkit.Drivers)-1], apiOptions{allowPrivate: true, drivers: map[string]destination.Driver{hub.DestinationKafka: prod}})
 	acme := h.tenant("acme")
 	var created struct {
 		ID string `json:"id"`

@@ -25,11 +25,9 @@ type Deps struct {
 	Version    string
 	// Keyring seals and opens subscription secrets (STREAMING_HUB_KEK).
 	Keyring *envelope.Keyring
-	// Client sends verification probes: the SSRF-safe webhook client.
-	Client *http.Client
-	// Senders publish verification probes and test events to broker
-	// destinations, by type; nil refuses them (the probe fails).
-	Senders           map[string]destination.Sender
+	// Destinations is the one send path: verification probes and test
+	// events go through it, as dispatch's attempts do.
+	Destinations      *destination.Registry
 	AllowPrivateSinks bool
 	// BreakerState reports a (tenant, destination) breaker; nil: closed.
 	BreakerState func(tenantID, url string) string

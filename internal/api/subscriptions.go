@@ -5,16 +5,16 @@ import (
 	"net/http"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 func (s *Server) openSecrets(sub hub.Subscription) (hub.SubscriptionSecrets, error) {
-	return webhook.OpenSecrets(s.deps.Keyring, sub)
+	return destination.OpenSecrets(s.deps.Keyring, sub)
 }
 
 func (s *Server) sealSecrets(sub *hub.Subscription, sec hub.SubscriptionSecrets) error {
-	return webhook.SealSecrets(s.deps.Keyring, sub, sec)
+	return destination.SealSecrets(s.deps.Keyring, sub, sec)
 }
 
 func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) error {
@@ -45,7 +45,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		Enabled:           true,
 		VerificationState: hub.VerificationPending,
 	}
-	secret := webhook.NewSecret()
+	secret := destination.NewSecret()
 	secrets := hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: secret}}}
 	if _, err := req.apply(&sub, &secrets, s.deps.AllowPrivateSinks); err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // verifySubscription re-probes the destination. A pass makes it active and
@@ -77,21 +76,11 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// probe sends sub's verification probe: a webhook POST, or a broker
-// publish that passes on the broker's confirm.
-func (s *Server) probe(ctx context.Context, sub hub.Subscription, sec hub.SubscriptionSecrets) webhook.ProbeResult {
+// probe sends sub's verification probe through the send path: a webhook
+// POST, or a broker publish that passes on the broker's confirm.
+func (s *Server) probe(ctx context.Context, sub hub.Subscription, sec hub.SubscriptionSecrets) destination.ProbeResult {
 	now := s.now()
-	if sub.Destination.Type == hub.DestinationWebhook {
-		return webhook.Probe(ctx, s.deps.Client, webhook.TargetOf(sub, sec, now), sub.ID, now)
-	}
-	sender := s.deps.Senders[sub.Destination.Type]
-	if sender == nil {
-		return webhook.ProbeResult{Error: "this hub process cannot deliver to " + sub.Destination.Type + " destinations"}
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.deps.Client.Timeout)
-	defer cancel()
-	return destination.Probe(ctx, sender, destination.Target{Destination: sub.Destination, Credentials: sec.Broker},
-		sec.Valid(now), sub.TenantID, sub.ID, now)
+	return s.deps.Destinations.Probe(ctx, destination.TargetOf(sub, sec, now), sub.TenantID, sub.ID, now)
 }
 
 // Rotation overlap bounds.
@@ -121,7 +110,7 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 		}
 		overlap = d
 	}
-	secret := webhook.NewSecret()
+	secret := destination.NewSecret()
 	now := s.now()
 	expires := now.Add(overlap)
 	_, err = s.modifySubscription(r.Context(), tenantID, r.PathValue("id"), func(_ *hub.Subscription, sec *hub.SubscriptionSecrets) error {

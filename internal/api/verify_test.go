@@ -12,8 +12,8 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 type probeFailure struct {
@@ -58,11 +58,11 @@ func TestVerify_ProbeOutcomes(t *testing.T) {
 				if req == nil {
 					t.Fatal("the destination got no probe")
 				}
-				key, _ := webhook.SecretKey(secret)
+				key, _ := destination.SecretKey(secret)
 				ts, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
 				var p map[string]string
 				json.Unmarshal(probeBody, &p)
-				if req.Header.Get("webhook-signature") != webhook.Signature(key, req.Header.Get("webhook-id"), ts, probeBody) ||
+				if req.Header.Get("webhook-signature") != destination.Signature(key, req.Header.Get("webhook-id"), ts, probeBody) ||
 					ts != h.clock.Now().Unix() || req.Header.Get("X-Lerian-Event-Type") != "hub.verification" ||
 					p["type"] != "hub.verification" || p["subscription_id"] != id || p["challenge"] == "" {
 					t.Fatalf("probe headers %v body %s", req.Header, probeBody)
@@ -149,8 +149,8 @@ func TestRotateSecret_BothSignDuringTheOverlapThenOnlyTheNewOne(t *testing.T) {
 			ts, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
 			var want []string
 			for _, s := range []string{rot.SigningSecret, oldSecret} {
-				key, _ := webhook.SecretKey(s)
-				want = append(want, webhook.Signature(key, req.Header.Get("webhook-id"), ts, body))
+				key, _ := destination.SecretKey(s)
+				want = append(want, destination.Signature(key, req.Header.Get("webhook-id"), ts, body))
 			}
 			got := strings.Split(req.Header.Get("webhook-signature"), " ")
 			for i, g := range got {

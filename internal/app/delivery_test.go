@@ -15,10 +15,10 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // liveHub is a whole dev-mode hub (embedded Kafka, ingest, dispatch, API)
@@ -115,7 +115,7 @@ func (l *liveHub) subscribe(tenant, url, secret string, schedule []string) hub.S
 		Destination:   hub.Destination{Type: "webhook", URL: url, Headers: map[string]string{"X-Custom": "v"}, AuthType: hub.AuthBearer},
 		RetrySchedule: schedule, MaxInFlight: 1, Enabled: true, VerificationState: hub.VerificationActive,
 	}
-	if err := webhook.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{
+	if err := destination.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{
 		Signing: []hub.SigningSecret{{Secret: secret}}, Auth: hub.Credentials{Token: "sink-token"},
 	}); err != nil {
 		l.t.Fatal(err)
@@ -269,7 +269,7 @@ func TestEndToEnd_PerTenantOrderOnOnePartition(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		l := startLive(t, d, testkit.NewClock())
 		sink := newRecorder(t)
-		secret := webhook.NewSecret()
+		secret := destination.NewSecret()
 		l.subscribe("acme", sink.URL, secret, nil)
 		l.subscribe("globex", sink.URL, secret, nil)
 		var recs []*kgo.Record
@@ -304,7 +304,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 		clock := testkit.NewClock()
 		l := startLive(t, d, clock)
 		sink := newRecorder(t)
-		sub := l.subscribe("acme", sink.URL, webhook.NewSecret(), []string{"1m", "1m"})
+		sub := l.subscribe("acme", sink.URL, destination.NewSecret(), []string{"1m", "1m"})
 		sink.setStatus(func(n int) int {
 			if n <= 2 {
 				return 500
@@ -401,7 +401,7 @@ func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
 		l := startLive(t, d, clock)
 		sink := newRecorder(t)
 		sink.setStatus(func(int) int { return 503 })
-		sub := l.subscribe("acme", sink.URL, webhook.NewSecret(), []string{"1s"})
+		sub := l.subscribe("acme", sink.URL, destination.NewSecret(), []string{"1s"})
 		t0 := clock.Now()
 		// failAt produces an event at t0+h and waits until the hub has
 		// dealt with it: attempted (and failed), or shed by the breaker.

@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Records produced to Kafka reach a filtered subscription only when their
@@ -18,7 +18,7 @@ func TestEndToEnd_FiltersPickWhichProducedEventsAreDelivered(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		l := startLive(t, d, testkit.NewClock())
 		filteredSink, plainSink := newRecorder(t), newRecorder(t)
-		secret := webhook.NewSecret()
+		secret := destination.NewSecret()
 		filtered := l.subscribe("acme", filteredSink.URL, secret, nil)
 		l.subscribe("acme", plainSink.URL, secret, nil)
 		var sub struct{ Filters []map[string]any }

@@ -16,7 +16,6 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
-	"github.com/lerianstudio/streaming-hub/internal/console"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
@@ -26,7 +25,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Hub is one running hub process.
@@ -45,16 +43,15 @@ type Hub struct {
 	Store   store.Store
 	Metrics *metrics.Metrics
 	Keyring *envelope.Keyring
-	Client  *http.Client // the SSRF-safe destination client
-	// Senders publish to broker destinations (rabbitmq, kafka, nats, pubsub),
-	// the first three through the same SSRF-safe dialing as Client.
-	Senders    map[string]destination.Sender
-	Broker     *kfake.Cluster // dev mode's embedded Kafka
-	Consumer   *ingest.Consumer
-	DLQ        *ingest.DLQConsumer // the producers' DLQ topics (SPEC 27)
-	Dispatcher *dispatch.Dispatcher
-	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
-	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
+	// Destinations is the one send path to every destination type
+	// (webhook, rabbitmq, kafka, nats, pubsub), for dispatch and the API.
+	Destinations *destination.Registry
+	Broker       *kfake.Cluster // dev mode's embedded Kafka
+	Consumer     *ingest.Consumer
+	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (SPEC 27)
+	Dispatcher   *dispatch.Dispatcher
+	Breakers     *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters      *api.Waiters       // long-polling pulls, woken by this process's ingest
 	// Housekeeper runs retention and job counts; every role has one, and
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
@@ -80,236 +77,54 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}
+	if h.Now == nil {
+		h.Now = time.Now
+	}
 	h.failed = make(chan struct{})
 	defer func() {
 		if err != nil {
 			h.Close()
 		}
 	}()
-
 	// The address is taken before anything else starts, so a bad or busy
 	// one fails the start at once (SPEC 13).
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return &config.Error{Var: "HTTP_ADDR", Problem: err.Error()}
 	}
-
-	var secrets devSecretsFile
 	givenKEK := cfg.KEK != nil // not dev's own, generated and kept
-	if cfg.Mode == config.Dev {
-		if secrets, err = ensureDevSecrets(cfg); err != nil {
-			return err
-		}
-		if cfg.Role.Ingests() && len(cfg.Ingest.Brokers) == 0 {
-			if err := h.startBroker(); err != nil {
-				return err
-			}
-		}
-	}
-
-	if h.Now == nil {
-		h.Now = time.Now
+	secrets, err := h.startDev()
+	if err != nil {
+		return err
 	}
 	h.Metrics = metrics.New()
-	pool := store.PoolOptions{MaxConns: cfg.DatabaseMaxConns, NoIngest: !cfg.Role.Ingests(), NoDelivery: !cfg.Role.Delivers(),
-		OnWait: h.Metrics.ObservePoolWait}
-	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool}); err != nil {
-		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
-	}
-	if err := h.Store.Ping(ctx); err != nil {
-		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot reach the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
-	}
-	if h.NoMigrate {
-		err = h.Store.CheckSchema(ctx)
-	} else {
-		err = h.Store.Migrate(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
-	if cfg.Mode == config.Dev {
-		if err := seedDefaultTenant(ctx, h.Store); err != nil {
-			return err
-		}
-	}
-
-	if p, ok := h.Store.(store.PoolReporter); ok {
-		h.Metrics.WatchPool(p)
+	if err := h.openStore(ctx); err != nil {
+		return err
 	}
 	if h.Tracing, err = telemetry.New(ctx, h.Telemetry, hub.Version, h.Logger.With("component", "telemetry")); err != nil {
 		return err
 	}
-	tracer := h.Tracing.Tracer()
 	h.Waiters = api.NewWaiters()
+	if err := h.openKeyring(ctx, givenKEK, secrets); err != nil {
+		return err
+	}
+	if h.Destinations, err = newDestinations(*cfg, h.Logger); err != nil {
+		return err
+	}
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
-	if cfg.KEK == nil {
-		return &config.Error{Var: "KEK", Problem: "required: the hub never stores secrets unencrypted"}
-	}
-	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
-		return &config.Error{Var: "KEK", Problem: err.Error()}
-	}
-	// Both modes (SPEC 28): dev on a database sealed under another KEK
-	// would start, then fail every attempt.
-	if err := CheckKEK(ctx, h.Store, h.Keyring); err != nil {
-		if cfg.Mode == config.Dev && !givenKEK {
-			return devKEKError(err, secrets.Path)
-		}
+	if err := h.newDispatcher(); err != nil {
 		return err
 	}
-	h.countSealed(ctx)
-	if h.Client, err = webhook.NewClient(webhook.ClientOptions{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateSinks}); err != nil {
+	if err := h.newIngest(ready); err != nil {
 		return err
 	}
-	if h.Senders, err = newSenders(*cfg, h.Logger); err != nil {
+	if err := h.newBackground(); err != nil {
 		return err
 	}
-	if cfg.Role.Delivers() {
-		var autoDisable *store.AutoDisable
-		if g := cfg.Autodisable; g.Enabled {
-			autoDisable = &store.AutoDisable{Window: g.FailureWindow, Spread: g.FailureSpread}
-		}
-		if h.Breakers, err = dispatch.NewBreakers(cfg.Breaker, h.Now, h.Metrics); err != nil {
-			return err
-		}
-		h.Dispatcher, err = dispatch.New(dispatch.Config{
-			Dispatch:    cfg.Dispatch,
-			Store:       h.Store,
-			Keyring:     h.Keyring,
-			Client:      h.Client,
-			Senders:     h.Senders,
-			Metrics:     h.Metrics,
-			Logger:      h.Logger.With("component", "dispatch"),
-			Now:         h.Now,
-			AutoDisable: autoDisable,
-			Breakers:    h.Breakers,
-			Tracer:      tracer,
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if cfg.Role.Ingests() {
-		kafka := cfg.Kafka
-		if h.Broker != nil {
-			kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
-		}
-		h.Consumer, err = ingest.New(ingest.Config{
-			Ingest:   cfg.Ingest,
-			Kafka:    kafka,
-			Store:    h.Store,
-			Metrics:  h.Metrics,
-			Logger:   h.Logger.With("component", "ingest"),
-			OnJobs:   h.wakeDispatcher,
-			OnEvents: h.Waiters.Notify,
-			Tracer:   tracer,
-		})
-		if err != nil {
-			return err
-		}
-		ready["kafka"] = h.Consumer.Ready
-		ready["ingest"] = h.Consumer.Stalled
-		h.DLQ, err = ingest.NewDLQ(ingest.DLQConfig{
-			Ingest: cfg.Ingest, Kafka: kafka, Store: h.Store, Metrics: h.Metrics,
-			Logger: h.Logger.With("component", "ingest-dlq"),
-		})
-		if err != nil {
-			return err
-		}
-	}
-
-	h.Housekeeper, err = housekeeping.New(housekeeping.Config{
-		Housekeeping: cfg.Housekeeping,
-		Store:        h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "housekeeping"), Now: h.Now,
-	})
-	if err != nil {
+	if err := h.newServer(ready); err != nil {
 		return err
 	}
-
-	h.Manifests, err = manifest.New(manifest.Config{
-		Manifests: cfg.Manifests,
-		Store:     h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "manifests"), Now: h.Now,
-	})
-	if err != nil {
-		return err
-	}
-
-	srv, err := api.New(api.Deps{
-		Store:             h.Store,
-		Metrics:           h.Metrics,
-		Logger:            h.Logger.With("component", "api"),
-		AdminToken:        cfg.AdminToken,
-		Version:           hub.Version,
-		Ready:             ready,
-		Keyring:           h.Keyring,
-		Client:            h.Client,
-		Senders:           h.Senders,
-		AllowPrivateSinks: cfg.AllowPrivateSinks,
-		OnJobs:            h.wakeDispatcher,
-		OnVerified:        h.verified,
-		BreakerState:      h.breakerState,
-		Now:               h.Now,
-		Waiters:           h.Waiters,
-		Pull:              cfg.Pull,
-		AuthFailureLimit:  cfg.AuthFailureLimit,
-		IdempotencyTTL:    cfg.IdempotencyTTL,
-		Tracer:            tracer,
-		HealthWindow:      cfg.Housekeeping.HealthWindow,
-		InboxRetention:    cfg.Housekeeping.InboxRetention,
-		Auth:              cfg.Auth,
-	})
-	if err != nil {
-		return err
-	}
-	con, err := console.New(console.Deps{
-		API: srv, Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "console"),
-		FrameAncestors: cfg.Console.FrameAncestors, IdleTimeout: cfg.Console.IdleTimeout,
-		SessionMaxAge: cfg.Console.SessionMaxAge, Now: h.Now,
-	})
-	if err != nil {
-		return err
-	}
-	srv.Mount(console.Prefix, con.Handler())
-	h.http = &http.Server{
-		Handler: srv.Handler(),
-		// What one client may hold (SPEC 11): headers, slow starts, idle
-		// keep-alives. No write timeout: long polls answer within 30 s.
-		MaxHeaderBytes:    64 << 10,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       120 * time.Second,
-	}
-	// Shutdown answers open long polls at once instead of waiting up to
-	// their 30 s.
-	h.http.RegisterOnShutdown(h.Waiters.Release)
-
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.cancel = cancel
-	dispatchCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
-	h.abandon = abandon
-	h.goRun("http", func() error {
-		if err := h.http.Serve(h.ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	if h.Consumer != nil {
-		h.goRun("ingest", func() error { return h.Consumer.Run(runCtx) })
-	}
-	if h.DLQ != nil {
-		h.goRun("ingest dlq", func() error { return h.DLQ.Run(runCtx) })
-	}
-	if h.Dispatcher != nil {
-		h.goRun("dispatch", func() error { return h.Dispatcher.Run(dispatchCtx) })
-	}
-	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
-	h.goRun("manifests", func() error { h.Manifests.Run(runCtx); return nil })
-	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
-	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
-	if w := cfg.AuthWarning(); w != "" {
-		h.Logger.Warn(w)
-	}
-	if cfg.Mode == config.Dev && h.Out != nil {
-		printDevBanner(h.Out, h, secrets)
-	}
+	h.run(ctx)
+	h.announce(secrets)
 	return nil
 }
 
@@ -398,8 +213,8 @@ func (h *Hub) Close() {
 	if h.Store != nil {
 		h.Store.Close()
 	}
-	for _, s := range h.Senders {
-		s.Close()
+	if h.Destinations != nil {
+		h.Destinations.Close()
 	}
 	if h.Broker != nil {
 		h.Broker.Close()

@@ -8,9 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // A fact published by lib-streaming v3 is delivered as transaction.created;
@@ -31,7 +31,7 @@ func TestEndToEnd_LibStreamingV3FactsAreDeliveredAndSystemEventsDiscarded(t *tes
 			Destination:   hub.Destination{Type: "webhook", URL: sink.URL},
 			RetrySchedule: []string{"5s"}, MaxInFlight: 1, Enabled: true, VerificationState: hub.VerificationActive,
 		}
-		if err := webhook.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}); err != nil {
+		if err := destination.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := l.Store.CreateSubscription(ctx, s); err != nil {

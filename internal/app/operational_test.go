@@ -9,15 +9,15 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // operationalRequests are the requests rc got of an operational event type,
 // each with its decoded body, after checking it is signed with secret.
 func operationalRequests(t *testing.T, rc *recorder, secret, eventType string) []map[string]any {
 	t.Helper()
-	key, err := webhook.SecretKey(secret)
+	key, err := destination.SecretKey(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func operationalRequests(t *testing.T, rc *recorder, secret, eventType string) [
 			continue
 		}
 		ts, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
-		if sig := webhook.Signature(key, req.Header.Get("webhook-id"), ts, body); !strings.Contains(req.Header.Get("webhook-signature"), sig) {
+		if sig := destination.Signature(key, req.Header.Get("webhook-id"), ts, body); !strings.Contains(req.Header.Get("webhook-signature"), sig) {
 			t.Fatalf("%s not signed with the subscription's secret: %q", eventType, req.Header.Get("webhook-signature"))
 		}
 		if req.Header.Get("ce-type") != "studio.lerian."+eventType || req.Header.Get("ce-source") != "//streaming-hub" ||
@@ -53,10 +53,10 @@ func TestEndToEnd_OperationalEventsAreDeliveredToTheirSubscribers(t *testing.T) 
 		l := startLive(t, d, clock)
 		broken := newRecorder(t)
 		broken.setStatus(func(int) int { return 503 })
-		sub := l.subscribe("acme", broken.URL, webhook.NewSecret(), []string{"1s"}) // 2 attempts, then the dead letter
+		sub := l.subscribe("acme", broken.URL, destination.NewSecret(), []string{"1s"}) // 2 attempts, then the dead letter
 
 		ops := newRecorder(t)
-		opsSecret := webhook.NewSecret()
+		opsSecret := destination.NewSecret()
 		o := l.subscribe("acme", ops.URL, opsSecret, nil)
 		o.EventTypes = []hub.EventTypeRef{{Type: hub.EventSubscriptionDisabled, SchemaMajor: 1}, {Type: hub.EventDeliveryDeadLettered, SchemaMajor: 1}}
 		if _, err := l.Store.UpdateSubscription(context.Background(), o); err != nil {

@@ -11,9 +11,9 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 const workedSig = "v1.YsgRbSCWqKBA7wHqLhYJUeaETy2dPXVmNQdNiZcd0-0"
@@ -56,7 +56,7 @@ func TestSignedEnvelopes_AcceptedWithTheirKeyTamperedRejected(t *testing.T) {
 			Destination: hub.Destination{Type: "webhook", URL: sink.URL},
 			MaxInFlight: 1, Enabled: true, VerificationState: hub.VerificationActive,
 		}
-		if err := webhook.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: webhook.NewSecret()}}}); err != nil {
+		if err := destination.SealSecrets(l.Keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: destination.NewSecret()}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := l.Store.CreateSubscription(ctx, s); err != nil {

@@ -19,10 +19,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lerianstudio/streaming-hub/internal/app"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/devhub"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // otlpReceiver is an OTLP/HTTP trace collector: it decodes each export
@@ -155,7 +155,7 @@ func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
 		clock := testkit.NewClock()
 		l := startTraced(t, d, clock, telemetry.Config{Endpoint: otlp.URL, Protocol: telemetry.ProtocolHTTP, ServiceName: "hub-under-test"})
 		sink := newRecorder(t)
-		secret := webhook.NewSecret()
+		secret := destination.NewSecret()
 		l.subscribe("acme", sink.URL+"/hook?token=query-secret", secret, []string{"1m", "1m"})
 		sink.setStatus(func(n int) int {
 			if n <= 2 {
@@ -322,7 +322,7 @@ func TestTracing_WithoutAnEndpointNothingIsExported(t *testing.T) {
 			t.Fatal("a tracer runs without an endpoint")
 		}
 		sink := newRecorder(t)
-		l.subscribe("acme", sink.URL, webhook.NewSecret(), []string{"1m", "1m"})
+		l.subscribe("acme", sink.URL, destination.NewSecret(), []string{"1m", "1m"})
 		sink.setStatus(func(n int) int {
 			if n <= 2 {
 				return 503

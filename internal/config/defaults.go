@@ -132,6 +132,14 @@ func MaxConnsFor(r Role) int {
 // topics (SPEC 27).
 const DefaultDLQTopicsRegex = `^lerian\.streaming\..+\.dlq$`
 
+// Store defaults, for what store.Options and the prune calls leave zero:
+// how many rejected records are kept (the newest; a window for operators,
+// not an archive), and how many rows one bounded delete takes.
+const (
+	DefaultMaxRejections = 10_000
+	DefaultPruneBatch    = 1000
+)
+
 // dlqGroupFor is the DLQ consumer's group of an environment.
 func dlqGroupFor(env string) string { return "streaming-hub-dlq." + env }
 

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	hubpkg "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // The console's writes are the API's: what a tenant does in the forms is
@@ -324,7 +324,7 @@ func (h *hub) secretsOf(id string) hubpkg.SubscriptionSecrets {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	sec, err := webhook.OpenSecrets(keyring, sub)
+	sec, err := destination.OpenSecrets(keyring, sub)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func New(d Deps) (*Console, error) {
 		return nil, err
 	}
 	if d.FrameAncestors == "" {
-		d.FrameAncestors = "'none'"
+		d.FrameAncestors = config.Defaults(config.Serve).Console.FrameAncestors
 	}
 	if err := config.CheckFrameAncestors(d.FrameAncestors); err != nil {
 		return nil, err

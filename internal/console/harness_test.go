@@ -14,14 +14,16 @@ import (
 	"testing"
 	"time"
 
+	hubpkg "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/console"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/webhook"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 const adminToken = "console-test-admin-token"
@@ -61,10 +63,8 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probes, err := webhook.NewClient(webhook.ClientOptions{Timeout: testkit.Patience, AllowPrivate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	probes := destination.NewRegistry(testkit.Patience, map[string]destination.Driver{
+		hubpkg.DestinationWebhook: webhook.New(destination.NewDialer(destination.DialOptions{AllowPrivate: true}))})
 	defaults := config.Defaults(config.Serve)
 	if o.authLimit == 0 {
 		o.authLimit = 1 << 30
@@ -74,7 +74,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	srv, err := api.New(api.Deps{
 		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
-		Client: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
+		Destinations: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
 	})
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // rates turns the process's counters into per-second rates: each operator
@@ -175,26 +173,21 @@ func quantile(h *dto.Histogram, q float64) (float64, bool) {
 	return prevBound, true
 }
 
+// overviewDisabled is how many disabled subscriptions the overview lists,
+// the most recently disabled first.
+const overviewDisabled = 1000
+
 // autoDisabled lists subscriptions the hub disabled (disabled_reason set),
-// over the first 200 tenants and 500 subscriptions each.
+// across tenants, in one store query.
 func (c *Console) autoDisabled(r *http.Request) []m {
-	ts, err := c.deps.Store.ListTenants(r.Context(), store.ListTenantsParams{Limit: 200})
+	subs, err := c.deps.Store.ListDisabledSubscriptions(r.Context(), overviewDisabled)
 	if err != nil {
-		c.deps.Logger.Warn("listing tenants for the console failed", "err", err)
+		c.deps.Logger.Warn("listing disabled subscriptions for the console failed", "err", err)
 		return nil
 	}
-	var out []m
-	for _, t := range ts {
-		subs, err := c.deps.Store.ListSubscriptions(r.Context(), store.ListSubscriptionsParams{TenantID: t.ID, Limit: 500})
-		if err != nil {
-			c.deps.Logger.Warn("listing subscriptions for the console failed", "err", err)
-			return out
-		}
-		for _, s := range subs {
-			if s.DisabledReason != "" && !s.Enabled {
-				out = append(out, m{"Tenant": t.ID, "ID": s.ID, "Name": s.Name, "Reason": s.DisabledReason})
-			}
-		}
+	out := make([]m, 0, len(subs))
+	for _, s := range subs {
+		out = append(out, m{"Tenant": s.TenantID, "ID": s.ID, "Name": s.Name, "Reason": s.DisabledReason})
 	}
 	return out
 }

@@ -1,73 +1,87 @@
-// Package destination is what the broker destinations (RabbitMQ, Kafka;
-// SPEC 22; NATS JetStream, SPEC 29) share: the message one attempt publishes and the Sender that
-// publishes it. Webhooks are internal/webhook's.
+// Package destination is what every destination driver shares (SPEC 22,
+// 29): the Target and Message of one attempt, the Driver interface the
+// webhook, RabbitMQ, Kafka and NATS drivers implement (in the packages under
+// this one), and the one send path, Registry.Send, that dispatch, the test
+// event and the verification probe all go through. It also holds what the
+// drivers have in common: the SSRF-safe dialer, Standard Webhooks signing,
+// the sealed secrets and the description of a transport error.
 package destination
 
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Target is a broker destination with its credentials opened (in memory
-// only).
+// Target is a destination with its credentials opened (in memory only).
 type Target struct {
 	hub.Destination
+	// Credentials are the destination's: a webhook's auth (bearer, basic,
+	// header), a broker's URL userinfo or SASL password.
 	Credentials hub.Credentials
+	// Secrets are the signing secrets valid at the attempt, current first.
+	Secrets []string
 }
 
-// Message is what one attempt publishes: the stored body unchanged and the
-// headers a webhook attempt of the same event would carry.
+// Message is what one attempt sends: the body unchanged and the headers,
+// in one form for every driver. A webhook sends Headers as its request's;
+// a broker turns them into its own with BrokerHeaders.
 type Message struct {
-	ID          string // the ce-id (probe_<random> for a verification)
+	ID          string // the ce-id and webhook-id (probe_<random> for a verification)
 	EventType   string // <resource>.<event>, or hub.verification
 	TenantID    string
 	ContentType string
 	Body        []byte
-	Time        time.Time // of the attempt
-	// Headers are the ce-*, X-Lerian-* and webhook-* values, named as
-	// SPEC 5 writes them (HeadersOf).
-	Headers map[string]string
-	// Probe marks a verification message: the broker's confirmation is
+	Time        time.Time // of the attempt: the signature's timestamp
+	// Headers are the hub's (X-Lerian-*, ce-*, traceparent) as the caller
+	// builds them; Registry.Send adds Content-Type, User-Agent and the
+	// Standard Webhooks signature (webhook-id, -timestamp, -signature).
+	Headers http.Header
+	// Probe marks a verification message: a broker's confirmation is
 	// enough, even if no queue is bound for it (a tenant binds its event
 	// types, not hub.verification).
 	Probe bool
+	// Challenge, on a probe, is what a destination that answers (a
+	// webhook) must echo in its answer's body to pass.
+	Challenge string
 }
 
-// Sender publishes to the broker destinations of one type. Send returns
-// nil only once the broker confirmed the message; ctx bounds the wait
-// (the delivery timeout). Connections are kept per destination and reused.
+// Driver sends to the destinations of one type. Send makes one attempt:
+// ctx carries the delivery timeout as its deadline. Connections are kept
+// per destination and reused; Close closes them.
+type Driver interface {
+	Send(ctx context.Context, t Target, m Message) Result
+	Close() error
+}
+
+// Result is one attempt's outcome. Err is nil only when the destination
+// took the message: a webhook's 2xx (with the challenge, for a probe), a
+// broker's confirmation. Its text is for tenants to read.
+type Result struct {
+	Status   int         // the HTTP status; 0 when no answer came or for a broker
+	Header   http.Header // the answer's headers (webhook)
+	Body     string      // an excerpt of the answer's body, cleaned (webhook)
+	Duration time.Duration
+	Err      error
+}
+
+// Sender is the shape the broker drivers had before Driver: Send returns nil
+// only once the broker confirmed the message. FromSender makes a Driver of
+// one.
 type Sender interface {
 	Send(ctx context.Context, t Target, m Message) error
 	Close() error
 }
 
-// HeadersOf turns the headers of a webhook attempt (webhook.SignedHeaders)
-// into a broker's: ce-*, webhook-*, traceparent and extensions in lower
-// case, X-Lerian-* as written; Content-Type and User-Agent are left to the
-// message's own properties.
-func HeadersOf(h http.Header) map[string]string {
-	out := make(map[string]string, len(h))
-	for k, vs := range h {
-		if len(vs) == 0 {
-			continue
-		}
-		switch lk := strings.ToLower(k); {
-		case lk == "content-type", lk == "user-agent":
-		case strings.HasPrefix(lk, "x-lerian-"):
-			out[http.CanonicalHeaderKey(k)] = vs[0]
-		default:
-			out[lk] = vs[0]
-		}
-	}
-	return out
+// FromSender is the Driver of s: its error is the attempt's.
+func FromSender(s Sender) Driver { return senderDriver{s} }
+
+type senderDriver struct{ s Sender }
+
+func (d senderDriver) Send(ctx context.Context, t Target, m Message) Result {
+	return Result{Err: d.s.Send(ctx, t, m)}
 }
 
-// RoutingKey expands a routing key template: {type} is the event type,
-// {tenant} the tenant.
-func RoutingKey(template, eventType, tenant string) string {
-	return strings.NewReplacer("{type}", eventType, "{tenant}", tenant).Replace(template)
-}
+func (d senderDriver) Close() error { return d.s.Close() }

@@ -2,31 +2,29 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// attempt is one claimed job on its way: prepared (its request built and
-// signed, or its outcome already known), then sent and answered.
+// attempt is one claimed job on its way: prepared (its target and message
+// ready, or its outcome already known), then sent through the one send
+// path and answered.
 type attempt struct {
-	c   store.Claimed
-	out store.Completion
-	now time.Time
-	req *http.Request // nil when done needs no request (shed, no event, bad secrets)
-	// publish, for a broker destination, is the message to publish
-	// instead of req.
-	publish *publication
-	rec     *hub.Attempt
-	err     error      // why no request could be built (the attempt fails)
-	span    trace.Span // the attempt's CLIENT span; nil when nothing is exported
+	c       store.Claimed
+	address string // the destination's Address(): its breaker
+	out     store.Completion
+	now     time.Time
+	ctx     context.Context    // the attempt's, with its span
+	target  destination.Target // its destination, credentials and signing secrets
+	msg     destination.Message
+	rec     *hub.Attempt // nil when await sends nothing (shed, no event)
+	err     error        // why nothing could be sent (the attempt fails)
+	span    trace.Span   // the attempt's CLIENT span; nil when nothing is exported
 	// throttled is when the subscription's next token comes, for a job
 	// made to wait by its rate limit; zero otherwise.
 	throttled time.Time
@@ -35,15 +33,16 @@ type attempt struct {
 // deliver makes exactly one attempt of a claimed job and returns its
 // completion.
 func (d *Dispatcher) deliver(ctx context.Context, c store.Claimed) store.Completion {
-	return d.await(d.prepare(ctx, c))
+	return d.await(d.prepare(ctx, c, c.Subscription.Destination.Address()))
 }
 
 // prepare decides whether the job is attempted at all (the event exists,
-// the destination's breaker lets it through) and builds its signed
-// request: the workers' part.
-func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
+// the destination's breaker lets it through) and makes its target and
+// message: the workers' part. address is c's destination's Address(),
+// worked out once for the unit of work c belongs to.
+func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address string) *attempt {
 	now := d.now()
-	a := &attempt{c: c, now: now, out: store.Completion{
+	a := &attempt{c: c, address: address, now: now, out: store.Completion{
 		JobLease:       store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 		SubscriptionID: c.Job.SubscriptionID,
 	}}
@@ -63,10 +62,10 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 		}
 	}
 	if b := d.cfg.Breakers; b != nil {
-		if woken := b.Changed(c.Job.TenantID, c.Subscription.Destination.Address(), c.Subscription.UpdatedAt); len(woken) > 0 {
+		if woken := b.Changed(c.Job.TenantID, a.address, c.Subscription.UpdatedAt); len(woken) > 0 {
 			d.wakeShed(woken)
 		}
-		if ok, retryAt := b.AllowFor(c.Job.TenantID, c.Subscription.Destination.Address(), c.Job.SubscriptionID); !ok {
+		if ok, retryAt := b.AllowFor(c.Job.TenantID, a.address, c.Job.SubscriptionID); !ok {
 			d.shed(a, retryAt)
 			d.cfg.Metrics.Shed.Inc()
 			return a
@@ -76,29 +75,21 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 	a.out.Attempt = a.rec
 	ctx, span, traceparent := d.traceAttempt(ctx, c, a.rec)
 	a.span = span
-	sec, err := webhook.OpenSecrets(d.cfg.Keyring, c.Subscription)
+	a.ctx = ctx
+	sec, err := destination.OpenSecrets(d.cfg.Keyring, c.Subscription)
 	if err != nil {
 		a.err = fmt.Errorf("cannot open the subscription's secrets (is STREAMING_HUB_KEK right?): %w", err)
 		return a
 	}
-	// The subscription's transform (SPEC 29) makes the body; headers and
-	// signature cover what it made.
+	a.target = destination.TargetOf(c.Subscription, sec, now)
+	// The subscription's transform (SPEC 29) makes the body; the headers
+	// and the signature cover what it made.
 	body, contentType, err := d.transforms.Apply(ctx, c.Subscription.Transform, c.Event)
 	if err != nil {
 		a.err = err
 		return a
 	}
-	m := webhook.Message{
-		ID:          c.Event.ID,
-		Body:        body,
-		ContentType: contentType,
-		Headers:     eventHeaders(c.Event, a.rec.ID, traceparent),
-	}
-	if c.Subscription.Destination.Type != hub.DestinationWebhook {
-		a.publish, a.err = d.publication(ctx, c, sec, m, now)
-		return a
-	}
-	a.req, a.err = webhook.NewRequest(ctx, webhook.TargetOf(c.Subscription, sec, now), m, now)
+	a.msg = message(c.Event, body, contentType, a.rec.ID, traceparent, now)
 	return a
 }
 
@@ -106,7 +97,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed) *attempt {
 // until at (now when zero), its attempts untouched.
 func (d *Dispatcher) shed(a *attempt, at time.Time) {
 	a.out.Status, a.out.NextAttemptAt, a.out.Shed = hub.JobPending, at, true
-	a.out.LastError, a.out.Attempt, a.rec, a.req = a.c.Job.LastError, nil, nil, nil
+	a.out.LastError, a.out.Attempt, a.rec = a.c.Job.LastError, nil, nil
 	if a.span != nil {
 		a.span.End() // nothing was sent after all
 		a.span = nil
@@ -121,32 +112,30 @@ func (d *Dispatcher) throttle(a *attempt, next time.Time) {
 	d.cfg.Metrics.Throttled.Inc()
 }
 
-// attempted reports whether await will send a request or count a failure.
+// attempted reports whether await will send or count a failure.
 func (a *attempt) attempted() bool { return a.rec != nil }
 
-// await sends a prepared request, waits for its answer (up to the
-// client's timeout) and decides what happens to the job.
+// await sends a prepared attempt through the send path, waits for its
+// answer (up to the delivery timeout) and decides what happens to the job.
 func (d *Dispatcher) await(a *attempt) store.Completion {
 	if a.rec == nil {
 		return a.out
 	}
 	c, out, now := a.c, a.out, a.now
-	status, header, err := 0, http.Header(nil), a.err
-	switch {
-	case err != nil:
-	case a.publish != nil:
-		err = d.sendPublication(a.publish, a.rec)
-	default:
-		status, header, err = d.send(a.req, a.rec)
-		if err == nil && (status < 200 || status > 299) {
-			err = fmt.Errorf("destination answered %d", status)
+	res := destination.Result{Err: a.err}
+	if a.err == nil {
+		res = d.cfg.Destinations.Send(a.ctx, a.target, a.msg)
+		a.rec.Duration, a.rec.ResponseBody = res.Duration, res.Body
+		if res.Err != nil && res.Status == 0 && a.target.Type == hub.DestinationWebhook {
+			noteTransportError(a.ctx, res.Err)
 		}
 	}
+	status, err := res.Status, res.Err
 	a.rec.StatusCode = status
 	endAttempt(a.span, status, err)
 	if b := d.cfg.Breakers; b != nil {
 		// A timeout is a failure like any other (SPEC 8).
-		if woken := b.Record(c.Job.TenantID, c.Subscription.Destination.Address(), err == nil); len(woken) > 0 {
+		if woken := b.Record(c.Job.TenantID, a.address, err == nil); len(woken) > 0 {
 			d.wakeShed(woken)
 		}
 	}
@@ -158,28 +147,11 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	a.rec.Error = store.CleanText(err.Error(), 1024)
 	out.LastError = a.rec.Error
 	d.randMu.Lock() // attempts share the (seedable) jitter source
-	dec := afterFailure(&c.Subscription, c.Job.Attempts+1, status, retryAfter(header, now), now, d.rand)
+	dec := afterFailure(&c.Subscription, c.Job.Attempts+1, status, retryAfter(res.Header, now), now, d.rand)
 	d.randMu.Unlock()
 	out.Status, out.NextAttemptAt, out.DeadLetterReason = dec.status, dec.next, dec.reason
 	d.observeFailure(c, a.rec)
 	return out
-}
-
-// send makes the HTTP request. It returns the status (0 when no answer
-// came), the answer's headers, and the error that kept it from answering.
-func (d *Dispatcher) send(req *http.Request, a *hub.Attempt) (int, http.Header, error) {
-	start := time.Now()
-	resp, err := d.cfg.Client.Do(req)
-	a.Duration = time.Since(start)
-	if err != nil {
-		noteTransportError(req.Context(), err)
-		return 0, nil, errors.New(webhook.Describe(err))
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, hub.MaxResponseBody))
-	io.CopyN(io.Discard, resp.Body, 64<<10) // let the connection be reused
-	a.ResponseBody = store.CleanText(string(body), hub.MaxResponseBody)
-	return resp.StatusCode, resp.Header, nil
 }
 
 // wakeShed makes the waiting jobs of subscriptions a closed breaker had

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // A subscription created with a backfill one hour back receives the
@@ -41,7 +41,7 @@ func TestBackfill_RetainedEventsInOrderThenNewOnes(t *testing.T) {
 		sink2 := newSink(t)
 		s := storetest.NewSubscription("acme", "sub_bf")
 		s.Destination = hub.Destination{Type: "webhook", URL: sink2.URL}
-		if err := webhook.SealSecrets(r.keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: r.secret}}}); err != nil {
+		if err := destination.SealSecrets(r.keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: r.secret}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r.store.CreateSubscription(r.ctx, s); err != nil {
@@ -86,7 +86,7 @@ func TestBackfill_RetainedEventsInOrderThenNewOnes(t *testing.T) {
 			}
 			last = seq
 			ts, _ := strconv.ParseInt(h.Get("webhook-timestamp"), 10, 64)
-			want, err := webhook.Sign([]string{r.secret}, h.Get("webhook-id"), ts, req.body)
+			want, err := destination.Sign([]string{r.secret}, h.Get("webhook-id"), ts, req.body)
 			if err != nil || h.Get("webhook-signature") != want || h.Get("X-Lerian-Tenant-Id") != "acme" {
 				t.Fatalf("delivery %d: signature %q, want %q (%v); tenant %q", i, h.Get("webhook-signature"), want, err, h.Get("X-Lerian-Tenant-Id"))
 			}

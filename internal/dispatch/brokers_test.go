@@ -18,7 +18,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // brokerSub stores a verified subscription of acme to dest, signed with
@@ -27,7 +26,7 @@ func (r *rig) brokerSub(id string, dest hub.Destination, creds hub.Credentials) 
 	r.t.Helper()
 	s := storetest.NewSubscription("acme", id)
 	s.Destination, s.VerificationState, s.RetrySchedule = dest, hub.VerificationActive, nil
-	if err := webhook.SealSecrets(r.keyring, &s, hub.SubscriptionSecrets{
+	if err := destination.SealSecrets(r.keyring, &s, hub.SubscriptionSecrets{
 		Signing: []hub.SigningSecret{{Secret: r.secret}}, Broker: creds,
 	}); err != nil {
 		r.t.Fatal(err)
@@ -45,14 +44,14 @@ func (r *rig) brokerSub(id string, dest hub.Destination, creds hub.Credentials) 
 func rabbitRig(t *testing.T, d testkit.Driver) (*rig, *testkit.Rabbit, string) {
 	mq := testkit.NewRabbit(t, "acme.#")
 	name := "hub-test-" + testkit.UniqueName()
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	pub, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
 	r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
-		c.Senders = map[string]destination.Sender{hub.DestinationRabbitMQ: pub}
+		c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationRabbitMQ: pub})
 	}})
 	u, _ := url.Parse(mq.URL)
 	pass, _ := u.User.Password()

@@ -1,11 +1,11 @@
 package dispatch
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 )
@@ -15,7 +15,7 @@ import (
 func TestNew_AnIncompleteConfigNamesTheField(t *testing.T) {
 	complete := func() Config {
 		return Config{Dispatch: config.Defaults(config.Serve).Dispatch, Store: struct{ Store }{},
-			Keyring: &envelope.Keyring{}, Client: &http.Client{}, Metrics: metrics.New()}
+			Keyring: &envelope.Keyring{}, Destinations: &destination.Registry{}, Metrics: metrics.New()}
 	}
 	if _, err := New(complete()); err != nil {
 		t.Fatalf("the default configuration: %v", err)

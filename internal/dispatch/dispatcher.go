@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -42,14 +41,13 @@ type Config struct {
 
 	Store   Store
 	Keyring *envelope.Keyring // opens subscription secrets, in memory only
-	Client  *http.Client      // the SSRF-safe webhook client
-	// Senders publish to broker destinations, by destination type
-	// (rabbitmq, kafka, nats); a type without one fails its attempts.
-	Senders map[string]destination.Sender
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger     // nil discards
-	Now     func() time.Time // the clock; nil means time.Now
-	Rand    *mrand.Rand      // jitter source; nil means randomly seeded
+	// Destinations is the one send path: the drivers by destination type
+	// (a type without one fails its attempts) and the delivery timeout.
+	Destinations *destination.Registry
+	Metrics      *metrics.Metrics
+	Logger       *slog.Logger     // nil discards
+	Now          func() time.Time // the clock; nil means time.Now
+	Rand         *mrand.Rand      // jitter source; nil means randomly seeded
 
 	// AutoDisable gates; nil turns auto-disable off (the kill switch).
 	AutoDisable *store.AutoDisable
@@ -64,7 +62,7 @@ func (c Config) check() error {
 	ch := config.Check{Of: "dispatch.Config"}
 	ch.Require("Store", c.Store != nil)
 	ch.Require("Keyring", c.Keyring != nil)
-	ch.Require("Client", c.Client != nil)
+	ch.Require("Destinations", c.Destinations != nil)
 	ch.Require("Metrics", c.Metrics != nil)
 	config.Positive(&ch, "Workers", c.Workers)
 	config.Positive(&ch, "ClaimBatch", c.ClaimBatch)
@@ -380,7 +378,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // claims here leave the tenant's subscriptions there alone until it has
 // room again.
 func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
-	dest, tenant := destinationOf(u[0].Subscription.Destination.Address()), u[0].Job.TenantID
+	// A unit is one subscription's: one destination address for all.
+	address, tenant := u[0].Subscription.Destination.Address(), u[0].Job.TenantID
+	dest := destinationOf(address)
 	if !d.dests.admit(dest, tenant, u[0].Job.SubscriptionID) {
 		for _, c := range u {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
@@ -392,7 +392,7 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 		return
 	}
 	d.slots <- struct{}{} // waits while the in-flight set is full
-	a := d.prepare(ctx, u[0])
+	a := d.prepare(ctx, u[0], address)
 	flying.Add(1)
 	go func() {
 		defer flying.Done()
@@ -428,7 +428,7 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 				d.answered(len(rest))
 				return
 			}
-			a, rest = d.prepare(ctx, rest[0]), rest[1:]
+			a, rest = d.prepare(ctx, rest[0], address), rest[1:]
 		}
 	}()
 }

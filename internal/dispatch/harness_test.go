@@ -14,13 +14,14 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/destination/webhook"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // sink is a real HTTP destination whose answers a test scripts.
@@ -102,7 +103,7 @@ func newRig(t testing.TB, d testkit.Driver, o rigOptions) *rig {
 	}
 	r.secret = o.secret
 	if r.secret == "" {
-		r.secret = webhook.NewSecret()
+		r.secret = destination.NewSecret()
 	}
 	r.sub = r.subscribe("acme", "sub_1", r.sink.URL, o)
 	cfg := dispatch.Config{
@@ -110,8 +111,8 @@ func newRig(t testing.TB, d testkit.Driver, o rigOptions) *rig {
 		Store:    r.store, Keyring: r.keyring, Metrics: r.metrics, Now: r.clock.Now,
 		// No test here times a destination out: the timeout is a safety
 		// net, so a loaded machine's slow answer never reads as a failure.
-		Client: privateClient(t, testkit.Patience),
-		Rand:   mrand.New(mrand.NewPCG(1, 2)),
+		Destinations: destinations(t, testkit.Patience, nil),
+		Rand:         mrand.New(mrand.NewPCG(1, 2)),
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
@@ -129,7 +130,7 @@ func (r *rig) subscribe(tenant, id, url string, o rigOptions) hub.Subscription {
 	s := storetest.NewSubscription(tenant, id)
 	s.Destination = hub.Destination{Type: "webhook", URL: url, Headers: map[string]string{"X-Custom": "v"}, AuthType: hub.AuthBearer}
 	s.VerificationState, s.RetrySchedule, s.MaxInFlight = hub.VerificationActive, o.retrySchedule, max(o.maxInFlight, 1)
-	if err := webhook.SealSecrets(r.keyring, &s, hub.SubscriptionSecrets{
+	if err := destination.SealSecrets(r.keyring, &s, hub.SubscriptionSecrets{
 		Signing: []hub.SigningSecret{{Secret: r.secret}}, Auth: hub.Credentials{Token: "sink-token"},
 	}); err != nil {
 		r.t.Fatal(err)
@@ -185,17 +186,22 @@ func listParams(r *rig) store.ListJobsParams {
 	return store.ListJobsParams{TenantID: "acme", SubscriptionID: r.sub.ID, Limit: 10}
 }
 
-// d2client is another SSRF-safe client (private sinks allowed) for extra
+// d2destinations is another send path (private sinks allowed) for extra
 // dispatchers.
-func (r *rig) d2client() *http.Client { return privateClient(r.t, testkit.Patience) }
+func (r *rig) d2destinations() *destination.Registry {
+	return destinations(r.t, testkit.Patience, nil)
+}
 
-// privateClient is the SSRF-safe client with private sinks allowed (the
-// sinks are on loopback).
-func privateClient(t testing.TB, timeout time.Duration) *http.Client {
+// destinations is the send path of the tests: the webhook driver with
+// private sinks allowed (the sinks are on loopback) and extra's drivers,
+// each attempt bounded by timeout.
+func destinations(t testing.TB, timeout time.Duration, extra map[string]destination.Driver) *destination.Registry {
 	t.Helper()
-	c, err := webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: timeout})
-	if err != nil {
-		t.Fatal(err)
+	drivers := map[string]destination.Driver{
+		hub.DestinationWebhook: webhook.New(destination.NewDialer(destination.DialOptions{AllowPrivate: true})),
 	}
-	return c
+	for typ, d := range extra {
+		drivers[typ] = d
+	}
+	return destination.NewRegistry(timeout, drivers)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // publishBatch stores n events of acme, ids prefix-00 on, and returns them
@@ -120,14 +119,14 @@ func ceIDs(recs []*kgo.Record) []string {
 // restart of the dispatcher.
 func TestKafka_AClusterReplacedBehindTheSameAddressIsDeliveredToAgainInOrder(t *testing.T) {
 	k := testkit.NewReplaceableKafka(t, 1, []string{"tenant.events"})
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	prod, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: testkit.Patience})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prod.Close() })
 	r := newRig(t, testkit.Drivers[len(testkit.Drivers)-1], rigOptions{cfg: func(c *dispatch.Config) {
-		c.Senders = map[string]destination.Sender{hub.DestinationKafka: prod}
+		c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationKafka: prod})
 	}})
 	r.brokerSub("sub_kafka", hub.Destination{Type: hub.DestinationKafka, Brokers: []string{k.Addr}, Topic: "tenant.events"}, hub.Credentials{})
 	before := r.publishBatch("before", 10)
@@ -160,17 +159,16 @@ func TestRabbitMQ_ThroughACutThenFrozenNetworkIsDeliveredToAgainInOrder(t *testi
 		t.Fatal(err)
 	}
 	px := testkit.NewProxy(t, u.Host)
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	pub, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Name: "hub-test-" + testkit.UniqueName()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
 	r := newRig(t, testkit.Drivers[len(testkit.Drivers)-1], rigOptions{cfg: func(c *dispatch.Config) {
-		c.Senders = map[string]destination.Sender{hub.DestinationRabbitMQ: pub}
 		// The attempt on the frozen connection waits this long for its
 		// confirm; a healthy one takes milliseconds.
-		c.Client = privateClient(t, 3*time.Second)
+		c.Destinations = destinations(t, 3*time.Second, map[string]destination.Driver{hub.DestinationRabbitMQ: pub})
 	}})
 	pass, _ := u.User.Password()
 	creds := hub.Credentials{Username: u.User.Username(), Password: pass}

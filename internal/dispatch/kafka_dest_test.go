@@ -19,7 +19,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -33,7 +32,7 @@ func TestKafka_BinaryModeRecordsWithEveryHeaderInOrder(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		cluster := testkit.KafkaWith(t, 3, []string{"tenant.events"},
 			kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "acme", "scram-secret"))
-		dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+		dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 		prod, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: testkit.Patience})
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +40,7 @@ func TestKafka_BinaryModeRecordsWithEveryHeaderInOrder(t *testing.T) {
 		t.Cleanup(func() { prod.Close() })
 		spans := tracetest.NewSpanRecorder()
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
-			c.Senders = map[string]destination.Sender{hub.DestinationKafka: prod}
+			c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationKafka: prod})
 			c.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
 		}})
 		r.brokerSub("sub_kafka", hub.Destination{Type: hub.DestinationKafka, Brokers: cluster.ListenAddrs(), Topic: "tenant.events",
@@ -113,14 +112,14 @@ func scram512(user, pass string) sasl.Mechanism {
 func TestKafka_RefusedCredentialsFailTheAttempt(t *testing.T) {
 	cluster := testkit.KafkaWith(t, 1, []string{"tenant.events"},
 		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "acme", "scram-secret"))
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	prod, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prod.Close() })
 	r := newRig(t, testkit.Drivers[len(testkit.Drivers)-1], rigOptions{cfg: func(c *dispatch.Config) {
-		c.Senders = map[string]destination.Sender{hub.DestinationKafka: prod}
+		c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationKafka: prod})
 	}})
 	r.brokerSub("sub_kafka", hub.Destination{Type: hub.DestinationKafka, Brokers: cluster.ListenAddrs(), Topic: "tenant.events",
 		SASLMechanism: "SCRAM-SHA-512", SASLUsername: "acme"}, hub.Credentials{Password: "wrong"})

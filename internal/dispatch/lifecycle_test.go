@@ -144,7 +144,7 @@ func TestRun_FourDispatchersOnePostgresEveryJobOnce(t *testing.T) {
 	for range 4 {
 		settings := config.Defaults(config.Serve).Dispatch
 		settings.IdleInterval = 10 * time.Millisecond
-		d, err := dispatch.New(dispatch.Config{Dispatch: settings, Store: r.store, Keyring: r.keyring, Client: r.d2client(),
+		d, err := dispatch.New(dispatch.Config{Dispatch: settings, Store: r.store, Keyring: r.keyring, Destinations: r.d2destinations(),
 			Metrics: metrics.New(), Now: r.clock.Now})
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // natsRig is a rig whose dispatcher publishes to a nats-server of the
@@ -22,14 +21,14 @@ import (
 // subject events.acme and, when stream is set, that stream expected.
 func natsRig(t *testing.T, d testkit.Driver, stream string) (*rig, *testkit.NATS) {
 	n := testkit.NewNATS(t, "hub", "n4ts-s3cret")
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	pub, err := nats.New(nats.Options{Dial: dialer.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
 	r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
-		c.Senders = map[string]destination.Sender{hub.DestinationNATS: pub}
+		c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationNATS: pub})
 	}})
 	r.brokerSub("sub_nats", hub.Destination{Type: hub.DestinationNATS, URL: n.URL, Subject: "events.acme", Stream: stream},
 		hub.Credentials{Username: "hub", Password: "n4ts-s3cret"})

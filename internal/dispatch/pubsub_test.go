@@ -28,7 +28,7 @@ func pubsubRig(t *testing.T, d testkit.Driver) (*rig, *testkit.PubSub) {
 	}
 	t.Cleanup(func() { pub.Close() })
 	r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
-		c.Senders = map[string]destination.Sender{hub.DestinationPubSub: pub}
+		c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationPubSub: pub})
 	}})
 	r.brokerSub("sub_pubsub", hub.Destination{Type: hub.DestinationPubSub, Project: "acme-events", Topic: "events"},
 		hub.Credentials{ServiceAccount: testkit.ServiceAccountJSON(t, "acme-events")})

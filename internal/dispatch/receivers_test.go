@@ -104,7 +104,7 @@ func TestRenewal_AnAttemptLastingThreeLeasesIsAttemptedOnceAndNeverPoisoned(t *t
 		const lease = 3 * time.Second
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
 			c.Lease = lease // shorter than the delivery timeout: fine now
-			c.Client = privateClient(t, time.Minute)
+			c.Destinations = destinations(t, time.Minute, nil)
 		}})
 		g := newGate(t, r.sink)
 		r.publish(event("acme", "evt-1"))
@@ -139,7 +139,7 @@ func TestInFlight_AHungDestinationHoldsOnlyItsShare(t *testing.T) {
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
 			c.MaxPerDestination, c.MaxInFlight, c.Workers = 3, 100, 2
 			c.IdleInterval = 20 * time.Millisecond
-			c.Client = privateClient(t, time.Minute)
+			c.Destinations = destinations(t, time.Minute, nil)
 		}})
 		g := newGate(t, r.sink)
 		healthy := newSink(t)
@@ -183,7 +183,7 @@ func TestInFlight_TheSetIsBounded(t *testing.T) {
 		r := newRig(t, d, rigOptions{maxInFlight: 20, cfg: func(c *dispatch.Config) {
 			c.MaxPerDestination, c.MaxInFlight, c.Workers = 64, 4, 8
 			c.IdleInterval = 20 * time.Millisecond
-			c.Client = privateClient(t, time.Minute)
+			c.Destinations = destinations(t, time.Minute, nil)
 		}})
 		g := newGate(t, r.sink)
 		for i := range 20 {
@@ -449,7 +449,7 @@ func TestBreaker_TimeoutsCountAsFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Breakers, c.Workers = breakers, 1
-			c.Client = privateClient(t, 50*time.Millisecond)
+			c.Destinations = destinations(t, 50*time.Millisecond, nil)
 		}})
 		newGate(t, r.sink)
 		for i := range 8 {
@@ -506,7 +506,7 @@ func TestInFlight_AHungTenantNeverHoldsAnotherTenantsRoomOnASharedHost(t *testin
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
 			c.MaxPerDestination, c.MaxInFlight, c.Workers = 4, 100, 2
 			c.IdleInterval = 20 * time.Millisecond
-			c.Client = privateClient(t, time.Minute)
+			c.Destinations = destinations(t, time.Minute, nil)
 		}})
 		// One host: acme's subscription posts to its root path (held),
 		// globex's to /ok (answered at once).

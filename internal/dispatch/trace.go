@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // traceAttempt gives an attempt its traceparent: the event's trace id and
@@ -101,7 +101,7 @@ func endAttempt(span trace.Span, status int, err error) {
 		if status > 0 {
 			span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		}
-		span.SetStatus(codes.Error, err.Error()) // webhook.Describe's words: no URL, no address
+		span.SetStatus(codes.Error, err.Error()) // destination.Describe's words: no URL, no address
 	}
 	span.End()
 }
@@ -117,7 +117,7 @@ func noteTransportError(ctx context.Context, err error) {
 // errorType is a low-cardinality name of a transport error (error.type).
 func errorType(err error) string {
 	var (
-		refused *webhook.RefusedError
+		refused *destination.RefusedError
 		dns     *net.DNSError
 		ne      net.Error
 		unknown x509.UnknownAuthorityError

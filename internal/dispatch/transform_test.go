@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -113,11 +112,11 @@ type recorder struct {
 	msgs []destination.Message
 }
 
-func (rec *recorder) Send(_ context.Context, _ destination.Target, m destination.Message) error {
+func (rec *recorder) Send(_ context.Context, _ destination.Target, m destination.Message) destination.Result {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	rec.msgs = append(rec.msgs, m)
-	return nil
+	return destination.Result{}
 }
 
 func (rec *recorder) Close() error { return nil }
@@ -128,7 +127,7 @@ func TestTransform_BrokerMessagesCarryTheTransformedBody(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		rec := &recorder{}
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
-			c.Senders = map[string]destination.Sender{hub.DestinationKafka: rec}
+			c.Destinations = destinations(t, testkit.Patience, map[string]destination.Driver{hub.DestinationKafka: rec})
 		}})
 		r.sub.Enabled = false // only the broker subscription delivers
 		if _, err := r.store.UpdateSubscription(r.ctx, r.sub); err != nil {
@@ -150,10 +149,6 @@ func TestTransform_BrokerMessagesCarryTheTransformedBody(t *testing.T) {
 		if string(m.Body) != `{"ref":"evt-1"}` || m.ContentType != "application/json" {
 			t.Fatalf("published %s (%s)", m.Body, m.ContentType)
 		}
-		h := http.Header{}
-		for k, v := range m.Headers {
-			h.Set(k, v)
-		}
-		verifyStandardWebhooks(t, r.secret, received{header: h, body: m.Body})
+		verifyStandardWebhooks(t, r.secret, received{header: m.Headers, body: m.Body})
 	})
 }

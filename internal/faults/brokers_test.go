@@ -14,10 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // A tenant's Kafka cluster (in the test process) replaced behind the same
@@ -125,8 +125,8 @@ func (w *world) addBrokerTenant(id string, dest hub.Destination, creds hub.Crede
 		RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"},
 		MaxInFlight:   1, Enabled: true, VerificationState: hub.VerificationActive,
 	}
-	if err := webhook.SealSecrets(keyring, &s, hub.SubscriptionSecrets{
-		Signing: []hub.SigningSecret{{Secret: webhook.NewSecret()}}, Broker: creds,
+	if err := destination.SealSecrets(keyring, &s, hub.SubscriptionSecrets{
+		Signing: []hub.SigningSecret{{Secret: destination.NewSecret()}}, Broker: creds,
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,11 +25,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/postgres"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 const topic = "lerian.streaming.ledger_transaction.posted"
@@ -117,7 +117,7 @@ func (w *world) addTenant(id, url string) {
 		RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"},
 		MaxInFlight:   1, Enabled: true, VerificationState: hub.VerificationActive,
 	}
-	if err := webhook.SealSecrets(keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: webhook.NewSecret()}}}); err != nil {
+	if err := destination.SealSecrets(keyring, &s, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: destination.NewSecret()}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.db.CreateSubscription(ctx, s); err != nil {

@@ -197,11 +197,12 @@ func (c *DLQConsumer) persist(ctx context.Context, recs []*kgo.Record) bool {
 	}
 }
 
-// DLQRecordOf is what is kept of a record of a DLQ topic: every header as
-// text (bounded, names lower-cased, the first of a repeated name), the
+// DLQRecordOf is what is kept of a record of a DLQ topic: the first headers
+// (names lower-cased, the first of a repeated name), the
 // source coordinates lib-streaming stamped (nil when absent or not a
 // number), the ce-id and ce-tenantid, and the first 4 KiB of the value.
-// Whatever bytes it carries, the result is one the store accepts.
+// The store cleans it as it stores it (store.SafeDLQRecord), once: whatever
+// bytes it carries, the row is one the database accepts.
 func DLQRecordOf(r *kgo.Record) store.DLQRecord {
 	d := store.DLQRecord{
 		Topic:     r.Topic,
@@ -221,9 +222,8 @@ func DLQRecordOf(r *kgo.Record) store.DLQRecord {
 		if len(d.Headers) == store.MaxRejectionHeaders {
 			continue
 		}
-		k := store.CleanText(name, store.MaxRejectionNameBytes)
-		if _, dup := d.Headers[k]; !dup {
-			d.Headers[k] = store.CleanText(string(h.Value), store.MaxRejectionHeaderBytes)
+		if _, dup := d.Headers[name]; !dup {
+			d.Headers[name] = string(h.Value)
 		}
 	}
 	d.CEID = first["ce-id"]
@@ -242,5 +242,5 @@ func DLQRecordOf(r *kgo.Record) store.DLQRecord {
 	}
 	d.PayloadOmitted = strings.EqualFold(strings.TrimSpace(first[HeaderDLQPayloadOmitted]), "true")
 	d.ValueExcerpt = string(r.Value[:min(len(r.Value), store.MaxDLQValueBytes)])
-	return store.SafeDLQRecord(d)
+	return d // cleaned once, where it is stored (store.SafeDLQRecord)
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"github.com/lerianstudio/streaming-hub/internal/store"
 	"testing"
 	"unicode/utf8"
 
@@ -31,7 +32,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		if reason := out.Reason; reason != "" {
-			rej := rejection(r, reason)
+			rej := store.SafeRejection(rejection(r, reason))
 			for k, v := range rej.Headers {
 				if !utf8.ValidString(k) || !utf8.ValidString(v) {
 					t.Fatalf("rejection keeps invalid UTF-8: %q=%q", k, v)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // partition is the worker of one assigned partition: it persists queued
@@ -182,8 +180,8 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 				cfg.OnJobs()
 			}
 			if cfg.OnEvents != nil {
-				if tenants := store.AcceptedTenants(params.Events, res.Outcomes); len(tenants) > 0 {
-					cfg.OnEvents(tenants)
+				if len(res.Tenants) > 0 {
+					cfg.OnEvents(res.Tenants)
 				}
 			}
 			return true

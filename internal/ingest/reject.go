@@ -9,8 +9,11 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// rejection records why r was refused, with its headers made safe to store
-// (valid UTF-8, no NUL, bounded).
+// rejection records why r was refused: its place, the reason and its first
+// store.MaxRejectionHeaders headers by lower-case name (the first of a
+// name repeated: enough to show the conflict's source). It is cleaned
+// once, where it is stored (store.SafeRejection, in every store driver), so
+// whatever bytes a producer sent the row is one the database accepts.
 func rejection(r *kgo.Record, reason string) hub.Rejection {
 	rej := hub.Rejection{
 		Topic:     r.Topic,
@@ -23,15 +26,15 @@ func rejection(r *kgo.Record, reason string) hub.Rejection {
 		if len(rej.Headers) == store.MaxRejectionHeaders {
 			break
 		}
-		k := store.CleanText(strings.ToLower(h.Key), store.MaxRejectionNameBytes)
-		v := store.CleanText(string(h.Value), store.MaxRejectionHeaderBytes)
+		k := strings.ToLower(h.Key)
 		if _, dup := rej.Headers[k]; dup {
-			continue // keep the first: enough to show the conflict's source
+			continue
 		}
+		v := string(h.Value)
 		rej.Headers[k] = v
 		if k == "ce-id" {
 			rej.CEID = v
 		}
 	}
-	return store.SafeRejection(rej)
+	return rej
 }

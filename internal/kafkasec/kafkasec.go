@@ -37,6 +37,14 @@ type Security struct {
 	reported string         // the cause last logged, so each is logged once
 }
 
+// ForDestination is the security of a tenant's Kafka destination: TLS (with
+// caCert's CAs instead of the system roots when not nil) and SASL, given as
+// values, so the destination driver needs no configuration of the hub's.
+func ForDestination(tls bool, caCert []byte, mechanism, username, password string, logger *slog.Logger) (*Security, error) {
+	return New(config.Kafka{TLS: tls, CACert: caCert, SASLMechanism: mechanism,
+		SASLUsername: username, SASLPassword: password}, logger)
+}
+
 // New checks k and prepares its options; logger (nil discards) gets one
 // line each time the cause of refused connections changes.
 func New(k config.Kafka, logger *slog.Logger) (*Security, error) {

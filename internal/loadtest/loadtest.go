@@ -29,8 +29,8 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/app"
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Options shape one run. Zero values take the defaults written in
@@ -558,7 +558,7 @@ func describeDB(u string) string {
 // own receiver.
 func setup(ctx context.Context, h *app.Hub, urls []string, o Options) ([]string, error) {
 	tenants := make([]string, len(urls))
-	secret := webhook.NewSecret()
+	secret := destination.NewSecret()
 	for i := range tenants {
 		tenants[i] = tenantName(i)
 		if _, err := h.Store.CreateTenant(ctx, storeTenant(tenants[i])); err != nil {
@@ -570,7 +570,7 @@ func setup(ctx context.Context, h *app.Hub, urls []string, o Options) ([]string,
 			Destination: hub.Destination{Type: "webhook", URL: urls[i]},
 			MaxInFlight: o.maxInFlightOf(i), RetrySchedule: o.RetrySchedule, Enabled: true, VerificationState: hub.VerificationActive,
 		}
-		if err := webhook.SealSecrets(h.Keyring, &sub, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: secret}}}); err != nil {
+		if err := destination.SealSecrets(h.Keyring, &sub, hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: secret}}}); err != nil {
 			return nil, err
 		}
 		if _, err := h.Store.CreateSubscription(ctx, sub); err != nil {

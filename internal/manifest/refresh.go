@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // LockName is the lock a refresh runs under: one replica at a time.
@@ -141,5 +141,5 @@ func (r *Refresher) describe(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("timed out: no complete answer within %s", r.cfg.Timeout)
 	}
-	return errors.New(webhook.Describe(err))
+	return errors.New(destination.Describe(err))
 }

@@ -26,7 +26,7 @@ type Idempotency interface {
 	// the request failed in a way its client may retry with the same key.
 	ReleaseIdempotencyKey(ctx context.Context, principal, key, token string) error
 	// ReapIdempotencyKeys deletes at most batch expired rows (<= 0 means
-	// DefaultPruneBatch) and says how many.
+	// config.DefaultPruneBatch) and says how many.
 	ReapIdempotencyKeys(ctx context.Context, batch int) (int, error)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // Retention is the part of the store housekeeping works on: bounded
@@ -70,9 +71,6 @@ type Partitioner interface {
 	EnsurePartitions(ctx context.Context, now time.Time, weeksAhead int) (int, error)
 }
 
-// DefaultPruneBatch is PruneParams.Batch when it is not set.
-const DefaultPruneBatch = 1000
-
 // Deleters are a driver's bounded deletes, one per kind; Prune runs them
 // in the order the contract needs. Each deletes at most batch rows, in its
 // own transaction, and says how many.
@@ -87,7 +85,7 @@ func (d Deleters) Prune(ctx context.Context, p PruneParams) (PruneResult, error)
 	var r PruneResult
 	batch := p.Batch
 	if batch <= 0 {
-		batch = DefaultPruneBatch
+		batch = config.DefaultPruneBatch
 	}
 	var err error
 	if !p.SucceededBefore.IsZero() {

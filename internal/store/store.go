@@ -8,6 +8,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // Store is what the hub needs from a database. Errors a caller may act on are
@@ -50,14 +51,11 @@ type Options struct {
 	// so every timestamp a transaction writes agrees.
 	Now func() time.Time
 	// MaxRejections bounds rejected_records to the newest N; 0 means
-	// DefaultMaxRejections.
+	// config.DefaultMaxRejections.
 	MaxRejections int
 	// Pool sizes the connection pool and divides it between budgets.
 	Pool PoolOptions
 }
-
-// DefaultMaxRejections is how many rejected records are kept.
-const DefaultMaxRejections = 10_000
 
 // WithDefaults fills zero fields.
 func (o Options) WithDefaults() Options {
@@ -65,7 +63,7 @@ func (o Options) WithDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.MaxRejections <= 0 {
-		o.MaxRejections = DefaultMaxRejections
+		o.MaxRejections = config.DefaultMaxRejections
 	}
 	return o
 }
@@ -97,10 +95,13 @@ type IngestParams struct {
 }
 
 // IngestResult has one outcome per IngestParams.Events entry, in order,
-// and the number of delivery jobs matching created.
+// the number of delivery jobs matching created, and the tenants of the
+// accepted events (AcceptedTenants: once each, in first order), whom
+// ingest tells that they have new events.
 type IngestResult struct {
 	Outcomes []Outcome
 	Jobs     int
+	Tenants  []string
 }
 
 // Outcome is the verdict for one event that passed the wire contract:
@@ -145,6 +146,11 @@ type ControlPlane interface {
 	// subscription: the two are indistinguishable to the caller.
 	GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error)
 	ListSubscriptions(ctx context.Context, p ListSubscriptionsParams) ([]hub.Subscription, error)
+	// ListDisabledSubscriptions lists, across tenants, the subscriptions
+	// the hub disabled (not enabled, disabled_reason set; not deleted),
+	// most recently disabled first, at most limit (1..1000): the operator
+	// overview's, in one query.
+	ListDisabledSubscriptions(ctx context.Context, limit int) ([]hub.Subscription, error)
 	// UpdateSubscription writes every mutable field of s if the stored
 	// Version still equals s.Version (else ECONFLICT), and bumps it.
 	UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error)

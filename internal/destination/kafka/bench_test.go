@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // BenchmarkSend produces to an in-process kfake cluster through the
@@ -20,7 +20,7 @@ import (
 func BenchmarkSend(b *testing.B) {
 	testkit.BenchSends(b, func(b *testing.B) func(string) error {
 		cluster := testkit.KafkaWith(b, 3, []string{"t"})
-		d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+		d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 		p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
@@ -32,7 +32,7 @@ func BenchmarkSend(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 			defer cancel()
 			return p.Send(ctx, tg, destination.Message{ID: "evt-" + i, EventType: "transaction.posted", TenantID: "acme",
-				ContentType: "application/json", Body: body, Headers: map[string]string{"ce-id": "evt-" + i, "X-Lerian-Delivery-Id": "att_" + i}})
+				ContentType: "application/json", Body: body, Headers: http.Header{"ce-id": {"evt-" + i}, "X-Lerian-Delivery-Id": {"att_" + i}}}).Err
 		}
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,10 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 // Options configure a Producer.
@@ -41,7 +38,7 @@ type Options struct {
 	Now    func() time.Time // the clock of idle clients; nil means time.Now
 }
 
-// Producer is a destination.Sender for Kafka: one client per destination
+// Producer is the destination.Driver for Kafka: one client per destination
 // (its brokers, TLS and credentials), shared by the process's attempts.
 type Producer struct {
 	o       Options
@@ -87,7 +84,11 @@ func New(o Options) (*Producer, error) {
 // CloudEvent (the ce-*, X-Lerian-* and webhook-* headers, content-type),
 // and waits for the acks=all acknowledgement. A failure a new client
 // could cure drops t's client: this attempt fails, the next dials again.
-func (p *Producer) Send(ctx context.Context, t destination.Target, m destination.Message) error {
+func (p *Producer) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
+	return destination.Result{Err: p.send(ctx, t, m)}
+}
+
+func (p *Producer) send(ctx context.Context, t destination.Target, m destination.Message) error {
 	key := clientKey(t)
 	cl, release, err := p.clients.Acquire(key, func() (*client, error) { return p.open(t) })
 	if errors.Is(err, destination.ErrClosed) {
@@ -104,7 +105,7 @@ func (p *Producer) Send(ctx context.Context, t destination.Target, m destination
 			why = "kafka: no acknowledgement from the brokers within the delivery timeout"
 		}
 		if cerr := cl.connectErr(); cerr != nil {
-			why += " (the last connection to a broker failed: " + webhook.Describe(cerr) + ")"
+			why += " (the last connection to a broker failed: " + destination.Describe(cerr) + ")"
 		}
 		if curable(err) && p.clients.Discard(key, cl) {
 			p.o.Logger.Warn("dropped a Kafka destination's client; the next attempt dials again",
@@ -144,13 +145,8 @@ func curable(err error) bool {
 // headers are m's headers in a stable order, content-type first.
 func headers(m destination.Message) []kgo.RecordHeader {
 	out := []kgo.RecordHeader{{Key: "content-type", Value: []byte(m.ContentType)}}
-	keys := make([]string, 0, len(m.Headers))
-	for k := range m.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out = append(out, kgo.RecordHeader{Key: k, Value: []byte(m.Headers[k])})
+	for k, v := range m.BrokerHeaders() {
+		out = append(out, kgo.RecordHeader{Key: k, Value: []byte(v)})
 	}
 	return out
 }
@@ -175,8 +171,7 @@ func clientKey(t destination.Target) string {
 
 // open makes t's client.
 func (p *Producer) open(t destination.Target) (*client, error) {
-	sec, err := kafkasec.New(config.Kafka{TLS: t.TLS, CACert: p.o.CACert, SASLMechanism: t.SASLMechanism,
-		SASLUsername: t.SASLUsername, SASLPassword: t.Credentials.Password}, p.o.Logger)
+	sec, err := kafkasec.ForDestination(t.TLS, p.o.CACert, t.SASLMechanism, t.SASLUsername, t.Credentials.Password, p.o.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}

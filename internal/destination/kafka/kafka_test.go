@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,11 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/kafka"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 func producer(t *testing.T, caCert []byte, allowPrivate bool) *kafka.Producer {
 	t.Helper()
-	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: allowPrivate})
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: allowPrivate})
 	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, CACert: caCert})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func send(p *kafka.Producer, tg destination.Target) error {
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 	defer cancel()
 	return p.Send(ctx, tg, destination.Message{ID: "evt-1", EventType: "transaction.posted", TenantID: "acme",
-		ContentType: "application/json", Body: []byte(`{}`), Headers: map[string]string{"ce-id": "evt-1"}})
+		ContentType: "application/json", Body: []byte(`{}`), Headers: http.Header{"ce-id": {"evt-1"}}}).Err
 }
 
 // TLS with SCRAM-SHA-512 through kafkasec over the SSRF-safe dialer: a
@@ -69,7 +69,7 @@ func TestSend_TLSAndSASLAndAnUntrustedBroker(t *testing.T) {
 // destination.IdleAfter, and a later send to the old brokers opens a new one.
 func TestSend_AnIdleClientIsClosedAndReopenedWhenNeeded(t *testing.T) {
 	clock := testkit.NewClock()
-	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"sort"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -41,7 +40,7 @@ type Options struct {
 	Now    func() time.Time // the clock of idle connections; nil means time.Now
 }
 
-// Publisher is a destination.Sender for NATS JetStream, shared by the
+// Publisher is the destination.Driver for NATS JetStream, shared by the
 // process's attempts.
 type Publisher struct {
 	o     Options
@@ -72,7 +71,11 @@ func New(o Options) (*Publisher, error) {
 // names a stream, that stream expected; it returns nil once the stream
 // acknowledged the message. A verification (m.Probe) of a destination
 // naming a stream first checks that the stream exists.
-func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) error {
+func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
+	return destination.Result{Err: p.send(ctx, t, m)}
+}
+
+func (p *Publisher) send(ctx context.Context, t destination.Target, m destination.Message) error {
 	key := connKey(t)
 	var c *conn
 	var release func()
@@ -157,13 +160,8 @@ func headers(m destination.Message) natsgo.Header {
 	if m.ContentType != "" {
 		h["content-type"] = []string{m.ContentType}
 	}
-	keys := make([]string, 0, len(m.Headers))
-	for k := range m.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		h[k] = []string{m.Headers[k]}
+	for k, v := range m.BrokerHeaders() {
+		h[k] = []string{v}
 	}
 	return h
 }

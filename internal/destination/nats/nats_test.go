@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,12 +11,11 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 func publisher(t testing.TB) *nats.Publisher {
 	t.Helper()
-	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	p, err := nats.New(nats.Options{Dial: d.DialContext})
 	if err != nil {
 		t.Fatal(err)
@@ -34,14 +34,14 @@ func target(n *testkit.NATS, subject, stream string) destination.Target {
 func message(id, delivery string) destination.Message {
 	return destination.Message{ID: id, EventType: "transaction.posted", TenantID: "acme", ContentType: "application/json",
 		Body: []byte(`{"id":"` + id + `"}`), Time: time.Unix(1700000000, 0),
-		Headers: map[string]string{"ce-id": id, "ce-type": "com.lerian.transaction.posted.v1", "X-Lerian-Delivery-Id": delivery, "webhook-signature": "v1,abc"}}
+		Headers: http.Header{"ce-id": {id}, "ce-type": {"com.lerian.transaction.posted.v1"}, "X-Lerian-Delivery-Id": {delivery}, "webhook-signature": {"v1,abc"}}}
 }
 
 func send(t testing.TB, p *nats.Publisher, tg destination.Target, m destination.Message) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return p.Send(ctx, tg, m)
+	return p.Send(ctx, tg, m).Err
 }
 
 func TestPublish_LandsInTheStreamWithMsgIDAndHeaders_AndARedeliveryIsDeduplicated(t *testing.T) {
@@ -97,11 +97,16 @@ func TestProbe_NeedsTheStreamToExist(t *testing.T) {
 	p := publisher(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res := destination.Probe(ctx, p, target(n, "events.acme", "MISSING"), []string{"whsec_" + strings.Repeat("A", 32)}, "acme", "sub_1", time.Now())
+	r := destination.NewRegistry(10*time.Second, map[string]destination.Driver{hub.DestinationNATS: p})
+	signed := func(t destination.Target) destination.Target {
+		t.Secrets = []string{"whsec_" + strings.Repeat("A", 32)}
+		return t
+	}
+	res := r.Probe(ctx, signed(target(n, "events.acme", "MISSING")), "acme", "sub_1", time.Now())
 	if res.Passed || !strings.Contains(res.Error, `stream "MISSING" does not exist`) {
 		t.Fatalf("probe %+v", res)
 	}
-	res = destination.Probe(ctx, p, target(n, "events.acme", "EVENTS"), []string{"whsec_" + strings.Repeat("A", 32)}, "acme", "sub_1", time.Now())
+	res = r.Probe(ctx, signed(target(n, "events.acme", "EVENTS")), "acme", "sub_1", time.Now())
 	if !res.Passed {
 		t.Fatalf("probe %+v", res)
 	}

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -51,7 +50,7 @@ type Options struct {
 	Now      func() time.Time // the clock of idle clients; nil means time.Now
 }
 
-// Publisher is a destination.Sender for Pub/Sub, shared by the process's
+// Publisher is the destination.Driver for Pub/Sub, shared by the process's
 // attempts.
 type Publisher struct {
 	o       Options
@@ -79,11 +78,15 @@ func New(o Options) (*Publisher, error) {
 	})}, nil
 }
 
-// Send publishes m to t's topic with ordering key = the tenant and
-// returns nil once the server gave it a message ID; ctx bounds the wait.
+// Send publishes m to t's topic with ordering key = the tenant; it
+// succeeds once the server gave it a message ID; ctx bounds the wait.
 // A verification (m.Probe) is published the same way: a topic that does
 // not exist fails it, naming the topic.
-func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) error {
+func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
+	return destination.Result{Err: p.send(ctx, t, m)}
+}
+
+func (p *Publisher) send(ctx context.Context, t destination.Target, m destination.Message) error {
 	if t.Project == "" || t.Topic == "" {
 		return errors.New("pubsub: the destination has no project or topic")
 	}
@@ -167,13 +170,8 @@ func describe(err error) string {
 // and webhook-* values, in a stable order for nothing but tidiness.
 func attributes(m destination.Message) map[string]string {
 	a := make(map[string]string, len(m.Headers)+1)
-	keys := make([]string, 0, len(m.Headers))
-	for k := range m.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		a[k] = m.Headers[k]
+	for k, v := range m.BrokerHeaders() {
+		a[k] = v
 	}
 	if m.ContentType != "" {
 		a["content-type"] = m.ContentType

@@ -3,6 +3,7 @@ package pubsub_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -40,15 +41,15 @@ func target(t testing.TB, topic string) destination.Target {
 func message(tenant, id string) destination.Message {
 	return destination.Message{ID: id, EventType: "transaction.posted", TenantID: tenant, ContentType: "application/json",
 		Body: []byte(`{"id":"` + id + `"}`), Time: time.Unix(1700000000, 0),
-		Headers: map[string]string{"ce-id": id, "ce-type": "com.lerian.transaction.posted.v1", "ce-specversion": "1.0",
-			"X-Lerian-Delivery-Id": "att_" + id, "webhook-signature": "v1,abc"}}
+		Headers: http.Header{"ce-id": {id}, "ce-type": {"com.lerian.transaction.posted.v1"}, "ce-specversion": {"1.0"},
+			"X-Lerian-Delivery-Id": {"att_" + id}, "webhook-signature": {"v1,abc"}}}
 }
 
 func send(t testing.TB, p *pubsub.Publisher, tg destination.Target, m destination.Message) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return p.Send(ctx, tg, m)
+	return p.Send(ctx, tg, m).Err
 }
 
 // Binary mode: data = the body, attributes = the headers and
@@ -103,7 +104,12 @@ func TestProbe_PublishesAndAMissingTopicFailsNamingIt(t *testing.T) {
 	p := publisher(t, ps)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res := destination.Probe(ctx, p, target(t, "events"), []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "acme", "sub_1", time.Now())
+	r := destination.NewRegistry(10*time.Second, map[string]destination.Driver{hub.DestinationPubSub: p})
+	signed := func(t destination.Target) destination.Target {
+		t.Secrets = []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+		return t
+	}
+	res := r.Probe(ctx, signed(target(t, "events")), "acme", "sub_1", time.Now())
 	if !res.Passed {
 		t.Fatalf("probe: %s", res.Error)
 	}
@@ -112,7 +118,7 @@ func TestProbe_PublishesAndAMissingTopicFailsNamingIt(t *testing.T) {
 		got[0].OrderingKey != "acme" || !strings.Contains(string(got[0].Data), "sub_1") {
 		t.Fatalf("published %+v", got)
 	}
-	res = destination.Probe(ctx, p, target(t, "missing"), []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "acme", "sub_1", time.Now())
+	res = r.Probe(ctx, signed(target(t, "missing")), "acme", "sub_1", time.Now())
 	if res.Passed || !strings.Contains(res.Error, `topic "projects/acme-events/topics/missing" does not exist`) {
 		t.Fatalf("probe of a missing topic: %+v", res)
 	}
@@ -161,15 +167,15 @@ func TestPublish_AnErrorDoesNotLeaveTheOrderingKeyPaused(t *testing.T) {
 // resumed then: a later attempt goes through.
 func TestPublish_TheAttemptsContextBoundsTheWait(t *testing.T) {
 	ps := testkit.NewPubSub(t, pstest.ServerReactorOption{FuncName: "Publish",
-		Reactor: &failOnce{n: 1, code: codes.Internal, wait: 700 * time.Millisecond}})
+		Reactor: &failOnce{n: 1, code: codes.Internal, wait: 5 * time.Second}})
 	ps.CreateTopic(t, project, "events")
 	p := publisher(t, ps)
 	tg := target(t, "events")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := p.Send(ctx, tg, message("acme", "evt-1"))
-	if err == nil || !strings.Contains(err.Error(), "within the delivery timeout") || time.Since(start) > 500*time.Millisecond {
+	err := p.Send(ctx, tg, message("acme", "evt-1")).Err
+	if err == nil || !strings.Contains(err.Error(), "within the delivery timeout") || time.Since(start) >= 5*time.Second {
 		t.Fatalf("after %s: %v", time.Since(start), err)
 	}
 	testkit.WaitFor(t, "a later attempt through", func() bool { return send(t, p, tg, message("acme", "evt-1")) == nil })

@@ -35,7 +35,7 @@ type Options struct {
 	Now    func() time.Time // the clock of idle connections; nil means time.Now
 }
 
-// Publisher is a destination.Sender for RabbitMQ, shared by the process's
+// Publisher is the destination.Driver for RabbitMQ, shared by the process's
 // attempts: one connection and one confirming channel per broker URL.
 type Publisher struct {
 	o     Options
@@ -60,7 +60,11 @@ func New(o Options) (*Publisher, error) {
 // persistent, mandatory message and waits for the broker's confirm. A
 // message the broker returns (no queue bound) or nacks is a failure; a
 // verification (m.Probe) is not mandatory.
-func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) error {
+func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
+	return destination.Result{Err: p.send(ctx, t, m)}
+}
+
+func (p *Publisher) send(ctx context.Context, t destination.Target, m destination.Message) error {
 	raw, err := brokerURL(t)
 	if err != nil {
 		return err
@@ -74,7 +78,7 @@ func (p *Publisher) Send(ctx context.Context, t destination.Target, m destinatio
 	}
 	defer release()
 	headers := make(amqp.Table, len(m.Headers))
-	for k, v := range m.Headers {
+	for k, v := range m.BrokerHeaders() {
 		headers[k] = v
 	}
 	pub := amqp.Publishing{

@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,12 +13,11 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
 )
 
 func publisher(t testing.TB, name string) *rabbitmq.Publisher {
 	t.Helper()
-	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	p, err := rabbitmq.New(rabbitmq.Options{Dial: d.DialContext, Name: name})
 	if err != nil {
 		t.Fatal(err)
@@ -46,14 +46,14 @@ func target(t testing.TB, r *testkit.Rabbit, routingKey string) destination.Targ
 func message(id, delivery string) destination.Message {
 	return destination.Message{ID: id, EventType: "transaction.posted", TenantID: "acme", ContentType: "application/json",
 		Body: []byte(`{"id":"` + id + `"}`), Time: time.Unix(1700000000, 0),
-		Headers: map[string]string{"ce-id": id, "X-Lerian-Delivery-Id": delivery, "webhook-signature": "v1,abc"}}
+		Headers: http.Header{"ce-id": {id}, "X-Lerian-Delivery-Id": {delivery}, "webhook-signature": {"v1,abc"}}}
 }
 
 func send(t testing.TB, p *rabbitmq.Publisher, tg destination.Target, m destination.Message) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 	defer cancel()
-	return p.Send(ctx, tg, m)
+	return p.Send(ctx, tg, m).Err
 }
 
 func TestPublish_PersistentWithPropertiesHeadersAndTemplatedKey(t *testing.T) {
@@ -118,7 +118,7 @@ func TestPublish_ReconnectsAfterTheBrokerClosedTheConnection(t *testing.T) {
 
 func TestPublish_RefusesAPrivateBrokerUnlessAllowed(t *testing.T) {
 	r := testkit.NewRabbit(t, "#")
-	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: false})
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: false})
 	p, err := rabbitmq.New(rabbitmq.Options{Dial: d.DialContext})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestPublish_AnIdleConnectionIsClosed(t *testing.T) {
 	r := testkit.NewRabbit(t, "#")
 	name := "test-" + testkit.UniqueName()
 	clock := testkit.NewClock()
-	d := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: true})
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	p, err := rabbitmq.New(rabbitmq.Options{Dial: d.DialContext, Name: name, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestPublish_ThroughACutOrFrozenNetworkTheNextAttemptDialsAgain(t *testing.T
 	// A short timeout for the attempt that meets the frozen connection;
 	// the next one has the test's patience, far beyond the heartbeat.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err = p.Send(ctx, tg, message("evt-3", "att_3"))
+	err = p.Send(ctx, tg, message("evt-3", "att_3")).Err
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "no confirm") {
 		t.Fatalf("a publish on a frozen connection: %v, want no confirm within the timeout", err)

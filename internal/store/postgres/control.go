@@ -123,6 +123,18 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) { return scanSubscription(r) })
 }
 
+func (db *DB) ListDisabledSubscriptions(ctx context.Context, limit int) (_ []hub.Subscription, err error) {
+	defer wrap(&err, "ListDisabledSubscriptions")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
+	rows, err := db.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
+		WHERE NOT enabled AND disabled_reason <> '' AND deleted_at IS NULL
+		ORDER BY disabled_at DESC NULLS LAST, id LIMIT $1`, store.ClampLimit(limit, 50, 1000))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) { return scanSubscription(r) })
+}
+
 func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "UpdateSubscription")
 	defer db.budgets.use(ctx, store.BudgetAPI)()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -75,7 +76,7 @@ func (db *DB) PruneDLQRecords(ctx context.Context, before time.Time, batch int) 
 	defer wrap(&err, "PruneDLQRecords")
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if batch <= 0 {
-		batch = store.DefaultPruneBatch
+		batch = config.DefaultPruneBatch
 	}
 	tag, err := db.pool.Exec(ctx, `DELETE FROM producer_dlq_records WHERE id IN (
 		SELECT id FROM producer_dlq_records WHERE received_at < $1 ORDER BY received_at LIMIT $2)`, before, batch)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -78,7 +79,7 @@ func (db *DB) ReapIdempotencyKeys(ctx context.Context, batch int) (n int, err er
 	defer wrap(&err, "ReapIdempotencyKeys")
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if batch <= 0 {
-		batch = store.DefaultPruneBatch
+		batch = config.DefaultPruneBatch
 	}
 	tag, err := db.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (principal, idem_key) IN (
 		SELECT principal, idem_key FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)`, db.opts.Stamp(), batch)

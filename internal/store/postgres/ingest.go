@@ -33,6 +33,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 			if res.Outcomes, res.Jobs, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
 				return err
 			}
+			res.Tenants = store.AcceptedTenants(p.Events, res.Outcomes)
 		}
 		if len(p.Rejected) > 0 {
 			if err := db.queueRejections(w, p.Rejected, now); err != nil {

@@ -170,6 +170,17 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 	return collect(rows, scanSubscription)
 }
 
+func (db *DB) ListDisabledSubscriptions(ctx context.Context, limit int) (_ []hub.Subscription, err error) {
+	defer wrap(&err, "ListDisabledSubscriptions")
+	rows, err := db.r.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
+		WHERE enabled = 0 AND disabled_reason <> '' AND deleted_at IS NULL
+		ORDER BY disabled_at IS NULL, disabled_at DESC, id LIMIT ?`, store.ClampLimit(limit, 50, 1000))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanSubscription)
+}
+
 func (db *DB) UpdateSubscription(ctx context.Context, s hub.Subscription) (_ hub.Subscription, err error) {
 	defer wrap(&err, "UpdateSubscription")
 	args, filters, err := subscriptionArgs(s)

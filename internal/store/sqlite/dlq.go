@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -82,7 +83,7 @@ func (db *DB) ListDLQRecords(ctx context.Context, p store.ListDLQParams) (_ []st
 func (db *DB) PruneDLQRecords(ctx context.Context, before time.Time, batch int) (_ int, err error) {
 	defer wrap(&err, "PruneDLQRecords")
 	if batch <= 0 {
-		batch = store.DefaultPruneBatch
+		batch = config.DefaultPruneBatch
 	}
 	return db.exec(ctx, `DELETE FROM producer_dlq_records WHERE id IN (
 		SELECT id FROM producer_dlq_records WHERE received_at < ? ORDER BY received_at LIMIT ?)`, micros(before), batch)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -78,7 +79,7 @@ func (db *DB) ReleaseIdempotencyKey(ctx context.Context, principal, key, token s
 func (db *DB) ReapIdempotencyKeys(ctx context.Context, batch int) (n int, err error) {
 	defer wrap(&err, "ReapIdempotencyKeys")
 	if batch <= 0 {
-		batch = store.DefaultPruneBatch
+		batch = config.DefaultPruneBatch
 	}
 	res, err := db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE rowid IN (
 		SELECT rowid FROM idempotency_keys WHERE expires_at <= ?1 LIMIT ?2)`, micros(db.opts.Stamp()), batch)

@@ -24,8 +24,8 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 			if err != nil {
 				return err
 			}
-			res.Outcomes = outcomes
-			if res.Jobs, err = match(ctx, tx, p.Events, outcomes, fromMicros(now)); err != nil {
+			res.Outcomes, res.Tenants = outcomes, store.AcceptedTenants(p.Events, outcomes)
+			if res.Jobs, err = match(ctx, tx, p.Events, res.Tenants, outcomes, fromMicros(now)); err != nil {
 				return err
 			}
 			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
@@ -161,10 +161,10 @@ func anys[T any](s []T) []any {
 	return out
 }
 
-// match creates the delivery jobs of the batch's accepted events, in the
-// ingest transaction: an event is never stored without its jobs.
-func match(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []store.Outcome, now time.Time) (int, error) {
-	tenants := store.AcceptedTenants(events, outcomes)
+// match creates the delivery jobs of the batch's accepted events, of
+// tenants (AcceptedTenants), in the ingest transaction: an event is never
+// stored without its jobs.
+func match(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string, outcomes []store.Outcome, now time.Time) (int, error) {
 	if len(tenants) == 0 {
 		return 0, nil
 	}

@@ -50,6 +50,11 @@ func testIngest(t *testing.T, open Opener) {
 		}})
 		// A ce-id is unique per tenant: b's "1" is not a's "1".
 		wantOutcomes(t, res, discard(hub.ReasonDuplicate), accept(2), discard(hub.ReasonDuplicate), accept(1))
+		// The tenants with new events, once each in first order: whom
+		// ingest wakes.
+		if !reflect.DeepEqual(res.Tenants, []string{"a", "b"}) {
+			t.Fatalf("tenants = %v, want [a b]", res.Tenants)
+		}
 		got := e.events(t, "a")
 		if len(got) != 2 || string(got[0].Data) != `{"id":"1"}` || got[1].ID != "2" {
 			t.Fatalf("inbox of a = %+v", got)
@@ -64,6 +69,9 @@ func testIngest(t *testing.T, open Opener) {
 			NewEvent("nobody", "1"), NewEvent("off", "1"), NewEvent("on", "1"),
 		}})
 		wantOutcomes(t, res, discard(hub.ReasonUnknownTenant), discard(hub.ReasonInactiveTenant), accept(1))
+		if !reflect.DeepEqual(res.Tenants, []string{"on"}) {
+			t.Fatalf("tenants = %v, want [on]: a discarded event's tenant has nothing new", res.Tenants)
+		}
 		if got := e.events(t, "off"); len(got) != 0 {
 			t.Fatalf("inactive tenant's inbox = %+v", got)
 		}
@@ -136,8 +144,8 @@ func testIngest(t *testing.T, open Opener) {
 	t.Run("EmptyBatchIsANoOp", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		res := e.ingest(t, store.IngestParams{})
-		if len(res.Outcomes) != 0 {
-			t.Fatalf("outcomes = %+v", res.Outcomes)
+		if len(res.Outcomes) != 0 || len(res.Tenants) != 0 {
+			t.Fatalf("result = %+v", res)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 )
 
 type seen struct {
@@ -39,7 +40,7 @@ func probeServer(t *testing.T, answer func(w http.ResponseWriter, challenge stri
 }
 
 func TestProbe_PassesOnlyWhenTheChallengeComesBack(t *testing.T) {
-	secret := NewSecret()
+	secret := destination.NewSecret()
 	cases := []struct {
 		name   string
 		answer func(w http.ResponseWriter, challenge string)
@@ -61,11 +62,13 @@ func TestProbe_PassesOnlyWhenTheChallengeComesBack(t *testing.T) {
 			if tc.answer == nil {
 				timeout = 100 * time.Millisecond
 			}
-			c := newClient(t, ClientOptions{AllowPrivate: true, Timeout: timeout})
-			target := Target{URL: url, Secrets: []string{secret}, AuthType: hub.AuthBearer,
-				Credentials: hub.Credentials{Token: "t0k"}, Headers: map[string]string{"X-Custom": "v"}}
+			r := destination.NewRegistry(timeout, map[string]destination.Driver{
+				hub.DestinationWebhook: New(destination.NewDialer(destination.DialOptions{AllowPrivate: true}))})
+			target := destination.Target{Destination: hub.Destination{Type: hub.DestinationWebhook, URL: url,
+				AuthType: hub.AuthBearer, Headers: map[string]string{"X-Custom": "v"}},
+				Secrets: []string{secret}, Credentials: hub.Credentials{Token: "t0k"}}
 			now := time.Unix(1_800_000_000, 0)
-			res := Probe(context.Background(), c, target, "sub_1", now)
+			res := r.Probe(context.Background(), target, "tnt_1", "sub_1", now)
 			if res.Passed != tc.pass || res.StatusCode != tc.status || !strings.Contains(res.Error, tc.err) {
 				t.Fatalf("result %+v, want passed=%v status=%d error~%q", res, tc.pass, tc.status, tc.err)
 			}
@@ -75,10 +78,10 @@ func TestProbe_PassesOnlyWhenTheChallengeComesBack(t *testing.T) {
 				t.Fatalf("probe body %s", s.body)
 			}
 			h := s.header
-			key, _ := SecretKey(secret)
+			key, _ := destination.SecretKey(secret)
 			if h.Get("X-Lerian-Event-Type") != "hub.verification" || !strings.HasPrefix(h.Get("webhook-id"), "probe_") ||
 				h.Get("webhook-timestamp") != strconv.FormatInt(now.Unix(), 10) ||
-				h.Get("webhook-signature") != Signature(key, h.Get("webhook-id"), now.Unix(), s.body) ||
+				h.Get("webhook-signature") != destination.Signature(key, h.Get("webhook-id"), now.Unix(), s.body) ||
 				h.Get("Authorization") != "Bearer t0k" || h.Get("X-Custom") != "v" || h.Get("Content-Type") != "application/json" ||
 				h.Get("User-Agent") != "streaming-hub/"+hub.Version {
 				t.Fatalf("probe headers %v", h)

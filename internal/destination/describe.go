@@ -1,4 +1,4 @@
-package webhook
+package destination
 
 import (
 	"context"
@@ -94,3 +94,17 @@ func scrubAddrs(s string) string {
 		return "<address>"
 	})
 }
+
+// Described is err with Describe's text, for a tenant to read; errors.As
+// and errors.Is still see err.
+func Described(err error) error {
+	if err == nil {
+		return nil
+	}
+	return describedError{err}
+}
+
+type describedError struct{ err error }
+
+func (e describedError) Error() string { return Describe(e.err) }
+func (e describedError) Unwrap() error { return e.err }

@@ -7,12 +7,11 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 )
 
 // fakeDNS answers fixed addresses, like a resolver an attacker controls.
@@ -42,19 +41,13 @@ func sink(t *testing.T) (port string, hits *atomic.Int64) {
 	return u.Port(), hits
 }
 
-func newClient(t *testing.T, o ClientOptions) *http.Client {
+// newClient is the webhook client over a dialer of o, with a timeout of
+// its own (in the hub the send path gives the deadline).
+func newClient(t *testing.T, o destination.DialOptions, timeout time.Duration) *http.Client {
 	t.Helper()
-	c, err := NewClient(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := NewClient(destination.NewDialer(o))
+	c.Timeout = timeout
 	return c
-}
-
-func TestClient_WithoutATimeoutIsAnError(t *testing.T) {
-	if _, err := NewClient(ClientOptions{}); err == nil || !strings.Contains(err.Error(), "Timeout") {
-		t.Fatalf("err = %v, want one naming Timeout", err)
-	}
 }
 
 func TestClient_RefusesAPublicLookingNameThatResolvesPrivate(t *testing.T) {
@@ -64,10 +57,10 @@ func TestClient_RefusesAPublicLookingNameThatResolvesPrivate(t *testing.T) {
 		"internal.example.com": addrs("10.1.2.3", "169.254.169.254"),
 		"mapped.example.com":   addrs("::ffff:127.0.0.1"),
 	}
-	c := newClient(t, ClientOptions{Resolver: dns, Timeout: 2 * time.Second})
+	c := newClient(t, destination.DialOptions{Resolver: dns}, 2*time.Second)
 	for _, host := range []string{"hooks.example.com", "internal.example.com", "mapped.example.com", "127.0.0.1", "[::1]"} {
 		_, err := c.Post("http://"+host+":"+port+"/hook", "application/json", nil)
-		var refused *RefusedError
+		var refused *destination.RefusedError
 		if !errors.As(err, &refused) {
 			t.Errorf("%s: err = %v, want a refusal", host, err)
 		}
@@ -77,7 +70,7 @@ func TestClient_RefusesAPublicLookingNameThatResolvesPrivate(t *testing.T) {
 	}
 
 	// With private sinks allowed (dev mode) the same name is dialed.
-	allowed := newClient(t, ClientOptions{Resolver: dns, AllowPrivate: true, Timeout: time.Minute}) // a safety net, not a speed
+	allowed := newClient(t, destination.DialOptions{Resolver: dns, AllowPrivate: true}, time.Minute) // a safety net, not a speed
 	resp, err := allowed.Post("http://hooks.example.com:"+port+"/hook", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +85,7 @@ func TestClient_DialsOnlyThePublicAddressesOfAMixedAnswer(t *testing.T) {
 	// The public address does not answer (this machine has no route out);
 	// the only way to succeed would be falling back to the private one.
 	port, hits := sink(t)
-	c := newClient(t, ClientOptions{Resolver: fakeDNS{"mixed.example.com": addrs("1.2.3.4", "127.0.0.1")}, Timeout: time.Second})
+	c := newClient(t, destination.DialOptions{Resolver: fakeDNS{"mixed.example.com": addrs("1.2.3.4", "127.0.0.1")}}, time.Second)
 	if _, err := c.Post("http://mixed.example.com:"+port+"/", "text/plain", nil); err == nil {
 		t.Fatal("a mixed answer reached the private address")
 	}
@@ -109,7 +102,7 @@ func TestClient_NeverFollowsRedirects(t *testing.T) {
 		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	resp, err := newClient(t, ClientOptions{AllowPrivate: true, Timeout: config.Defaults(config.Serve).DeliveryTimeout}).Post(redirector.URL, "text/plain", nil)
+	resp, err := newClient(t, destination.DialOptions{AllowPrivate: true}, time.Minute).Post(redirector.URL, "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

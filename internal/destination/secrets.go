@@ -1,4 +1,4 @@
-package webhook
+package destination
 
 import (
 	"time"
@@ -27,12 +27,9 @@ func SealSecrets(k *envelope.Keyring, sub *hub.Subscription, sec hub.Subscriptio
 // TargetOf is sub's destination with its secrets opened, signing with the
 // secrets valid at now.
 func TargetOf(sub hub.Subscription, sec hub.SubscriptionSecrets, now time.Time) Target {
-	return Target{
-		URL:            sub.Destination.URL,
-		Headers:        sub.Destination.Headers,
-		AuthType:       sub.Destination.AuthType,
-		AuthHeaderName: sub.Destination.AuthHeaderName,
-		Credentials:    sec.Auth,
-		Secrets:        sec.Valid(now),
+	creds := sec.Auth
+	if sub.Destination.Type != hub.DestinationWebhook {
+		creds = sec.Broker
 	}
+	return Target{Destination: sub.Destination, Credentials: creds, Secrets: sec.Valid(now)}
 }

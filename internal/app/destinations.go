@@ -10,16 +10,17 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/destination/pubsub"
 	"github.com/lerianstudio/streaming-hub/internal/destination/rabbitmq"
-	"github.com/lerianstudio/streaming-hub/internal/webhook"
+	"github.com/lerianstudio/streaming-hub/internal/destination/webhook"
 )
 
-// newSenders makes the broker destinations' senders. They dial like the
-// webhook client: a broker host that resolves to a private address is
-// refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is true. Pub/Sub's
-// client talks to Google's endpoint only (or PUBSUB_EMULATOR_HOST's, an
-// operator's setting for local use).
-func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.Sender, error) {
-	dialer := webhook.NewDialer(webhook.ClientOptions{AllowPrivate: cfg.AllowPrivateSinks})
+// newDestinations makes the one send path: a driver per destination type,
+// each dialing through the same SSRF-safe dialer (a host that resolves to a
+// private address is refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is
+// true), and the delivery timeout. Pub/Sub's client talks to Google's
+// endpoint only (or PUBSUB_EMULATOR_HOST's, an operator's setting for
+// local use).
+func newDestinations(cfg config.Config, logger *slog.Logger) (*destination.Registry, error) {
+	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: cfg.AllowPrivateSinks})
 	rabbit, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Logger: logger.With("component", "rabbitmq")})
 	if err != nil {
 		return nil, err
@@ -36,6 +37,11 @@ func newSenders(cfg config.Config, logger *slog.Logger) (map[string]destination.
 	if err != nil {
 		return nil, err
 	}
-	return map[string]destination.Sender{hub.DestinationRabbitMQ: rabbit, hub.DestinationKafka: kfk, hub.DestinationNATS: nts,
-		hub.DestinationPubSub: ps}, nil
+	return destination.NewRegistry(cfg.DeliveryTimeout, map[string]destination.Driver{
+		hub.DestinationWebhook:  webhook.New(dialer),
+		hub.DestinationRabbitMQ: rabbit,
+		hub.DestinationKafka:    kfk,
+		hub.DestinationNATS:     nts,
+		hub.DestinationPubSub:   ps,
+	}), nil
 }

@@ -14,16 +14,19 @@ import (
 func TestEventHeaders_ProducerKey(t *testing.T) {
 	ev := hub.Event{ID: "e", TenantID: "acme", ProducerKeyID: "k1",
 		Extensions: map[string]string{"ce-sig": "v1.x", "ce-sigkid": "k1", "ce-sigts": "2026-09-26T12:00:05Z"}}
-	h := eventHeaders(ev, "att_1", "")
+	h := destination.EventHeaders(ev, "att_1", "")
 	if got := h.Get("X-Lerian-Producer-Key"); got != "k1" {
 		t.Fatalf("X-Lerian-Producer-Key = %q", got)
 	}
-	broker := destination.HeadersOf(h)
+	broker := map[string]string{}
+	for k, v := range (destination.Message{Headers: h}).BrokerHeaders() {
+		broker[k] = v
+	}
 	if broker["X-Lerian-Producer-Key"] != "k1" || broker["ce-sig"] != "v1.x" || broker["ce-sigkid"] != "k1" || broker["ce-sigts"] != "2026-09-26T12:00:05Z" {
 		t.Fatalf("broker headers %v", broker)
 	}
 	ev.ProducerKeyID = ""
-	if _, ok := eventHeaders(ev, "att_2", "")["X-Lerian-Producer-Key"]; ok {
+	if _, ok := destination.EventHeaders(ev, "att_2", "")["X-Lerian-Producer-Key"]; ok {
 		t.Fatal("an unsigned event names a producer key")
 	}
 }

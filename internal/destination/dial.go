@@ -1,11 +1,10 @@
-package webhook
+package destination
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"syscall"
@@ -18,14 +17,14 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// ClientOptions configure NewClient.
-type ClientOptions struct {
-	Timeout      time.Duration // whole attempt: STREAMING_HUB_DELIVERY_TIMEOUT
-	AllowPrivate bool          // STREAMING_HUB_ALLOW_PRIVATE_SINKS
-	Resolver     Resolver      // nil means net.DefaultResolver
+// DialOptions configure NewDialer.
+type DialOptions struct {
+	AllowPrivate bool     // STREAMING_HUB_ALLOW_PRIVATE_SINKS
+	Resolver     Resolver // nil means net.DefaultResolver
 }
 
-// MaxResponseHeaderBytes bounds the headers of a destination's answer.
+// MaxResponseHeaderBytes bounds the headers of a webhook destination's
+// answer.
 const MaxResponseHeaderBytes = 64 << 10
 
 // RefusedError is a destination refused at dial time: every address its
@@ -39,46 +38,16 @@ func (e *RefusedError) Error() string {
 	return Describe(e)
 }
 
-// NewClient returns the HTTP client for destinations. It resolves names
-// itself and dials only public addresses (unless AllowPrivate), so a name
-// that resolves to a private address - at create time or any time after -
-// is refused. It never follows redirects and ignores proxy variables.
-func NewClient(o ClientOptions) (*http.Client, error) {
-	if o.Timeout <= 0 {
-		return nil, fmt.Errorf("webhook.ClientOptions: Timeout must be positive, got %v", o.Timeout)
-	}
-	d := newDialer(o)
-	return &http.Client{
-		Timeout: o.Timeout,
-		Transport: &http.Transport{
-			DialContext:       d.DialContext,
-			ForceAttemptHTTP2: true,
-			// Workers reuse connections: a busy destination keeps one
-			// per concurrent attempt instead of dialing for each.
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-			// A receiver flooding headers cannot make the hub hold
-			// megabytes per attempt (Go's default is 10 MiB).
-			MaxResponseHeaderBytes: MaxResponseHeaderBytes,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, nil
-}
-
 // Dialer dials only public addresses (unless AllowPrivate), resolving
-// names itself: the SSRF rule of webhooks, for broker destinations too.
+// names itself: the SSRF rule of webhooks, for broker destinations too. It
+// is what drivers are given to dial with.
 type Dialer interface {
 	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// NewDialer returns the dialer NewClient's requests use (o.Timeout is not
-// used).
-func NewDialer(o ClientOptions) Dialer { return newDialer(o) }
-
-func newDialer(o ClientOptions) *dialer {
+// NewDialer returns the dialer every driver dials with: the webhook's HTTP
+// client and the brokers' connections.
+func NewDialer(o DialOptions) Dialer {
 	d := &dialer{allowPrivate: o.AllowPrivate, resolver: o.Resolver}
 	if d.resolver == nil {
 		d.resolver = net.DefaultResolver

@@ -1,4 +1,4 @@
-package dispatch
+package destination
 
 import (
 	"net/http"
@@ -7,18 +7,18 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// eventHeaders are the hub's headers of an attempt: X-Lerian-* and the
+// EventHeaders are the hub's headers of an attempt of ev: X-Lerian-* and the
 // CloudEvents HTTP binary-mode ce-* attributes as ingested, and the W3C
 // trace context: traceparent (the attempt's own, "" for an event without
 // trace context) and the event's tracestate unchanged. The Standard
-// Webhooks signature, auth and custom headers are added by webhook.NewRequest.
-func eventHeaders(ev hub.Event, deliveryID, traceparent string) http.Header {
+// Webhooks signature is added by the send path (destination.Registry.Send),
+// a webhook's auth and custom headers by its driver.
+func EventHeaders(ev hub.Event, deliveryID, traceparent string) http.Header {
 	h := http.Header{
 		"X-Lerian-Event-Id":    {ev.ID},
 		"X-Lerian-Delivery-Id": {deliveryID},
 		"X-Lerian-Event-Type":  {ev.EventType},
 		"X-Lerian-Tenant-Id":   {ev.TenantID},
-		"X-Lerian-Sequence":    {strconv.FormatInt(ev.Sequence, 10)},
 		// Lower-case keys are sent as written: exactly the attribute names.
 		"ce-id":            {ev.ID},
 		"ce-type":          {ev.Type},
@@ -27,6 +27,10 @@ func eventHeaders(ev hub.Event, deliveryID, traceparent string) http.Header {
 		"ce-time":          {ev.Time},
 		"ce-tenantid":      {ev.TenantID},
 		"ce-schemaversion": {ev.SchemaVersion},
+	}
+	if ev.Sequence != 0 {
+		// Every stored event has one; a test event has none.
+		h["X-Lerian-Sequence"] = []string{strconv.FormatInt(ev.Sequence, 10)}
 	}
 	if ev.ProducerKeyID != "" {
 		// The producer key whose signature verified at ingest (SPEC 27).

@@ -1,4 +1,4 @@
-package webhook
+package destination
 
 import (
 	"net/netip"

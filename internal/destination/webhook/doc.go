@@ -1,0 +1,5 @@
+// Package webhook is the webhook destination driver (SPEC 5, 7, 29): it
+// POSTs a message, signed and with the destination's auth and custom
+// headers, through an HTTP client that dials only what destination's
+// dialer allows and never follows redirects.
+package webhook

@@ -1,0 +1,45 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"net/http"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+)
+
+// newRequest builds the POST of m to t. Custom headers go first, then the
+// auth, and m's headers (the hub's own and the signature) last, so nothing
+// a subscriber configured can replace them (validation refuses it anyway).
+func newRequest(ctx context.Context, t destination.Target, m destination.Message) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(m.Body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	switch t.AuthType {
+	case hub.AuthBearer:
+		req.Header.Set("Authorization", "Bearer "+t.Credentials.Token)
+	case hub.AuthBasic:
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(t.Credentials.Username+":"+t.Credentials.Password)))
+	case hub.AuthHeader:
+		req.Header.Set(t.AuthHeaderName, t.Credentials.Value)
+	}
+	for k, vs := range m.Headers {
+		req.Header[k] = vs
+	}
+	return req, nil
+}
+
+// readLimited reads at most n bytes of r and drains (a bounded amount of)
+// the rest so the connection can be reused.
+func readLimited(r io.Reader, n int64) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r, n))
+	io.CopyN(io.Discard, r, 64<<10)
+	return b
+}

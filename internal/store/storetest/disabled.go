@@ -1,0 +1,55 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// testDisabled: the operator overview's list of subscriptions the hub
+// disabled comes from one query across tenants, most recently disabled
+// first, without the enabled, the disabled by hand (no reason) or the
+// deleted.
+func testDisabled(t *testing.T, open Opener) {
+	e := setup(t, open, store.Options{})
+	e.tenant(t, "a", "")
+	e.tenant(t, "b", "")
+	disable := func(tenant, id, reason string, at time.Time, enabled bool) {
+		t.Helper()
+		s := e.subscribe(t, tenant, id, 1)
+		s.Enabled, s.DisabledReason = enabled, reason
+		if reason != "" {
+			s.DisabledAt = &at
+		}
+		if _, err := e.store.UpdateSubscription(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := e.clock.Now()
+	disable("a", "sub_old", "auto-disabled: failing for 5 days", now.Add(-2*time.Hour), false)
+	disable("b", "sub_new", "verification probe failed: timeout", now.Add(-time.Hour), false)
+	disable("a", "sub_hand", "", now, false)
+	disable("b", "sub_live", "", now, true)
+	disable("a", "sub_gone", "auto-disabled", now, false)
+	if err := e.store.DeleteSubscription(e.ctx, "a", "sub_gone"); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := e.store.ListDisabledSubscriptions(e.ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		ids = append(ids, s.TenantID+"/"+s.ID+": "+s.DisabledReason)
+	}
+	want := []string{"b/sub_new: verification probe failed: timeout", "a/sub_old: auto-disabled: failing for 5 days"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("disabled = %q, want %q", ids, want)
+	}
+	if got, err := e.store.ListDisabledSubscriptions(e.ctx, 1); err != nil || len(got) != 1 || got[0].ID != "sub_new" {
+		t.Fatalf("limit 1: %+v, %v", got, err)
+	}
+}
