@@ -28,8 +28,8 @@ var (
 // Google's token endpoints: a key naming another would have the hub post
 // signed assertions to a host of the tenant's choosing.
 var googleTokenURIs = map[string]bool{
-	"":                                          true,
-	"https://oauth2.googleapis.com/token":       true,
+	"":                                    true,
+	"https://oauth2.googleapis.com/token": true,
 	"https://accounts.google.com/o/oauth2/token": true,
 }
 
