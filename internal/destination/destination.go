@@ -66,22 +66,3 @@ type Result struct {
 	Duration time.Duration
 	Err      error
 }
-
-// Sender is the shape the broker drivers had before Driver: Send returns nil
-// only once the broker confirmed the message. FromSender makes a Driver of
-// one.
-type Sender interface {
-	Send(ctx context.Context, t Target, m Message) error
-	Close() error
-}
-
-// FromSender is the Driver of s: its error is the attempt's.
-func FromSender(s Sender) Driver { return senderDriver{s} }
-
-type senderDriver struct{ s Sender }
-
-func (d senderDriver) Send(ctx context.Context, t Target, m Message) Result {
-	return Result{Err: d.s.Send(ctx, t, m)}
-}
-
-func (d senderDriver) Close() error { return d.s.Close() }
