@@ -41,6 +41,9 @@ type Hub struct {
 	// Telemetry is what the OTEL_* variables say (telemetry.FromEnv); the
 	// zero value exports no span.
 	Telemetry telemetry.Config
+	// OnStatement, when set, is told of every PostgreSQL statement (the
+	// bench's statement counts; store.Options.OnStatement).
+	OnStatement func(sql string, took time.Duration)
 
 	Store   store.Store
 	Metrics *metrics.Metrics
@@ -112,7 +115,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	h.Metrics = metrics.New()
 	pool := store.PoolOptions{MaxConns: cfg.DatabaseMaxConns, NoIngest: !cfg.Role.Ingests(), NoDelivery: !cfg.Role.Delivers(),
 		OnWait: h.Metrics.ObservePoolWait}
-	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool}); err != nil {
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool, OnStatement: h.OnStatement}); err != nil {
 		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
 	if err := h.Store.Ping(ctx); err != nil {

@@ -53,6 +53,10 @@ type Options struct {
 	MaxRejections int
 	// Pool sizes the connection pool and divides it between budgets.
 	Pool PoolOptions
+	// OnStatement, when set, is told of every statement the PostgreSQL
+	// driver runs and its time on the client: the bench counts statements
+	// per event with it. SQLite ignores it.
+	OnStatement func(sql string, took time.Duration)
 }
 
 // DefaultMaxRejections is how many rejected records are kept.

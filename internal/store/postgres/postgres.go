@@ -51,6 +51,9 @@ func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error
 	if cfg.MaxConns < 2 {
 		return nil, fmt.Errorf("pool_max_conns must be at least 2, got %d", cfg.MaxConns)
 	}
+	if opts.OnStatement != nil {
+		cfg.ConnConfig.Tracer = observer{on: opts.OnStatement}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
