@@ -196,12 +196,13 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 			kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
 		}
 		h.Consumer, err = ingest.New(ingest.Config{
-			Ingest:   cfg.Ingest,
-			Kafka:    kafka,
-			Store:    h.Store,
-			Metrics:  h.Metrics,
-			Logger:   h.Logger.With("component", "ingest"),
-			OnJobs:   h.wakeDispatcher,
+			Ingest:  cfg.Ingest,
+			Kafka:   kafka,
+			Store:   h.Store,
+			Metrics: h.Metrics,
+			Logger:  h.Logger.With("component", "ingest"),
+			// No OnJobs: the store tells the dispatcher of the jobs ingest
+			// creates, naming their subscriptions (Store.ListenJobs).
 			OnEvents: h.Waiters.Notify,
 			Tracer:   tracer,
 		})
@@ -435,8 +436,8 @@ func (h *Hub) verified(ctx context.Context, sub hub.Subscription) error {
 	return err
 }
 
-// wakeDispatcher is ingest's in-process wake-up: a fresh job does not wait
-// for the idle poll.
+// wakeDispatcher is the API's in-process wake-up after it created jobs
+// (replays): they do not wait for the idle poll.
 func (h *Hub) wakeDispatcher() {
 	if h.Dispatcher != nil {
 		h.Dispatcher.Wake()

@@ -110,9 +110,13 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 		fenced[id] = true
 	}
 	m := d.cfg.Metrics
+	now := d.now()
 	for _, c := range cs {
 		if fenced[c.JobID] {
 			continue
+		}
+		if c.Status == hub.JobPending && c.NextAttemptAt.After(now) {
+			d.due.add(c.NextAttemptAt) // the claim loop wakes then
 		}
 		switch c.Status {
 		case hub.JobSucceeded:

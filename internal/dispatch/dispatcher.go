@@ -32,6 +32,7 @@ type Store interface {
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
 	DeadLetterOrphans(ctx context.Context) (int, error)
 	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
+	ListenJobs(ctx context.Context, p store.ListenParams) error
 }
 
 // Config configures a Dispatcher; config.Defaults fills the settings.
@@ -129,9 +130,14 @@ type Dispatcher struct {
 	// after it (Maintain).
 	lastStoreFailure atomic.Int64
 
-	// after is the clock's timer for retry waits (time.After unless a
-	// test replaces it).
-	after func(time.Duration) <-chan time.Time
+	// after is the clock's timer for retry waits, idleAfter the claim
+	// loop's (time.After unless a test replaces them).
+	after, idleAfter func(time.Duration) <-chan time.Time
+
+	// due holds when the jobs this process put back to wait (retries,
+	// throttled and shed jobs) become due: the claim loop wakes then
+	// instead of polling.
+	due dueTimes
 }
 
 // New returns a dispatcher; Run starts it.
@@ -154,7 +160,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
 		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
-		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After}, nil
+		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
 }
 
 // Stop stops claiming: it returns once no claim of Run is in progress, and
@@ -212,8 +218,8 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 	}
 }
 
-// Wake tells an idle dispatcher new jobs exist, so a fresh event does not
-// wait for the idle poll.
+// Wake tells an idle dispatcher new jobs may exist anywhere: it claims
+// across all subscriptions.
 func (d *Dispatcher) Wake() {
 	d.fullWanted.Store(true)
 	select {
@@ -349,8 +355,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	maintDone := make(chan struct{})
 	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
+	listenCtx, stopListening := context.WithCancel(ctx)
+	listenDone := make(chan struct{})
+	go func() { defer close(listenDone); d.listen(listenCtx) }()
 
 	d.claimLoop(ctx, q)
+	stopListening()
+	<-listenDone
 
 	// Stopping: give back what no worker has started.
 	d.Stop(context.Background()) // no hand-off claims from here on
@@ -456,13 +467,36 @@ func (d *Dispatcher) release(cs []store.Claimed) {
 	}
 }
 
-// claimLoop keeps the local queue fed. Claims across all subscriptions
-// (costing in proportion to them) run when woken by new jobs and on the
-// idle poll; in between, claims target the subscriptions whose jobs just
-// finished, which is what keeps a busy hub busy.
+// listen hears of the jobs ingest creates (in this process, and on
+// PostgreSQL in every process sharing the database) and wakes the claim
+// loop with their subscriptions: a targeted claim, costing in proportion
+// to them, not to every subscription.
+func (d *Dispatcher) listen(ctx context.Context) {
+	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
+		OnJobs: func(subs []string) {
+			if subs == nil {
+				d.Wake()
+				return
+			}
+			d.hintSubs(subs)
+		},
+		OnLost: func(err error) {
+			d.cfg.Logger.Warn("listening for new jobs failed; dialing again (meanwhile the idle poll finds them)", "err", err)
+		},
+	})
+	if err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Error("listening for new jobs stopped; the idle poll finds them", "err", err)
+	}
+}
+
+// claimLoop keeps the local queue fed. New jobs wake it with their
+// subscriptions (ListenJobs), and claims then target those, as they
+// target the subscriptions whose jobs just finished, which is what keeps
+// a busy hub busy. Claims across all subscriptions (costing in proportion
+// to them) run at the start, when the listening connection was lost, when
+// a job put back to wait here becomes due, and on the slow idle poll
+// (IdleInterval), the safety net for jobs made due by time elsewhere.
 func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
-	idle := time.NewTimer(0)
-	defer idle.Stop()
 	d.fullWanted.Store(true)
 	more := false // the last full claim filled its batch
 	for !d.isStopping() {
@@ -478,7 +512,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		full := d.fullWanted.Swap(false) || more
 		if !full {
 			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
-				d.waitForWork(idle)
+				d.waitForWork()
 				continue
 			}
 		}
@@ -498,23 +532,32 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
 		d.enqueue(q, claimed)
-		// A full claim that filled its batch may have left more: go on.
+		// A claim that filled its batch may have left more: go on.
 		more = full && err == nil && len(claimed) == p.Batch
+		if !full && err == nil && len(claimed) == p.Batch {
+			d.hintSubs(p.Subscriptions)
+		}
 		if err != nil {
-			d.waitForWork(idle)
+			d.waitForWork()
 		}
 	}
 }
 
-// waitForWork waits for new jobs or the idle poll (then a full claim is
-// wanted) or freed subscriptions (a targeted claim).
-func (d *Dispatcher) waitForWork(idle *time.Timer) {
-	idle.Reset(d.cfg.IdleInterval)
+// waitForWork waits for new jobs (a targeted claim, or a full one when
+// any subscription may have them), freed subscriptions (a targeted
+// claim), or the time a job put back to wait here becomes due or the idle
+// poll, whichever is first (a full claim).
+func (d *Dispatcher) waitForWork() {
+	wait := d.cfg.IdleInterval
+	if next, ok := d.due.next(); ok {
+		wait = min(wait, max(next.Sub(d.now()), 0))
+	}
 	select {
 	case <-d.stopping:
 	case <-d.wake:
 		d.fullWanted.Store(true)
-	case <-idle.C:
+	case <-d.idleAfter(wait):
+		d.due.pass(d.now())
 		d.fullWanted.Store(true)
 	case <-d.hinted:
 	}

@@ -154,6 +154,13 @@ func (s *statements) take() []StatementStat {
 
 func shortSQL(sql string) string {
 	s := strings.Join(strings.Fields(sql), " ")
+	// The claims share their first lines: name which is which.
+	switch {
+	case strings.Contains(s, "CROSS JOIN LATERAL (SELECT 1 FROM delivery_jobs j"):
+		s = "[claim across all subscriptions] " + s
+	case strings.Contains(s, "c.id = ANY($7)"):
+		s = "[claim of named subscriptions] " + s
+	}
 	if len(s) > 120 {
 		s = s[:117] + "..."
 	}

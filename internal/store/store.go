@@ -104,6 +104,8 @@ type IngestParams struct {
 type IngestResult struct {
 	Outcomes []Outcome
 	Jobs     int
+	// Subscriptions are those of the jobs created, once each.
+	Subscriptions []string
 }
 
 // Outcome is the verdict for one event that passed the wire contract:

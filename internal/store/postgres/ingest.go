@@ -30,7 +30,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 		w := &pgx.Batch{}
 		if len(p.Events) > 0 {
 			var err error
-			if res.Outcomes, res.Jobs, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
+			if res.Outcomes, res.Jobs, res.Subscriptions, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
 				return err
 			}
 		}
@@ -47,6 +47,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 	if err != nil {
 		return store.IngestResult{}, err
 	}
+	db.wakes.Notify(res.Subscriptions)
 	return res, nil
 }
 
@@ -54,19 +55,25 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 // and queues the events' writes in w: the inbox rows, the sequences, the
 // jobs and the types seen. It serves Ingest and the operational events a
 // store change emits.
-func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch) ([]store.Outcome, int, error) {
+//
+// It returns the subscriptions of the jobs, and queues the notification
+// that tells the dispatchers of other processes sharing the database
+// (ListenJobs); the caller tells this process's after the commit.
+func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch) ([]store.Outcome, int, []string, error) {
 	r, err := db.readForIngest(ctx, q, events)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	outcomes := store.Admit(events, r.roster, r.stored)
 	jobs := store.Match(events, outcomes, r.subs, now)
 	if err := queueEvents(w, events, outcomes, r.roster, now); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	queueJobs(w, jobs)
 	queueTypesSeen(w, events, outcomes, now)
-	return outcomes, len(jobs), nil
+	subs := store.SubscriptionsOfJobs(jobs)
+	db.queueNotify(w, subs)
+	return outcomes, len(jobs), subs, nil
 }
 
 // ingestReads is what admission and matching read in the transaction.
