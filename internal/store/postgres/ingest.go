@@ -116,6 +116,8 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 		})
 	b.Queue("SET LOCAL enable_seqscan = off")
 	b.Queue("SET LOCAL enable_hashjoin = off")
+	// Planned once, not at every batch (see queueDispatchSettings).
+	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 	b.Queue(dedupStored, keyTenants, keyIDs).Query(func(rows pgx.Rows) error {
 		var k store.EventKey
 		_, err := pgx.ForEachRow(rows, []any{&k.TenantID, &k.ID}, func() error {
