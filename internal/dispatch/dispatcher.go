@@ -110,6 +110,12 @@ type Dispatcher struct {
 	hintMu    sync.Mutex
 	freedSubs map[string]struct{}
 	hinted    chan struct{}
+	// drained are ordered subscriptions whose last claim here took every
+	// job they had due: when their jobs finish, no claim is made for them
+	// (it would find nothing) until new jobs are announced. hintSeq counts
+	// announcements and hints: a claim that overlapped one marks nothing.
+	drained map[string]struct{}
+	hintSeq atomic.Uint64
 
 	randMu sync.Mutex
 	rand   *mrand.Rand
@@ -157,7 +163,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1),
+		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1), drained: make(map[string]struct{}),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
 		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
 		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
@@ -221,6 +227,10 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 // Wake tells an idle dispatcher new jobs may exist anywhere: it claims
 // across all subscriptions.
 func (d *Dispatcher) Wake() {
+	d.hintMu.Lock()
+	d.hintSeq.Add(1)
+	clear(d.drained)
+	d.hintMu.Unlock()
 	d.fullWanted.Store(true)
 	select {
 	case d.wake <- struct{}{}:
@@ -521,6 +531,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		if !ok {
 			return
 		}
+		seq := d.hintSeq.Load()
 		// Not canceled by the stop: a claim cut off after the database
 		// committed it would strand its jobs until their leases expire.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -530,6 +541,9 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		if err != nil && !d.isStopping() {
 			d.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
+		}
+		if err == nil {
+			d.noteDrained(claimed, p, seq)
 		}
 		d.enqueue(q, claimed)
 		// A claim that filled its batch may have left more: go on.
@@ -563,20 +577,69 @@ func (d *Dispatcher) waitForWork() {
 	}
 }
 
-// hint records subscriptions whose jobs finished here.
-func (d *Dispatcher) hint(cs []store.Completion) {
-	d.hintSubs(store.SubscriptionsOf(cs))
-}
-
 func (d *Dispatcher) hintSubs(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
 	d.hintMu.Lock()
+	d.hintSeq.Add(1)
 	for _, id := range ids {
 		d.freedSubs[id] = struct{}{}
+		delete(d.drained, id)
 	}
 	d.hintMu.Unlock()
 	select {
 	case d.hinted <- struct{}{}:
 	default:
+	}
+}
+
+// noteDrained marks the ordered subscriptions a claim took fewer jobs of
+// than a run may hold: it took every job they had due (at its snapshot).
+// A claim that filled its batch, or that an announcement or hint
+// overlapped (seq is hintSeq before it), marks nothing.
+func (d *Dispatcher) noteDrained(claimed []store.Claimed, p store.ClaimParams, seq uint64) {
+	if len(claimed) == 0 || len(claimed) >= p.Batch {
+		return
+	}
+	n := make(map[string]int)
+	for _, c := range claimed {
+		if c.Subscription.MaxInFlight <= 1 {
+			n[c.Job.SubscriptionID]++
+		}
+	}
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	if d.hintSeq.Load() != seq {
+		return
+	}
+	for id, k := range n {
+		if k < p.Run {
+			d.drained[id] = struct{}{}
+		}
+	}
+}
+
+// undrained drops the drained subscriptions from ids.
+func (d *Dispatcher) undrained(ids []string) []string {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	out := ids[:0:0]
+	for _, id := range ids {
+		if _, ok := d.drained[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// undrain forgets that subscriptions were drained: jobs of theirs went
+// back to pending here.
+func (d *Dispatcher) undrain(ids []string) {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	for _, id := range ids {
+		delete(d.drained, id)
 	}
 }
 
@@ -621,6 +684,11 @@ func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
 	}
 	if len(rest) > 0 {
 		d.release(rest)
+		subs := make([]string, len(rest))
+		for i, c := range rest {
+			subs[i] = c.Job.SubscriptionID
+		}
+		d.undrain(subs) // their jobs are pending again
 		d.answered(len(rest))
 	}
 }

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -117,4 +118,37 @@ func TestRun_AnotherReplicasJobsWakeItByNotify(t *testing.T) {
 	listening(old)
 	r.publish(event("acme", "evt-2"))
 	waitRequests(t, r.sink, 2, "after its connection was killed, the listener did not hear again")
+}
+
+// An ordered subscription's job announced while the one before it is in
+// flight is delivered right after it, with the idle poll never firing:
+// the finished job's claim for its subscription is not skipped as
+// "nothing more due" when more was announced meanwhile.
+func TestRun_AJobAnnouncedWhileItsSubscriptionIsBusyFollowsWithoutThePoll(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{maxInFlight: 1})
+		release := make(chan struct{})
+		r.sink.script(func(n int, _ *http.Request) (int, http.Header, string) {
+			if n == 1 {
+				<-release
+			}
+			return 200, nil, "ok"
+		})
+		idle := noIdlePoll(r)
+		runUntilDone(t, r)
+		waitIdle(t, idle)
+		r.publish(event("acme", "evt-1"))
+		waitRequests(t, r.sink, 1, "the first job was not delivered")
+		r.publish(event("acme", "evt-2")) // announced while evt-1 is in flight
+		time.Sleep(50 * time.Millisecond) // its claim finds the subscription busy
+		close(release)
+		waitRequests(t, r.sink, 2, "the job announced while the subscription was busy waited")
+		r.publish(event("acme", "evt-3"))
+		waitRequests(t, r.sink, 3, "a job announced once the subscription was drained waited")
+		for i, want := range []string{"evt-1", "evt-2", "evt-3"} {
+			if got := r.sink.got()[i].header.Get("X-Lerian-Event-Id"); got != want {
+				t.Fatalf("request %d is %s, want %s", i+1, got, want)
+			}
+		}
+	})
 }
