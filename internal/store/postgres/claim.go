@@ -134,11 +134,14 @@ func jobColumnsOf(alias string) string { return prefixed(alias+".", jobColumns) 
 //     subscriptions). With the scans above off, the generic plan looks
 //     jobs up by their indexes like the custom ones.
 func queueDispatchSettings(b *pgx.Batch) {
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue("SET LOCAL enable_bitmapscan = off")
-	b.Queue("SET LOCAL enable_seqscan = off")
-	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	//
+	// One statement sets them all: each statement of a transaction costs
+	// PostgreSQL CPU of its own, and these transactions run for every job.
+	b.Queue(dispatchSettings)
 }
+
+const dispatchSettings = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_bitmapscan', 'off', true),
+	set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 // ClaimJobs is one round trip: BEGIN, the claim and COMMIT, pipelined.
 func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Claimed, err error) {

@@ -114,10 +114,10 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 			})
 			return err
 		})
-	b.Queue("SET LOCAL enable_seqscan = off")
-	b.Queue("SET LOCAL enable_hashjoin = off")
-	// Planned once, not at every batch (see queueDispatchSettings).
-	b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	// Planned once, not at every batch (see queueDispatchSettings); one
+	// statement for the settings.
+	b.Queue(`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+		set_config('plan_cache_mode', 'force_generic_plan', true)`)
 	b.Queue(dedupStored, keyTenants, keyIDs).Query(func(rows pgx.Rows) error {
 		var k store.EventKey
 		_, err := pgx.ForEachRow(rows, []any{&k.TenantID, &k.ID}, func() error {
@@ -126,8 +126,7 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 		})
 		return err
 	})
-	b.Queue("SET LOCAL enable_seqscan = on")
-	b.Queue("SET LOCAL enable_hashjoin = on")
+	b.Queue(`SELECT set_config('enable_seqscan', 'on', true), set_config('enable_hashjoin', 'on', true)`)
 	b.Queue(`SELECT id, tenant_id, event_types, filters FROM subscriptions
 		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants).
 		Query(func(rows pgx.Rows) error {
