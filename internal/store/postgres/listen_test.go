@@ -41,8 +41,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Jobs another process creates are announced by NOTIFY to a listening
-// process, naming their subscriptions; after the listening connection is
+// Jobs another process creates, gives back or wakes are announced by
+// NOTIFY to a listening process, naming their subscriptions; after the listening connection is
 // killed it is dialed again, says any subscription may have jobs (what
 // was announced meanwhile was missed), and hears again.
 func TestListenJobs_AnotherProcessesJobsAndAKilledConnection(t *testing.T) {
@@ -85,6 +85,33 @@ func TestListenJobs_AnotherProcessesJobsAndAKilledConnection(t *testing.T) {
 		}
 	}
 	ingest("e-1")
+	expect([]string{sub.ID})
+
+	// Jobs given back (a stopping process's) and jobs woken (a destination
+	// found healthy again) are due at once: they are announced too.
+	claim := func() store.Claimed {
+		t.Helper()
+		claimed, err := a.ClaimJobs(ctx, store.ClaimParams{Batch: 1, Lease: time.Minute})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim: %+v, %v", claimed, err)
+		}
+		return claimed[0]
+	}
+	c := claim()
+	if err := a.ReleaseJobs(ctx, []store.JobLease{{JobID: c.Job.ID, LeaseToken: c.LeaseToken}}); err != nil {
+		t.Fatal(err)
+	}
+	expect([]string{sub.ID})
+	c = claim()
+	if _, err := a.CompleteJobs(ctx, store.CompleteParams{Completions: []store.Completion{{
+		JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}, SubscriptionID: sub.ID,
+		Status: hub.JobPending, NextAttemptAt: time.Now().Add(time.Hour), LastError: "destination answered 500",
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.WakeJobs(ctx, []string{sub.ID}); err != nil || n != 1 {
+		t.Fatalf("woke %d, %v", n, err)
+	}
 	expect([]string{sub.ID})
 
 	old := b.ListenerPID()
