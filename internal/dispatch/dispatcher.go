@@ -366,8 +366,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	maintDone := make(chan struct{})
 	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
 	listenCtx, stopListening := context.WithCancel(ctx)
-	listenDone := make(chan struct{})
-	go func() { defer close(listenDone); d.listen(listenCtx) }()
+	listenDone, listening := make(chan struct{}), make(chan struct{})
+	go func() { defer close(listenDone); d.listen(listenCtx, listening) }()
+	// The first claim (across all subscriptions) starts once new jobs are
+	// told: nothing falls between the two.
+	select {
+	case <-listening:
+	case <-listenDone:
+	case <-ctx.Done():
+	}
 
 	d.claimLoop(ctx, q)
 	stopListening()
@@ -481,8 +488,12 @@ func (d *Dispatcher) release(cs []store.Claimed) {
 // PostgreSQL in every process sharing the database) and wakes the claim
 // loop with their subscriptions: a targeted claim, costing in proportion
 // to them, not to every subscription.
-func (d *Dispatcher) listen(ctx context.Context) {
+func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
+	var once sync.Once
+	ready := func() { once.Do(func() { close(listening) }) }
+	defer ready()
 	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
+		Ready: ready,
 		OnJobs: func(subs []string) {
 			if subs == nil {
 				d.Wake()

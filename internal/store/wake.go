@@ -18,6 +18,11 @@ type ListenParams struct {
 	// OnLost, when set, is told why the listening connection was lost; it
 	// is dialed again.
 	OnLost func(err error)
+	// Ready, when set, is called once this process's new jobs will be told
+	// (at once: a claim made after it misses nothing of this process's).
+	// Other processes' are told once the listening connection listens,
+	// which then calls OnJobs(nil) for what came before.
+	Ready func()
 }
 
 // Wakes are the in-process listeners of a store: the drivers tell them of

@@ -45,12 +45,15 @@ func (db *DB) queueNotify(b *pgx.Batch, subs []string) {
 // ListenJobs tells p.OnJobs of new jobs: this process's at once after
 // their commit, other processes' through LISTEN on a connection of its
 // own (outside the pool and its budgets), dialed again with back-off when
-// lost; once back, OnJobs(nil) covers what was announced meanwhile.
+// lost; once it listens, OnJobs(nil) covers what was announced before.
 func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
 	defer db.wakes.Add(p.OnJobs)()
+	if p.Ready != nil {
+		p.Ready()
+	}
 	wait := 100 * time.Millisecond
-	for back := false; ; back = true {
-		listened, err := db.listen(ctx, p.OnJobs, back)
+	for {
+		listened, err := db.listen(ctx, p.OnJobs)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -71,7 +74,7 @@ func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
 
 // listen holds one listening connection until it fails or ctx ends;
 // listened says whether it got as far as listening.
-func (db *DB) listen(ctx context.Context, onJobs func([]string), back bool) (listened bool, err error) {
+func (db *DB) listen(ctx context.Context, onJobs func([]string)) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, err
@@ -85,9 +88,7 @@ func (db *DB) listen(ctx context.Context, onJobs func([]string), back bool) (lis
 		return false, err
 	}
 	db.listener.Store(conn.PgConn().PID())
-	if back {
-		onJobs(nil) // what was announced while no connection listened
-	}
+	onJobs(nil) // what was announced before this connection listened
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -64,15 +64,6 @@ func TestListenJobs_AnotherProcessesJobsAndAKilledConnection(t *testing.T) {
 	go func() {
 		done <- b.ListenJobs(lctx, store.ListenParams{OnJobs: func(subs []string) { heard <- subs }, OnLost: func(err error) { lost <- err }})
 	}()
-	waitFor(t, "b to listen", func() bool { return b.ListenerPID() != 0 })
-	// The other process's own listeners, had it any, are told in process:
-	// its notification is for the others.
-	ingest := func(id string) {
-		t.Helper()
-		if res, err := a.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", id)}}); err != nil || res.Jobs != 1 {
-			t.Fatalf("ingest %s: %+v, %v", id, res, err)
-		}
-	}
 	expect := func(want []string) {
 		t.Helper()
 		select {
@@ -82,6 +73,16 @@ func TestListenJobs_AnotherProcessesJobsAndAKilledConnection(t *testing.T) {
 			}
 		case <-time.After(testkit.Patience):
 			t.Fatalf("heard nothing, want %v", want)
+		}
+	}
+	waitFor(t, "b to listen", func() bool { return b.ListenerPID() != 0 })
+	expect(nil) // what was announced before it listened
+	// The other process's own listeners, had it any, are told in process:
+	// its notification is for the others.
+	ingest := func(id string) {
+		t.Helper()
+		if res, err := a.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", id)}}); err != nil || res.Jobs != 1 {
+			t.Fatalf("ingest %s: %+v, %v", id, res, err)
 		}
 	}
 	ingest("e-1")

@@ -48,6 +48,9 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 // commit. SQLite is one process's: no other process creates jobs.
 func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
 	defer db.wakes.Add(p.OnJobs)()
+	if p.Ready != nil {
+		p.Ready()
+	}
 	<-ctx.Done()
 	return nil
 }
