@@ -136,11 +136,11 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 		kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
 	}
 	h.Consumer, err = ingest.New(ingest.Config{
-		Ingest:   cfg.Ingest,
-		Kafka:    kafka,
-		Store:    h.Store,
-		Metrics:  h.Metrics,
-		Logger:   h.Logger.With("component", "ingest"),
+		Ingest:  cfg.Ingest,
+		Kafka:   kafka,
+		Store:   h.Store,
+		Metrics: h.Metrics,
+		Logger:  h.Logger.With("component", "ingest"),
 		// No OnJobs: the store tells the dispatcher of the jobs ingest
 		// creates, naming their subscriptions (Store.ListenJobs).
 		OnEvents: h.Waiters.Notify,
