@@ -40,13 +40,13 @@ func TestCLI_PortalLinks(t *testing.T) {
 		t.Fatalf("opened link row %q", r)
 	}
 
-	if out := admin.ok("portal-links", "revoke", "acme", id); out != "revoked portal link "+id+" of tenant acme\n" {
+	if out := admin.ok("portal-links", "revoke", "acme", id, "--yes"); out != "revoked portal link "+id+" of tenant acme\n" {
 		t.Fatalf("portal-links revoke: %q", out)
 	}
 	if out := admin.ok("portal-links", "list", "acme"); strings.Contains(out, id) || !strings.Contains(out, other) {
 		t.Fatalf("after revoking:\n%s", out)
 	}
-	if errOut := admin.fail(exitError, "portal-links", "revoke", "acme", id); !strings.HasPrefix(errOut, "streaming-hub: 404 not_found: ") {
+	if errOut := admin.fail(exitError, "portal-links", "revoke", "acme", id, "-y"); !strings.HasPrefix(errOut, "streaming-hub: 404 not_found: ") {
 		t.Fatalf("revoking twice: %q", errOut)
 	}
 	if code, _, errOut := runCmd(admin.vars, "portal-links", "revoke", "acme"); code != exitUsage || errOut == "" {

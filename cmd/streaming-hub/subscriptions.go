@@ -22,7 +22,7 @@ var subscriptionsGroup = group{
 		{"get", "<id>", "show one subscription", subscriptionsGet},
 		{"create", "--name N --event-type T:M --url U [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
 		{"update", "<id> [--enabled true|false] [--url U] [--name N] [...]", "change a subscription", subscriptionsUpdate},
-		{"delete", "<id>", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
+		{"delete", "<id> [--yes]", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
 		{"verify", "<id>", "probe the destination; on success the subscription is active and enabled", subscriptionsVerify},
 		{"rotate-secret", "<id> [--overlap 24h]", "make a new signing secret; the old one signs until the overlap ends", subscriptionsRotate},
 		{"health", "<id> [--window 24h]", "show a subscription's health: success rate, latency, last error, backlog", subscriptionsHealth},
@@ -413,9 +413,13 @@ func subscriptionsUpdate(args []string, e env) int {
 }
 
 func subscriptionsDelete(args []string, e env) int {
-	c := newAPICmd(e, "subscriptions delete", "<id> [flags]",
-		"Deletes a subscription; its pending deliveries are dead-lettered as subscription_deleted.", true, "<id>")
+	c := newAPICmd(e, "subscriptions delete", "<id> [--yes] [flags]",
+		"Deletes a subscription; its pending deliveries are dead-lettered as subscription_deleted.\nAsks first on a terminal; pass --yes in scripts.", true, "<id>")
+	yes := c.yesFlag()
 	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	if code, ok := c.confirm(*yes, "Delete subscription "+c.args[0]+"?"); !ok {
 		return code
 	}
 	return c.do("DELETE", "/v1/subscriptions/"+pathEscape(c.args[0]), nil, nil, nil, func(w io.Writer) {
