@@ -59,7 +59,11 @@ func (g group) run(args []string, e env) int {
 			return s.run(args[1:], e)
 		}
 	}
-	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q\n\n", g.name, args[0])
+	names := make([]string, len(g.subs))
+	for i, s := range g.subs {
+		names[i] = s.name
+	}
+	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q%s\n\n", g.name, args[0], didYouMean(args[0], names))
 	g.usage(e.stderr)
 	return exitUsage
 }
@@ -199,7 +203,7 @@ func validOutput(o string) bool { return o == "table" || o == "json" || o == "ya
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()

@@ -91,7 +91,7 @@ func run(args []string, e env) int {
 		// `help tenants` is `tenants --help`, `help tenants list` is
 		// `tenants list --help`: the command's own help, on stdout.
 		if _, ok := commands[args[1]]; !ok {
-			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q\n\n", args[1])
+			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q%s\n\n", args[1], didYouMean(args[1], commandNames()))
 			usage(e.stderr)
 			return exitUsage
 		}
@@ -99,7 +99,7 @@ func run(args []string, e env) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q\n\n", args[0])
+		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q%s\n\n", args[0], didYouMean(args[0], commandNames()))
 		usage(e.stderr)
 		return exitUsage
 	}
