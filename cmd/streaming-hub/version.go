@@ -19,7 +19,7 @@ func runVersion(args []string, e env) int {
 		fmt.Fprintln(fs.Output(), "Usage: streaming-hub version [-o table|json|yaml]\n       streaming-hub --version\n\nPrints the version of this binary and the Go release that built it.\n\nFlags:")
 		printFlags(fs)
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
 	if !validOutput(output) || fs.NArg() > 0 {
