@@ -18,7 +18,7 @@ var subscriptionsGroup = group{
 	about: "Manages a tenant's webhook subscriptions. STREAMING_HUB_TOKEN is a tenant API key, or\n" +
 		"the admin token with --tenant (STREAMING_HUB_TENANT) naming the tenant.",
 	subs: []subcommand{
-		{"list", "[--cursor C] [--limit N]", "list the tenant's subscriptions, one page", subscriptionsList},
+		{"list", "[--cursor C] [--limit N] [--all]", "list the tenant's subscriptions, one page", subscriptionsList},
 		{"get", "<id>", "show one subscription", subscriptionsGet},
 		{"create", "--name N --event-type T:M --url U [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
 		{"update", "<id> [--enabled true|false] [--url U] [--name N] [...]", "change a subscription", subscriptionsUpdate},
