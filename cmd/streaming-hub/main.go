@@ -50,7 +50,8 @@ var commands = map[string]command{
 	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
 	"events":        {"pull a tenant's events (API)", runEvents},
 	"rejections":    {"list the records ingest rejected (admin API)", runRejections},
-	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce}}
+	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce},
+	"config":        {"keep named contexts (hub URL, token, tenant) for the client commands", runConfig}}
 
 // completion reads the command table, so it joins it at init.
 func init() {
@@ -66,6 +67,7 @@ var groups = map[string]*group{
 	"deliveries":    &deliveriesGroup,
 	"events":        &eventsGroup,
 	"rejections":    &rejectionsGroup,
+	"config":        &configGroup,
 }
 
 func main() {
