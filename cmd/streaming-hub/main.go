@@ -51,6 +51,7 @@ var commands = map[string]command{
 	"events":        {"pull a tenant's events (API)", runEvents},
 	"rejections":    {"list the records ingest rejected (admin API)", runRejections},
 	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce},
+	"listen":        {"forward a tenant's events to a local URL, signed like a delivery (receivers behind NAT)", runListen},
 	"config":        {"keep named contexts (hub URL, token, tenant) for the client commands", runConfig}}
 
 // completion reads the command table, so it joins it at init.
