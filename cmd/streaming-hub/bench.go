@@ -126,7 +126,7 @@ Examples:
 `)
 		printFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return o, "", err
 	}
 	if fs.NArg() > 0 {

@@ -59,7 +59,11 @@ func (g group) run(args []string, e env) int {
 			return s.run(args[1:], e)
 		}
 	}
-	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q\n\n", g.name, args[0])
+	names := make([]string, len(g.subs))
+	for i, s := range g.subs {
+		names[i] = s.name
+	}
+	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q%s\n\n", g.name, args[0], didYouMean(args[0], names))
 	g.usage(e.stderr)
 	return exitUsage
 }
@@ -85,6 +89,7 @@ type apiCmd struct {
 	fs       *flag.FlagSet
 	e        env
 
+	ctx    *hubContext // the current context, nil when none
 	server string
 	tenant string
 	output string
@@ -101,13 +106,22 @@ func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...str
 	c := &apiCmd{name: name, posNames: posNames, e: e}
 	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	c.fs.SetOutput(e.stderr)
+	// Flag > variable > current context > default.
+	c.ctx = currentContext(e)
 	server := e.getenv(envServer)
+	if server == "" && c.ctx != nil {
+		server = c.ctx.Server
+	}
 	if server == "" {
 		server = defaultServer
 	}
+	tenant := e.getenv(envTenant)
+	if tenant == "" && c.ctx != nil {
+		tenant = c.ctx.Tenant
+	}
 	c.fs.StringVar(&c.server, "server", server, "base URL of the hub's API (env "+envServer+")")
 	if scoped {
-		c.fs.StringVar(&c.tenant, "tenant", e.getenv(envTenant), "tenant to act on when the token is the admin token, sent as X-Tenant-Id (env "+envTenant+")")
+		c.fs.StringVar(&c.tenant, "tenant", tenant, "tenant to act on when the token is the admin token, sent as X-Tenant-Id (env "+envTenant+")")
 	}
 	c.fs.StringVar(&c.output, "o", "table", "print a `table|json|yaml`: json and yaml show the API's answer as it came,\nand with json errors are JSON too, on stderr")
 	c.fs.StringVar(&c.output, "output", "table", "same as -o")
@@ -117,10 +131,11 @@ func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...str
 		printFlags(c.fs)
 		fmt.Fprintf(w, "\nEnvironment:\n")
 		fmt.Fprintf(w, "  %-21s the admin token or a tenant API key, sent as Authorization: Bearer (required)\n", envToken)
-		fmt.Fprintf(w, "  %-21s default of --server (else %s)\n", envServer, defaultServer)
+		fmt.Fprintf(w, "  %-21s default of --server (else the current context's, else %s)\n", envServer, defaultServer)
 		if scoped {
-			fmt.Fprintf(w, "  %-21s default of --tenant\n", envTenant)
+			fmt.Fprintf(w, "  %-21s default of --tenant (else the current context's)\n", envTenant)
 		}
+		fmt.Fprintf(w, "  When a variable is not set, the current context (streaming-hub config) gives the value.\n")
 	}
 	return c
 }
@@ -148,8 +163,11 @@ func (c *apiCmd) parse(args []string) (code int, ok bool) {
 	c.set = map[string]bool{}
 	c.fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	token := c.e.getenv(envToken)
+	if token == "" && c.ctx != nil {
+		token = c.ctx.Token
+	}
 	if token == "" {
-		c.errorLine("usage", 0, envToken+": required (the admin token or a tenant API key)")
+		c.errorLine("usage", 0, envToken+": required (the admin token or a tenant API key), or a current context with a token (streaming-hub config set-context)")
 		return exitUsage, false
 	}
 	cl, err := newClient(c.server, token, c.tenant)
@@ -199,7 +217,7 @@ func validOutput(o string) bool { return o == "table" || o == "json" || o == "ya
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()

@@ -304,15 +304,27 @@ func TestCLI_RoundTrip(t *testing.T) {
 	if field(t, out, "filters") != "none" {
 		t.Fatalf("update --filters none shows %q", field(t, out, "filters"))
 	}
-	if out := acme.ok("subscriptions", "delete", sub.ID); out != "deleted subscription "+sub.ID+"\n" {
-		t.Fatalf("delete: %q", out)
+	// Deletes ask: without a terminal and without --yes nothing is done; on
+	// a terminal "n" keeps it, "y" deletes it.
+	if errOut := acme.fail(exitUsage, "subscriptions", "delete", sub.ID); !strings.Contains(errOut, "stdin is not a terminal") || !strings.Contains(errOut, "pass --yes") {
+		t.Fatalf("delete without --yes: %q", errOut)
+	}
+	acme.ok("subscriptions", "get", sub.ID)
+	stdinIsTerminal = func(io.Reader) bool { return true }
+	defer func() { stdinIsTerminal = func(io.Reader) bool { return false } }()
+	if code, out, errOut := runCmdStdin(acme.vars, "n\n", "subscriptions", "delete", sub.ID); code != exitError || out != "" || !strings.Contains(errOut, "Delete subscription "+sub.ID+"? [y/N] ") {
+		t.Fatalf("delete answered n: exit %d %q %q", code, out, errOut)
+	}
+	acme.ok("subscriptions", "get", sub.ID)
+	if code, out, errOut := runCmdStdin(acme.vars, "y\n", "subscriptions", "delete", sub.ID); code != exitOK || out != "deleted subscription "+sub.ID+"\n" {
+		t.Fatalf("delete answered y: exit %d %q %q", code, out, errOut)
 	}
 	if errOut := acme.fail(exitError, "subscriptions", "get", sub.ID); !strings.HasPrefix(errOut, "streaming-hub: 404 not_found: ") {
 		t.Fatalf("get after delete: %q", errOut)
 	}
 
 	// A revoked key is refused at once.
-	if out := admin.ok("keys", "delete", "acme", keyID); out != "deleted key "+keyID+" of tenant acme\n" {
+	if out := admin.ok("keys", "delete", "acme", keyID, "--yes"); out != "deleted key "+keyID+" of tenant acme\n" {
 		t.Fatalf("keys delete: %q", out)
 	}
 	if errOut := acme.fail(exitError, "subscriptions", "list"); !strings.HasPrefix(errOut, "streaming-hub: 401 unauthorized: ") {

@@ -18,7 +18,13 @@ func printFlags(fs *flag.FlagSet) {
 		if f.Name == "output" && fs.Lookup("o") != nil {
 			return // shown with -o
 		}
+		if f.Name == "y" && fs.Lookup("yes") != nil {
+			return // shown with --yes
+		}
 		label := dashed(f.Name)
+		if f.Name == "yes" && fs.Lookup("y") != nil {
+			label = "--yes, -y"
+		}
 		if f.Name == "o" && hasOutput {
 			label = "-o, --output"
 		}

@@ -35,7 +35,7 @@ working directory. It prints what to do next.
 		fmt.Fprintln(fs.Output(), envHelp)
 		fmt.Fprintln(fs.Output(), "  STREAMING_HUB_DEV_KAFKA_ADDR    embedded broker address (default 127.0.0.1:9092)")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return flagExit(err)
 	}
 	return runHub(config.Dev, false, e)
@@ -56,7 +56,7 @@ It applies pending migrations first unless --no-migrate.
 		fmt.Fprintln(fs.Output())
 		fmt.Fprintln(fs.Output(), envHelp)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return flagExit(err)
 	}
 	return runHub(config.Serve, *noMigrate, e)

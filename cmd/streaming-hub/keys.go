@@ -13,7 +13,7 @@ var keysGroup = group{
 		"be the admin token. A key acts only on its own tenant; use it as STREAMING_HUB_TOKEN.",
 	subs: []subcommand{
 		{"create", "<tenant>", "create an API key for a tenant (shown once)", keysCreate},
-		{"delete", "<tenant> <key_id>", "revoke an API key, at once", keysDelete},
+		{"delete", "<tenant> <key_id> [--yes]", "revoke an API key, at once", keysDelete},
 		{"list", "<tenant>", "list a tenant's API keys and when each was last used", keysList},
 	},
 }
@@ -39,9 +39,13 @@ func keysCreate(args []string, e env) int {
 }
 
 func keysDelete(args []string, e env) int {
-	c := newAPICmd(e, "keys delete", "<tenant> <key_id> [flags]",
-		"Revokes an API key: requests with it are refused from now on.", false, "<tenant>", "<key_id>")
+	c := newAPICmd(e, "keys delete", "<tenant> <key_id> [--yes] [flags]",
+		"Revokes an API key: requests with it are refused from now on. Asks first on a terminal;\npass --yes in scripts.", false, "<tenant>", "<key_id>")
+	yes := c.yesFlag()
 	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	if code, ok := c.confirm(*yes, "Revoke key "+c.args[1]+" of tenant "+c.args[0]+"?"); !ok {
 		return code
 	}
 	return c.do("DELETE", "/v1/tenants/"+pathEscape(c.args[0])+"/keys/"+pathEscape(c.args[1]), nil, nil, nil, func(w io.Writer) {

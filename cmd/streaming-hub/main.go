@@ -50,7 +50,9 @@ var commands = map[string]command{
 	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
 	"events":        {"pull a tenant's events (API)", runEvents},
 	"rejections":    {"list the records ingest rejected (admin API)", runRejections},
-	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce}}
+	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce},
+	"listen":        {"forward a tenant's events to a local URL, signed like a delivery (receivers behind NAT)", runListen},
+	"config":        {"keep named contexts (hub URL, token, tenant) for the client commands", runConfig}}
 
 // completion reads the command table, so it joins it at init.
 func init() {
@@ -66,6 +68,7 @@ var groups = map[string]*group{
 	"deliveries":    &deliveriesGroup,
 	"events":        &eventsGroup,
 	"rejections":    &rejectionsGroup,
+	"config":        &configGroup,
 }
 
 func main() {
@@ -91,7 +94,7 @@ func run(args []string, e env) int {
 		// `help tenants` is `tenants --help`, `help tenants list` is
 		// `tenants list --help`: the command's own help, on stdout.
 		if _, ok := commands[args[1]]; !ok {
-			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q\n\n", args[1])
+			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q%s\n\n", args[1], didYouMean(args[1], commandNames()))
 			usage(e.stderr)
 			return exitUsage
 		}
@@ -99,7 +102,7 @@ func run(args []string, e env) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q\n\n", args[0])
+		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q%s\n\n", args[0], didYouMean(args[0], commandNames()))
 		usage(e.stderr)
 		return exitUsage
 	}

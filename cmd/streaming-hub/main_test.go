@@ -89,3 +89,30 @@ func environOf(vars map[string]string) func() []string {
 		return out
 	}
 }
+
+func TestDidYouMean_CommandsSubcommandsAndFlags(t *testing.T) {
+	if code, _, errOut := runCmd(nil, "subscriptons"); code != exitUsage || !strings.Contains(errOut, `unknown command "subscriptons"; did you mean "subscriptions"?`) {
+		t.Errorf("command: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(nil, "help", "tennats"); code != exitUsage || !strings.Contains(errOut, `did you mean "tenants"?`) {
+		t.Errorf("help command: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(nil, "subscriptions", "lst"); code != exitUsage || !strings.Contains(errOut, `unknown subcommand "lst"; did you mean "list"?`) {
+		t.Errorf("subcommand: exit %d: %s", code, errOut)
+	}
+	vars := map[string]string{"STREAMING_HUB_TOKEN": "t"}
+	if code, _, errOut := runCmd(vars, "subscriptions", "list", "--limt", "5"); code != exitUsage || !strings.Contains(errOut, `unknown flag "--limt"; did you mean "--limit"?`) {
+		t.Errorf("flag: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(nil, "frobnicate"); code != exitUsage || strings.Contains(errOut, "did you mean") {
+		t.Errorf("nothing close: exit %d: %s", code, errOut)
+	}
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "abc", 3}, {"kitten", "sitting", 3}, {"same", "same", 0}, {"subscriptons", "subscriptions", 1}} {
+		if got := levenshtein(c.a, c.b); got != c.d {
+			t.Errorf("levenshtein(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
+	}
+}

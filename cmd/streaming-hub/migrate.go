@@ -30,7 +30,7 @@ tables (docs/operations.md, "Time partitions").
 `)
 		printFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return flagExit(err)
 	}
 	url, err := config.DatabaseURL(e.getenv)

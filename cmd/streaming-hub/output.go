@@ -155,12 +155,14 @@ type listPage[T any] struct {
 type pageFlags struct {
 	cursor string
 	limit  int
+	all    bool
 }
 
 func (c *apiCmd) pageFlags() *pageFlags {
 	p := &pageFlags{}
 	c.fs.StringVar(&p.cursor, "cursor", "", "start after this cursor (the next_cursor of the previous page)")
 	c.fs.IntVar(&p.limit, "limit", 0, "page size, 1 to 500 (default 50)")
+	c.fs.BoolVar(&p.all, "all", false, "walk every page (from --cursor, if given) and print them as one list")
 	return p
 }
 
@@ -189,11 +191,19 @@ func listCmd[T any](c *apiCmd, path string, p *pageFlags, extra url.Values, head
 	for k, vs := range extra {
 		q[k] = vs
 	}
-	raw, code := c.send(context.Background(), "GET", path, q, nil)
+	var (
+		raw  []byte
+		pg   listPage[T]
+		code int
+	)
+	if p.all {
+		raw, code = allPages(c, path, q)
+	} else {
+		raw, code = c.send(context.Background(), "GET", path, q, nil)
+	}
 	if code != exitOK {
 		return code
 	}
-	var pg listPage[T]
 	if err := json.Unmarshal(raw, &pg); err != nil {
 		return c.fail(fmt.Errorf("unexpected answer from %s: %v", c.cl.base, err))
 	}
@@ -206,4 +216,33 @@ func listCmd[T any](c *apiCmd, path string, p *pageFlags, extra url.Values, head
 	})
 	c.more(pg.NextCursor)
 	return code
+}
+
+// maxPages bounds --all, against a server that never stops paging.
+const maxPages = 100_000
+
+// allPages follows next_cursor from q's page to the last, and returns one
+// answer of the list's shape holding every item, next_cursor null.
+func allPages(c *apiCmd, path string, q url.Values) ([]byte, int) {
+	items := []json.RawMessage{}
+	for range maxPages {
+		raw, code := c.send(context.Background(), "GET", path, q, nil)
+		if code != exitOK {
+			return nil, code
+		}
+		var pg listPage[json.RawMessage]
+		if err := json.Unmarshal(raw, &pg); err != nil {
+			return nil, c.fail(fmt.Errorf("unexpected answer from %s: %v", c.cl.base, err))
+		}
+		items = append(items, pg.Data...)
+		if pg.NextCursor == nil || *pg.NextCursor == "" || *pg.NextCursor == q.Get("cursor") {
+			break
+		}
+		q.Set("cursor", *pg.NextCursor)
+	}
+	out, err := json.Marshal(map[string]any{"data": items, "next_cursor": nil})
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	return out, exitOK
 }

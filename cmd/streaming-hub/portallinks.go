@@ -17,7 +17,7 @@ var portalLinksGroup = group{
 	subs: []subcommand{
 		{"create", "<tenant> [--ttl 1h]", "make a portal link (its URL is shown once)", portalLinksCreate},
 		{"list", "<tenant> [--cursor C] [--limit N]", "list a tenant's live portal links and whether each was opened", portalLinksList},
-		{"revoke", "<tenant> <link_id>", "revoke a portal link and end the session it opened", portalLinksRevoke},
+		{"revoke", "<tenant> <link_id> [--yes]", "revoke a portal link and end the session it opened", portalLinksRevoke},
 	},
 }
 
@@ -76,9 +76,13 @@ func portalLinksList(args []string, e env) int {
 }
 
 func portalLinksRevoke(args []string, e env) int {
-	c := newAPICmd(e, "portal-links revoke", "<tenant> <link_id> [flags]",
-		"Revokes a portal link: it opens nothing from now on, and the console session it opened\nends at once. Needs the admin token.", false, "<tenant>", "<link_id>")
+	c := newAPICmd(e, "portal-links revoke", "<tenant> <link_id> [--yes] [flags]",
+		"Revokes a portal link: it opens nothing from now on, and the console session it opened\nends at once. Needs the admin token. Asks first on a terminal; pass --yes in scripts.", false, "<tenant>", "<link_id>")
+	yes := c.yesFlag()
 	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	if code, ok := c.confirm(*yes, "Revoke portal link "+c.args[1]+" of tenant "+c.args[0]+"?"); !ok {
 		return code
 	}
 	return c.do("DELETE", "/v1/tenants/"+pathEscape(c.args[0])+"/portal-links/"+pathEscape(c.args[1]), nil, nil, nil, func(w io.Writer) {

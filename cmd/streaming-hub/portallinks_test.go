@@ -17,7 +17,30 @@ func TestCLI_PortalLinks(t *testing.T) {
 	admin := newCLI(t, h.URL(), h.Config.AdminToken)
 	admin.ok("tenants", "create", "--id", "acme")
 
-	out := admin.ok("portal-links", "create", "acme", "--ttl", "30m")
+	// --all walks every page: three tenants one per page make one list.
+	admin.ok("tenants", "create", "--id", "beta")
+	admin.ok("tenants", "create", "--id", "gamma")
+	code, out, errOut := runCmd(admin.vars, "tenants", "list", "--limit", "1")
+	if code != exitOK || strings.Count(out, "\n") != 2 || !strings.HasPrefix(errOut, "more: --cursor ") {
+		t.Fatalf("one page: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(admin.vars, "tenants", "list", "--limit", "1", "--all")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("--all: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, id := range []string{"acme", "beta", "gamma"} {
+		row(t, out, id)
+	}
+	var all struct {
+		Data       []tenantView `json:"data"`
+		NextCursor *string      `json:"next_cursor"`
+	}
+	admin.json(&all, "tenants", "list", "--limit", "1", "--all")
+	if len(all.Data) < 3 || all.NextCursor != nil {
+		t.Fatalf("--all -o json: %d tenants, next %v", len(all.Data), all.NextCursor)
+	}
+
+	out = admin.ok("portal-links", "create", "acme", "--ttl", "30m")
 	id, link := field(t, out, "id"), field(t, out, "url")
 	if !strings.HasPrefix(id, "pl_") || !strings.HasPrefix(link, h.URL()+"/console/portal/") {
 		t.Fatalf("portal-links create:\n%s", out)
@@ -40,13 +63,13 @@ func TestCLI_PortalLinks(t *testing.T) {
 		t.Fatalf("opened link row %q", r)
 	}
 
-	if out := admin.ok("portal-links", "revoke", "acme", id); out != "revoked portal link "+id+" of tenant acme\n" {
+	if out := admin.ok("portal-links", "revoke", "acme", id, "--yes"); out != "revoked portal link "+id+" of tenant acme\n" {
 		t.Fatalf("portal-links revoke: %q", out)
 	}
 	if out := admin.ok("portal-links", "list", "acme"); strings.Contains(out, id) || !strings.Contains(out, other) {
 		t.Fatalf("after revoking:\n%s", out)
 	}
-	if errOut := admin.fail(exitError, "portal-links", "revoke", "acme", id); !strings.HasPrefix(errOut, "streaming-hub: 404 not_found: ") {
+	if errOut := admin.fail(exitError, "portal-links", "revoke", "acme", id, "-y"); !strings.HasPrefix(errOut, "streaming-hub: 404 not_found: ") {
 		t.Fatalf("revoking twice: %q", errOut)
 	}
 	if code, _, errOut := runCmd(admin.vars, "portal-links", "revoke", "acme"); code != exitUsage || errOut == "" {

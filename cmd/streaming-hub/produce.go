@@ -89,7 +89,7 @@ Flags:
   _KAFKA_SCRAM_*), STREAMING_HUB_ALLOW_INSECURE_KAFKA. SASL PLAIN is refused without TLS.
 `)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return flagExit(err)
 	}
 	usageErr := func(format string, a ...any) int {

@@ -10,7 +10,7 @@ var rejectionsGroup = group{
 		"STREAMING_HUB_TOKEN must be the admin token. Their offsets were committed; the hub\n" +
 		"keeps the newest 10,000.",
 	subs: []subcommand{
-		{"list", "[--cursor C] [--limit N]", "list rejected records, newest first, one page", rejectionsList},
+		{"list", "[--cursor C] [--limit N] [--all]", "list rejected records, newest first, one page", rejectionsList},
 	},
 }
 

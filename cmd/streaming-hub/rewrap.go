@@ -32,7 +32,7 @@ Flags:
 `)
 		printFlags(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return flagExit(err)
 	}
 	keys, err := config.LoadKeys(e.getenv)

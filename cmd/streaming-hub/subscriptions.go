@@ -18,11 +18,11 @@ var subscriptionsGroup = group{
 	about: "Manages a tenant's webhook subscriptions. STREAMING_HUB_TOKEN is a tenant API key, or\n" +
 		"the admin token with --tenant (STREAMING_HUB_TENANT) naming the tenant.",
 	subs: []subcommand{
-		{"list", "[--cursor C] [--limit N]", "list the tenant's subscriptions, one page", subscriptionsList},
+		{"list", "[--cursor C] [--limit N] [--all]", "list the tenant's subscriptions, one page", subscriptionsList},
 		{"get", "<id>", "show one subscription", subscriptionsGet},
-		{"create", "--name N --event-type T:M --url U [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
+		{"create", "--name N --event-type T:M [--type T] --url U | --amqp-url ... | --brokers ... [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
 		{"update", "<id> [--enabled true|false] [--url U] [--name N] [...]", "change a subscription", subscriptionsUpdate},
-		{"delete", "<id>", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
+		{"delete", "<id> [--yes]", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
 		{"verify", "<id>", "probe the destination; on success the subscription is active and enabled", subscriptionsVerify},
 		{"rotate-secret", "<id> [--overlap 24h]", "make a new signing secret; the old one signs until the overlap ends", subscriptionsRotate},
 		{"health", "<id> [--window 24h]", "show a subscription's health: success rate, latency, last error, backlog", subscriptionsHealth},
@@ -191,17 +191,57 @@ type subscriptionFlags struct {
 	maxInFlight                         int
 	enabled                             bool
 	eventTypes, headers                 multiFlag
+	dest                                destFlags
 }
+
+// destFlags are the destination flags of every type (SPEC 22, 29).
+type destFlags struct {
+	typ, amqpURL, natsURL                 string
+	exchange, routingKey, brokers, topic  string
+	saslMechanism, saslUsername, saslPass string
+	subject, stream, project, credentials string
+	tls                                   bool
+}
+
+// destTypes are the destination types, and destTypeFlags the flags only
+// one type takes.
+var (
+	destTypes     = []string{"webhook", "rabbitmq", "kafka", "nats", "pubsub"}
+	destTypeFlags = map[string][]string{
+		"webhook":  {"url", "header"},
+		"rabbitmq": {"amqp-url", "exchange", "routing-key"},
+		"kafka":    {"brokers", "topic", "tls", "sasl-mechanism", "sasl-username", "sasl-password"},
+		"nats":     {"nats-url", "subject", "stream"},
+		"pubsub":   {"project", "topic", "credentials-file"},
+	}
+)
 
 // bodyFlags names the flags that make the body (all but --from-file).
 var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters",
-	"backfill-since", "transform", "transform-file"}
+	"backfill-since", "transform", "transform-file",
+	"type", "amqp-url", "exchange", "routing-key", "brokers", "topic", "tls", "sasl-mechanism", "sasl-username",
+	"sasl-password", "nats-url", "subject", "stream", "project", "credentials-file"}
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
 	c.fs.Var(&f.eventTypes, "event-type", "`TYPE[:MAJOR]` to receive, such as transaction.posted:1 (MAJOR defaults to 1; repeatable)")
+	c.fs.StringVar(&f.dest.typ, "type", "", "destination `type`: webhook|rabbitmq|kafka|nats|pubsub (default webhook on create)")
 	c.fs.StringVar(&f.url, "url", "", "webhook URL of the destination")
-	c.fs.Var(&f.headers, "header", "`NAME=VALUE` sent on every delivery (repeatable)")
+	c.fs.Var(&f.headers, "header", "`NAME=VALUE` sent on every delivery (repeatable; webhook)")
+	c.fs.StringVar(&f.dest.amqpURL, "amqp-url", "", "rabbitmq: amqp(s)://user:pass@host:port/vhost of the broker")
+	c.fs.StringVar(&f.dest.exchange, "exchange", "", "rabbitmq: exchange to publish to")
+	c.fs.StringVar(&f.dest.routingKey, "routing-key", "", "rabbitmq: routing key of the messages")
+	c.fs.StringVar(&f.dest.brokers, "brokers", "", "kafka: `host:port,...` of the cluster")
+	c.fs.StringVar(&f.dest.topic, "topic", "", "kafka: topic to produce to; pubsub: topic id to publish to")
+	c.fs.Var(boolText{&f.dest.tls}, "tls", "`true|false`: kafka: connect over TLS")
+	c.fs.StringVar(&f.dest.saslMechanism, "sasl-mechanism", "", "kafka: SASL `mechanism` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); \"none\" removes SASL on update")
+	c.fs.StringVar(&f.dest.saslUsername, "sasl-username", "", "kafka: SASL username")
+	c.fs.StringVar(&f.dest.saslPass, "sasl-password", "", "kafka: SASL password (sealed, never shown)")
+	c.fs.StringVar(&f.dest.natsURL, "nats-url", "", "nats: nats://[user:pass@]host:port of the server")
+	c.fs.StringVar(&f.dest.subject, "subject", "", "nats: subject to publish to")
+	c.fs.StringVar(&f.dest.stream, "stream", "", "nats: JetStream stream that must hold the subject (publishes are acknowledged)")
+	c.fs.StringVar(&f.dest.project, "project", "", "pubsub: Google Cloud project id")
+	c.fs.StringVar(&f.dest.credentials, "credentials-file", "", "pubsub: service account key JSON `file` (- reads stdin; sealed, never shown)")
 	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
 	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
@@ -237,9 +277,25 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 		}
 		return data, exitOK, true
 	}
+	typ := f.dest.typ
+	if c.set["type"] && !contains(destTypes, typ) {
+		return nil, c.usageError("--type: one of %s, not %q", strings.Join(destTypes, ", "), typ), false
+	}
+	if create && typ == "" {
+		typ = "webhook"
+	}
+	if typ != "" {
+		for other, names := range destTypeFlags {
+			for _, n := range names {
+				if c.set[n] && !contains(destTypeFlags[typ], n) {
+					return nil, c.usageError("--%s is for --type %s, not %s", n, other, typ), false
+				}
+			}
+		}
+	}
 	if create {
 		var missing []string
-		for _, n := range []string{"name", "event-type", "url"} {
+		for _, n := range append([]string{"name", "event-type"}, destRequired[typ]...) {
 			if !c.set[n] {
 				missing = append(missing, "--"+n)
 			}
@@ -269,8 +325,11 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 		b["event_types"] = ets
 	}
 	dest := map[string]any{}
-	if create {
-		dest["type"] = "webhook"
+	if typ != "" {
+		dest["type"] = typ
+	}
+	if code, ok := f.dest.apply(c, dest); !ok {
+		return nil, code, false
 	}
 	if c.set["url"] {
 		dest["url"] = f.url
@@ -377,6 +436,14 @@ Example:
     --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m \
     --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]' \
     --transform '{kind: .type, amount: .data.amount}'
+  streaming-hub subscriptions create --name to-kafka --event-type transaction.posted:1 \
+    --type kafka --brokers k1:9092,k2:9092 --topic ledger --tls true \
+    --sasl-mechanism SCRAM-SHA-512 --sasl-username hub --sasl-password "$PASS"
+
+--type picks the destination: webhook (--url, --header), rabbitmq (--amqp-url, --exchange,
+--routing-key), kafka (--brokers, --topic, --tls, --sasl-*), nats (--nats-url, --subject,
+--stream) or pubsub (--project, --topic, --credentials-file). --from-file covers the rest
+(webhook auth).
 
 With --backfill-since, once verified it first receives the tenant's retained events it
 matches from that time on, in order, then the new ones; `+"`subscriptions get`"+` shows the progress.`, true)
@@ -413,9 +480,13 @@ func subscriptionsUpdate(args []string, e env) int {
 }
 
 func subscriptionsDelete(args []string, e env) int {
-	c := newAPICmd(e, "subscriptions delete", "<id> [flags]",
-		"Deletes a subscription; its pending deliveries are dead-lettered as subscription_deleted.", true, "<id>")
+	c := newAPICmd(e, "subscriptions delete", "<id> [--yes] [flags]",
+		"Deletes a subscription; its pending deliveries are dead-lettered as subscription_deleted.\nAsks first on a terminal; pass --yes in scripts.", true, "<id>")
+	yes := c.yesFlag()
 	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	if code, ok := c.confirm(*yes, "Delete subscription "+c.args[0]+"?"); !ok {
 		return code
 	}
 	return c.do("DELETE", "/v1/subscriptions/"+pathEscape(c.args[0]), nil, nil, nil, func(w io.Writer) {
@@ -475,4 +546,74 @@ func (s subscriptionView) where() string {
 		return "pubsub://projects/" + d.Project + "/topics/" + d.Topic
 	}
 	return d.URL
+}
+
+// destRequired are the flags create needs for each type.
+var destRequired = map[string][]string{
+	"webhook":  {"url"},
+	"rabbitmq": {"amqp-url", "exchange"},
+	"kafka":    {"brokers", "topic"},
+	"nats":     {"nats-url", "subject"},
+	"pubsub":   {"project", "topic", "credentials-file"},
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// apply writes the broker destination flags set onto dest, with the
+// OpenAPI document's field names.
+func (d *destFlags) apply(c *apiCmd, dest map[string]any) (int, bool) {
+	str := map[string]struct {
+		field string
+		v     string
+	}{
+		"amqp-url": {"url", d.amqpURL}, "nats-url": {"url", d.natsURL},
+		"exchange": {"exchange", d.exchange}, "routing-key": {"routing_key", d.routingKey},
+		"topic": {"topic", d.topic}, "subject": {"subject", d.subject}, "stream": {"stream", d.stream},
+		"project": {"project", d.project},
+	}
+	for flagName, fv := range str {
+		if c.set[flagName] {
+			dest[fv.field] = fv.v
+		}
+	}
+	if c.set["brokers"] {
+		var bs []string
+		for _, b := range strings.Split(d.brokers, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				bs = append(bs, b)
+			}
+		}
+		dest["brokers"] = bs
+	}
+	if c.set["tls"] {
+		dest["tls"] = d.tls
+	}
+	if c.set["sasl-mechanism"] || c.set["sasl-username"] || c.set["sasl-password"] {
+		if strings.EqualFold(d.saslMechanism, "none") {
+			dest["sasl"] = nil
+		} else {
+			if !c.set["sasl-mechanism"] {
+				return c.usageError("--sasl-username and --sasl-password need --sasl-mechanism"), false
+			}
+			dest["sasl"] = map[string]string{"mechanism": d.saslMechanism, "username": d.saslUsername, "password": d.saslPass}
+		}
+	}
+	if c.set["credentials-file"] {
+		data, err := readInput(c.e, d.credentials)
+		if err != nil {
+			return c.usageError("--credentials-file: %v", err), false
+		}
+		if !json.Valid(data) {
+			return c.usageError("--credentials-file: %s is not JSON (a service account key)", d.credentials), false
+		}
+		dest["credentials"] = json.RawMessage(data)
+	}
+	return exitOK, true
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,5 +84,80 @@ func TestSubscriptionsBackfillFlagAndProgress(t *testing.T) {
 	}
 	if errOut := c.fail(exitUsage, "subscriptions", "update", "sub_1", "--backfill-since", "soon"); !strings.Contains(errOut, "--backfill-since") {
 		t.Fatalf("a bad --backfill-since: %s", errOut)
+	}
+}
+
+// Every destination type is made from flags: the API takes the body they
+// build, and shows the destination back (secrets never).
+func TestCLI_SubscriptionDestinationFlags(t *testing.T) {
+	h := startHub(t)
+	c := newCLI(t, h.URL(), h.Config.AdminToken, "STREAMING_HUB_TENANT", "default")
+	base := []string{"subscriptions", "create", "--event-type", "transaction.posted:1"}
+	type dest struct {
+		Type       string   `json:"type"`
+		URL        string   `json:"url"`
+		Exchange   string   `json:"exchange"`
+		RoutingKey string   `json:"routing_key"`
+		Brokers    []string `json:"brokers"`
+		Topic      string   `json:"topic"`
+		TLS        bool     `json:"tls"`
+		Subject    string   `json:"subject"`
+		Stream     string   `json:"stream"`
+		Project    string   `json:"project"`
+	}
+	var s struct {
+		ID          string `json:"id"`
+		Destination dest   `json:"destination"`
+	}
+	c.json(&s, append(base, "--name", "rmq", "--type", "rabbitmq", "--amqp-url", "amqp://127.0.0.1:5672/", "--exchange", "ledger", "--routing-key", "tx")...)
+	if d := s.Destination; d.Type != "rabbitmq" || d.Exchange != "ledger" || d.RoutingKey != "tx" || !strings.HasPrefix(d.URL, "amqp://127.0.0.1:5672") {
+		t.Fatalf("rabbitmq: %+v", d)
+	}
+	c.json(&s, append(base, "--name", "kafka", "--type", "kafka", "--brokers", "127.0.0.1:9092, 127.0.0.1:9093", "--topic", "out",
+		"--tls", "true", "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-username", "u", "--sasl-password", "secret-pass")...)
+	if d := s.Destination; d.Type != "kafka" || d.Topic != "out" || len(d.Brokers) != 2 || d.Brokers[1] != "127.0.0.1:9093" || !d.TLS {
+		t.Fatalf("kafka: %+v", d)
+	}
+	if out := c.ok("subscriptions", "get", s.ID, "-o", "json"); strings.Contains(out, "secret-pass") {
+		t.Fatalf("the SASL password is shown:\n%s", out)
+	}
+	c.json(&s, append(base, "--name", "nats", "--type", "nats", "--nats-url", "nats://127.0.0.1:4222", "--subject", "ledger.tx", "--stream", "LEDGER")...)
+	if d := s.Destination; d.Type != "nats" || d.Subject != "ledger.tx" || d.Stream != "LEDGER" || d.URL != "nats://127.0.0.1:4222" {
+		t.Fatalf("nats: %+v", d)
+	}
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(rk)
+	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	keyJSON, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "acme-prod", "client_email": "hub@acme-prod.iam.gserviceaccount.com", "private_key": pemKey})
+	key := string(keyJSON)
+	code, out, errOut := runCmdStdin(c.vars, key, append(base, "--name", "ps", "--type", "pubsub", "--project", "acme-prod", "--topic", "ledger", "--credentials-file", "-", "-o", "json")...)
+	if code != exitOK || strings.Contains(out, "PRIVATE KEY") {
+		t.Fatalf("pubsub: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Destination.Type != "pubsub" || s.Destination.Project != "acme-prod" || s.Destination.Topic != "ledger" {
+		t.Fatalf("pubsub: %v %+v", err, s.Destination)
+	}
+	// update changes one field of the destination.
+	c.json(&s, "subscriptions", "update", s.ID, "--topic", "ledger-2")
+	if s.Destination.Topic != "ledger-2" || s.Destination.Type != "pubsub" {
+		t.Fatalf("update --topic: %+v", s.Destination)
+	}
+
+	// Mistakes are usage errors naming the flag.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--name", "x", "--type", "smtp"}, "--type: one of webhook, rabbitmq, kafka, nats, pubsub"},
+		{[]string{"--name", "x", "--type", "kafka", "--brokers", "b:1"}, "--topic: required"},
+		{[]string{"--name", "x", "--type", "rabbitmq", "--amqp-url", "amqp://h/", "--exchange", "e", "--subject", "s"}, "--subject is for --type nats, not rabbitmq"},
+		{[]string{"--name", "x", "--exchange", "e", "--url", "http://h/"}, "--exchange is for --type rabbitmq, not webhook"},
+	} {
+		if errOut := c.fail(exitUsage, append(base, tc.args...)...); !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.args, errOut, tc.want)
+		}
 	}
 }

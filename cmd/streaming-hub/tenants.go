@@ -10,7 +10,7 @@ var tenantsGroup = group{
 	name:  "tenants",
 	about: "Manages the tenant roster through the admin API: STREAMING_HUB_TOKEN must be the admin token.",
 	subs: []subcommand{
-		{"list", "[--cursor C] [--limit N]", "list tenants, one page", tenantsList},
+		{"list", "[--cursor C] [--limit N] [--all]", "list tenants, one page", tenantsList},
 		{"get", "<id>", "show one tenant", tenantsGet},
 		{"create", "--id ID [--name NAME]", "add a tenant to the roster", tenantsCreate},
 		{"update", "<id> [--name NAME] [--status active|inactive]", "rename, deactivate or reactivate a tenant", tenantsUpdate},
