@@ -103,14 +103,14 @@ var variableDocs = map[string]struct{ def, text string }{
 	"LOG_LEVEL":                    {"", "`debug`, `info`, `warn` or `error`"},
 	"LOG_FORMAT":                   {"", "`json` or `text`"},
 	// Read outside Load (otherNames).
-	"SERVER":             {"http://127.0.0.1:8080", "the CLI: the hub's URL"},
-	"TOKEN":              {"", "the CLI: the admin token or a tenant API key"},
-	"TENANT":             {"", "the CLI: the tenant acted on with the admin token"},
-	"TEST_POSTGRES_URL":  {"", "tests: the PostgreSQL database they use; unset: PostgreSQL tests skip"},
-	"TEST_REDIS_URL":     {"", "tests and examples: the Redis they use"},
-	"TEST_AMQP_URL":      {"", "tests: the RabbitMQ they publish to; unset: they skip"},
-	"TEST_NATS_SERVER":   {"", "tests: the nats-server binary; unset: the first on PATH"},
-	"TEST_NATS_LOG":      {"", "tests: set to see the nats-server's log"},
+	"SERVER":            {"http://127.0.0.1:8080", "the CLI: the hub's URL"},
+	"TOKEN":             {"", "the CLI: the admin token or a tenant API key"},
+	"TENANT":            {"", "the CLI: the tenant acted on with the admin token"},
+	"TEST_POSTGRES_URL": {"", "tests: the PostgreSQL database they use; unset: PostgreSQL tests skip"},
+	"TEST_REDIS_URL":    {"", "tests and examples: the Redis they use"},
+	"TEST_AMQP_URL":     {"", "tests: the RabbitMQ they publish to; unset: they skip"},
+	"TEST_NATS_SERVER":  {"", "tests: the nats-server binary; unset: the first on PATH"},
+	"TEST_NATS_LOG":     {"", "tests: set to see the nats-server's log"},
 }
 
 // Variables is every variable the hub reads, by name, with its default
