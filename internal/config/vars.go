@@ -27,13 +27,13 @@ var variableDocs = map[string]struct{ def, text string }{
 	"HTTP_LISTEN_ADDR":             {"", "alias of HTTP_ADDR (Lerian's chart name)"},
 	"DATABASE_URL":                 {"", "`postgres://...` or `sqlite:///path/to/file.db` (SQLite for dev and single-node only; serve refuses it)"},
 	"POSTGRES_DSN":                 {"", "alias of DATABASE_URL"},
-	"DATABASE_MAX_CONNS":           {"", "database pool size, at least 2 (default 16; 8 for ROLE=ingest)"},
+	"DATABASE_MAX_CONNS":           {"", "PostgreSQL connections of the process, at least 2 (16 for roles all and delivery, 8 for ingest; a `pool_max_conns` in the URL wins), divided into budgets: [operations.md](operations.md#operating-it)"},
 	"ALLOW_INSECURE_DB_TLS":        {"", "accept a PostgreSQL URL without verified TLS with ENV=production"},
-	"KAFKA_BROKERS":                {"", "Kafka brokers, `host:port,host:port` (dev: its embedded broker)"},
+	"KAFKA_BROKERS":                {"", "Kafka brokers, `host:port,host:port`; required in serve for roles that ingest (dev: its embedded broker)"},
 	"KAFKA_TOPICS_REGEX":           {"", "the topics the hub consumes (never `.commands` or `.dlq` topics)"},
 	"KAFKA_GROUP":                  {"", "consumer group (default `streaming-hub.<ENV>`)"},
 	"KAFKA_SESSION_TIMEOUT":        {"", "how long the group waits for a silent member before moving its partitions"},
-	"KAFKA_INSTANCE_ID":            {"", "static group membership id, distinct per replica (the chart uses the pod name); empty: dynamic"},
+	"KAFKA_INSTANCE_ID":            {"", "static group membership: a process restarted under the same id takes its partitions back at once, without a rebalance or the session timeout; distinct per replica (the chart uses the pod name); 1-249 of `a-z A-Z 0-9 . _ -`; empty: dynamic"},
 	"DLQ_TOPICS_REGEX":             {"", "producers' dead-letter topics, kept for operators and never delivered"},
 	"DLQ_GROUP":                    {"", "consumer group of the dead-letter topics (default `streaming-hub-dlq.<ENV>`)"},
 	"MAX_RECORD_BYTES":             {"", "largest record value accepted; larger records are rejected"},
@@ -58,38 +58,38 @@ var variableDocs = map[string]struct{ def, text string }{
 	"DISPATCH_WORKERS":             {"", "dispatch workers per process: claim, prepare and send"},
 	"DISPATCH_CLAIM_BATCH":         {"", "jobs per claim"},
 	"DISPATCH_IDLE_INTERVAL_MS":    {"", "poll interval when idle, in milliseconds"},
-	"DISPATCH_LEASE":               {"", "lease of a claimed job, renewed while it is worked on"},
+	"DISPATCH_LEASE":               {"", "lease of a claimed job, renewed every third of it while the process works on the job (it may be shorter than the delivery timeout)"},
 	"DISPATCH_MAX_IN_FLIGHT":       {"", "attempts of a process waiting for their answers"},
 	"DISPATCH_MAX_PER_DESTINATION": {"", "one destination's (scheme, host, port) share of DISPATCH_MAX_IN_FLIGHT"},
 	"POISON_THRESHOLD":             {"", "lease recoveries of a job before it is dead-lettered as poison"},
 	"DELIVERY_TIMEOUT":             {"", "bound on one delivery attempt, connection to last byte"},
 	"BREAKER_FAILURES":             {"", "consecutive failed attempts that open a destination's circuit breaker"},
 	"BREAKER_OPEN":                 {"", "first open period of a breaker"},
-	"BREAKER_MAX_OPEN":             {"", "the open period doubles up to this"},
+	"BREAKER_MAX_OPEN":             {"", "the open period doubles after each failed probe up to this"},
 	"AUTODISABLE_ENABLED":          {"", "disable subscriptions that keep failing (the kill switch)"},
 	"AUTODISABLE_FAILURE_WINDOW":   {"", "failing without a success for this long disables a subscription"},
 	"AUTODISABLE_FAILURE_SPREAD":   {"", "the failures must span at least this long"},
 	"PULL_RATE":                    {"", "per-tenant rate of GET /v1/events, requests per second"},
 	"PULL_BURST":                   {"", "per-tenant burst of GET /v1/events"},
-	"IDEMPOTENCY_TTL":              {"", "how long an Idempotency-Key is remembered (at most 168h)"},
-	"DLQ_RETENTION":                {"", "dead letters are kept this long after dead-lettering"},
+	"IDEMPOTENCY_TTL":              {"", "how long a POST's answer is kept for its `Idempotency-Key`, at most `168h` ([lerian-platform.md](lerian-platform.md))"},
+	"DLQ_RETENTION":                {"", "dead letters (and their attempt logs) are kept this long after dead-lettering, and records of the producers' DLQ topics after they arrive"},
 	"INBOX_RETENTION":              {"", "events are kept this long after arrival, unless a job may still send them"},
 	"JOB_RETENTION":                {"", "succeeded jobs and their attempts are kept this long"},
-	"HOUSEKEEPING_INTERVAL":        {"", "between housekeeping (retention) passes"},
+	"HOUSEKEEPING_INTERVAL":        {"", "how often a replica tries a housekeeping pass (retention, job counts)"},
 	"HEALTH_WINDOW":                {"", "how far back subscription health reaches"},
-	"PARTITION_INTERVAL":           {"", "how often PostgreSQL's weekly partitions are made ahead"},
+	"PARTITION_INTERVAL":           {"", "PostgreSQL: how often a replica tries to make the weekly partitions ahead (one replica at a time; also at start)"},
 	"PARTITION_FUTURE_WEEKS":       {"", "weeks of PostgreSQL partitions made ahead"},
 	"MANIFEST_SOURCES":             {"", "producer manifest URLs (http(s)), comma-separated: the event catalog"},
 	"MANIFEST_REFRESH_INTERVAL":    {"", "between manifest fetches"},
-	"CONSOLE_FRAME_ANCESTORS":      {"", "CSP frame-ancestors of the console: who may embed it in a frame"},
-	"CONSOLE_SESSION_MAX_AGE":      {"", "longest life of a console session, however often used"},
-	"ADMIN_TOKEN":                  {"", "bearer token of the admin API (dev generates and prints one)"},
+	"CONSOLE_FRAME_ANCESTORS":      {"", "CSP `frame-ancestors` of the console: `'none'` (also `X-Frame-Options: DENY`), or `'self'` and origins such as `https://app.example.com` allowed to embed it"},
+	"CONSOLE_SESSION_MAX_AGE":      {"", "a console session's absolute lifetime, however often it is used (beside the fixed 12 h idle limit)"},
+	"ADMIN_TOKEN":                  {"", "bearer token of the admin API; at least 16 characters in serve (dev generates and prints one)"},
 	"ADMIN_TOKEN_FILE":             {"", "file holding ADMIN_TOKEN"},
-	"KEK":                          {"", "key-encryption key, base64 of at least 32 bytes: seals stored secrets (dev generates one)"},
+	"KEK":                          {"", "key-encryption key, base64 of at least 32 bytes: seals stored secrets; required in serve (dev generates one)"},
 	"KEK_FILE":                     {"", "file holding KEK"},
 	"KEK_PREVIOUS":                 {"", "earlier KEKs, comma-separated, still opened until `streaming-hub rewrap`"},
 	"KEK_PREVIOUS_FILE":            {"", "file holding KEK_PREVIOUS"},
-	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on private, loopback and link-local addresses"},
+	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local or metadata addresses"},
 	"PLUGIN_AUTH_ENABLED":          {"false", "use Lerian's access manager for the API (also read without the prefix)"},
 	"PLUGIN_AUTH_ADDRESS":          {"", "the access manager's http(s) URL (also read without the prefix)"},
 	"AUTH_REQUIRED":                {"true with ENV=production", "refuse requests without credentials (also read without the prefix)"},
@@ -158,6 +158,15 @@ start, with the closest known name. Secrets (KEK, KEK_PREVIOUS, ADMIN_TOKEN,
 SIGNATURE_KEYS) may instead be read from the file their ` + "`_FILE`" + ` variable names.
 The OpenTelemetry exporter reads the standard ` + "`OTEL_*`" + ` variables (service name
 default ` + "`" + DefaultOTELServiceName + "`" + `, protocol default ` + "`" + DefaultOTLPProtocol + "`" + `).
+
+Bad values stop the start (exit 2) with one line per bad variable, all of
+them at once, each naming the variable, e.g. ` + "`streaming-hub: STREAMING_HUB_DISPATCH_WORKERS: must be a positive integer, got \"lots\"`" + `.
+` + "`STREAMING_HUB_HTTP_ADDR`" + ` is checked and taken before anything else starts; a
+database that cannot be reached is reported against
+` + "`STREAMING_HUB_DATABASE_URL`" + `, without its password. Durations are Go durations
+(` + "`30s`, `5m`, `120h`" + `). TLS and SASL to Kafka, the names Lerian's chart uses
+(the aliases below) and what ` + "`ENV=production`" + ` refuses are in
+[operations.md](operations.md#production).
 
 | Variable | Default | Dev | Description |
 |---|---|---|---|
