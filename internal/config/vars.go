@@ -28,7 +28,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"DATABASE_URL":                 {"", "`postgres://...` or `sqlite:///path/to/file.db` (SQLite for dev and single-node only; serve refuses it)"},
 	"POSTGRES_DSN":                 {"", "alias of DATABASE_URL"},
 	"DATABASE_MAX_CONNS":           {"", "PostgreSQL connections of the process, at least 2 (16 for roles all and delivery, 8 for ingest; a `pool_max_conns` in the URL wins), divided into budgets: [operations.md](operations.md#operating-it)"},
-	"ALLOW_INSECURE_DB_TLS":        {"", "accept a PostgreSQL URL without verified TLS with ENV=production"},
+	"ALLOW_INSECURE_DB_TLS":        {"", "accept, with ENV=production, a PostgreSQL URL whose `sslmode` is not `require`, `verify-ca` or `verify-full`"},
 	"KAFKA_BROKERS":                {"", "Kafka brokers, `host:port,host:port`; required in serve for roles that ingest (dev: its embedded broker)"},
 	"KAFKA_TOPICS_REGEX":           {"", "the topics the hub consumes (never `.commands` or `.dlq` topics)"},
 	"KAFKA_GROUP":                  {"", "consumer group (default `streaming-hub.<ENV>`)"},
