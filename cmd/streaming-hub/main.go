@@ -135,7 +135,7 @@ func helpEnv(e env) env {
 
 // envHelp is the configuration summary every hub command's --help shows.
 var envHelp = strings.TrimSpace(`
-Configuration comes from the environment (see the README for all of it):
+Configuration comes from the environment (docs/configuration.md lists all of it):
   STREAMING_HUB_ROLE              all | ingest | delivery (default all)
   STREAMING_HUB_HTTP_ADDR         API, /healthz, /readyz, /metrics (default :8080; dev 127.0.0.1:8080)
   STREAMING_HUB_DATABASE_URL      postgres://... or sqlite:///path/to/file.db

@@ -322,6 +322,19 @@ type reader struct {
 	read   map[string]bool   // every name read: the known variables
 	from   map[string]string // variable -> the alias its value came from
 	bare   map[string]bool   // variables whose value came without the prefix
+	// defaults is each variable's value before it was read (its default),
+	// as the typed readers below saw it: what docs/configuration.md shows.
+	defaults map[string]string
+}
+
+// note records v as the default of name, the first time name is read.
+func (r *reader) note(name, v string) {
+	if r.defaults == nil {
+		r.defaults = make(map[string]string)
+	}
+	if _, ok := r.defaults[name]; !ok {
+		r.defaults[name] = v
+	}
 }
 
 // aliases are the names Lerian's chart uses for some of the hub's
@@ -388,12 +401,14 @@ func (r *reader) fail(name, format string, args ...any) {
 // unset or bad.
 
 func (r *reader) str(name string, v *string) {
+	r.note(name, *v)
 	if s, ok := r.raw(name); ok {
 		*v = s
 	}
 }
 
 func (r *reader) list(name string, v *[]string) {
+	r.note(name, strings.Join(*v, ","))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -408,6 +423,7 @@ func (r *reader) list(name string, v *[]string) {
 }
 
 func (r *reader) oneOf(name, def string, allowed ...string) string {
+	r.note(name, def)
 	v, ok := r.raw(name)
 	if !ok {
 		return def
@@ -422,6 +438,7 @@ func (r *reader) oneOf(name, def string, allowed ...string) string {
 }
 
 func (r *reader) positiveInt(name string, v *int) {
+	r.note(name, strconv.Itoa(*v))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -435,6 +452,7 @@ func (r *reader) positiveInt(name string, v *int) {
 }
 
 func (r *reader) atLeast(name string, least int, v *int) {
+	r.note(name, strconv.Itoa(*v))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -465,6 +483,7 @@ func (r *reader) milliseconds(name string, v *time.Duration) {
 }
 
 func (r *reader) positiveFloat(name string, v *float64) {
+	r.note(name, strconv.FormatFloat(*v, 'g', -1, 64))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -478,6 +497,7 @@ func (r *reader) positiveFloat(name string, v *float64) {
 }
 
 func (r *reader) duration(name string, v *time.Duration) {
+	r.note(name, FormatDuration(*v))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -491,6 +511,7 @@ func (r *reader) duration(name string, v *time.Duration) {
 }
 
 func (r *reader) boolean(name string, v *bool) {
+	r.note(name, strconv.FormatBool(*v))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -504,6 +525,7 @@ func (r *reader) boolean(name string, v *bool) {
 }
 
 func (r *reader) level(name string, v *slog.Level) {
+	r.note(name, strings.ToLower(v.String()))
 	s, ok := r.raw(name)
 	if !ok {
 		return
@@ -570,4 +592,17 @@ func LoadKeys(getenv func(string) string) (Keys, error) {
 		return Keys{}, r.errs
 	}
 	return k, nil
+}
+
+// FormatDuration writes d as the variables are written: 30s, 5m, 120h,
+// 1h30m (time.Duration's String without its zero units).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

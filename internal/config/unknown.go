@@ -7,7 +7,10 @@ import (
 
 // otherNames are STREAMING_HUB_ variables read outside Load: the CLI
 // client's and the test suite's.
-var otherNames = []string{"SERVER", "TOKEN", "TENANT", "TEST_POSTGRES_URL", "TEST_REDIS_URL"}
+var otherNames = []string{
+	"SERVER", "TOKEN", "TENANT",
+	"TEST_POSTGRES_URL", "TEST_REDIS_URL", "TEST_AMQP_URL", "TEST_NATS_SERVER", "TEST_NATS_LOG",
+}
 
 // Known lists every variable name the hub reads (without the prefix).
 func Known() []string {
