@@ -31,9 +31,11 @@ func weekStart(t time.Time) time.Time {
 
 // partitionLockTimeout bounds the wait for the tables' locks when a
 // partition is made or dropped: a long query in the way makes the task
-// try again at its next pass rather than queue the hub's queries behind
-// it.
-const partitionLockTimeout = "3s"
+// try again (a few times, then at its next pass) rather than queue the
+// hub's queries behind it. It is under PostgreSQL's deadlock_timeout (1s):
+// were the task ever in a cycle with the hub's queries, it is the task
+// that gives up, not a claim or an ingest.
+const partitionLockTimeout = "500ms"
 
 const partitionsLock = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.streaming-hub.partitions'))`
 
@@ -43,20 +45,31 @@ func (db *DB) EnsurePartitions(ctx context.Context, now time.Time, weeksAhead in
 	defer wrap(&err, "EnsurePartitions")
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	for i := 0; i <= weeksAhead; i++ {
-		var n int
-		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, partitionsLock); err != nil {
-				return err
+		// One table per transaction: holding one table's default
+		// partition while waiting for another's could close a cycle with
+		// a claim (jobs, then events) or an ingest (events, then jobs).
+		for _, parent := range []string{"events", "delivery_jobs", "delivery_attempts"} {
+			var n int
+			var err error
+			for try := 0; try < 3; try++ {
+				err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, partitionsLock); err != nil {
+						return err
+					}
+					if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+						return err
+					}
+					return tx.QueryRow(ctx, `SELECT streaming_hub_add_week($1, $2)`, weekStart(now).Add(time.Duration(i)*week), parent).Scan(&n)
+				})
+				if !lockNotAvailable(err) {
+					break
+				}
 			}
-			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
-				return err
+			if err != nil {
+				return made, err
 			}
-			return tx.QueryRow(ctx, `SELECT streaming_hub_add_week($1)`, weekStart(now).Add(time.Duration(i)*week)).Scan(&n)
-		})
-		if err != nil {
-			return made, err
+			made += n
 		}
-		made += n
 	}
 	return made, nil
 }
@@ -218,3 +231,10 @@ func (db *DB) drop(ctx context.Context, kept string, args []any, parents, parts 
 // ByPartition, rows are deleted only below it (in weeks wholly before the
 // bound that were kept, and in the default partition).
 func jobsCut(before time.Time) string { return hub.IDPrefixAt("dlv", weekStart(before)) }
+
+// lockNotAvailable reports a lock_timeout that expired (55P03): the
+// tables were busy; trying again soon may find them free.
+func lockNotAvailable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}

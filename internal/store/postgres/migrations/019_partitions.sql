@@ -39,8 +39,12 @@ $$;
 -- streaming_hub_add_week makes the week holding t in each of the three
 -- tables unless it exists: a plain table filled with the week's rows from
 -- the default partition (if any), then attached, which builds its indexes.
--- It returns how many partitions it made.
-CREATE FUNCTION streaming_hub_add_week(t timestamptz) RETURNS integer
+-- It returns how many partitions it made. only_parent, when given, limits
+-- it to that table: the periodic task makes each table's week in its own
+-- transaction, so it never holds one table's default partition while it
+-- waits for another's (a claim reads jobs then events, ingest writes
+-- events then jobs: holding both would close a cycle with either).
+CREATE FUNCTION streaming_hub_add_week(t timestamptz, only_parent text DEFAULT NULL) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
 	ws timestamptz := date_trunc('week', t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
@@ -56,6 +60,7 @@ BEGIN
 		('delivery_attempts', 'job_id', quote_literal(streaming_hub_id_at('dlv', ws)), quote_literal(streaming_hub_id_at('dlv', we)))
 	) AS v(parent, key, lo, hi)
 	LOOP
+		CONTINUE WHEN only_parent IS NOT NULL AND p.parent <> only_parent;
 		part := p.parent || '_w' || suffix;
 		CONTINUE WHEN to_regclass(quote_ident(part)) IS NOT NULL;
 		EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)', part, p.parent);
