@@ -296,7 +296,7 @@ func (db *DB) report(ctx context.Context, tx *sql.Tx, r store.Report, now int64)
 	if err != nil {
 		return err
 	}
-	_, _, err = match(ctx, tx, events, store.AcceptedTenants(events, outcomes), outcomes, fromMicros(now))
+	_, err = match(ctx, tx, events, store.AcceptedTenants(events, outcomes), outcomes, fromMicros(now))
 	return err
 }
 

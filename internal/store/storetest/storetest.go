@@ -26,7 +26,6 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
 	t.Run("ControlPlane", func(t *testing.T) { testControlPlane(t, open) })
 	t.Run("Dispatch", func(t *testing.T) { testDispatch(t, open) })
-	t.Run("Listen", func(t *testing.T) { testListen(t, open) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, open) })
 	t.Run("TraceContext", func(t *testing.T) { testTraceContext(t, open) })
