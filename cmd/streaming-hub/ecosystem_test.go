@@ -18,12 +18,12 @@ func TestVersionFlag_IsTheVersionCommand(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want %q", flag, code, out, want)
 		}
 	}
-	var v struct{ Version, Go string }
+	var v struct{ Version, Commit, Date, Go string }
 	code, out, _ := runCmd(nil, "version", "-o", "json")
 	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v.Version == "" || !strings.HasPrefix(v.Go, "go") {
 		t.Fatalf("version -o json: exit %d, %q", code, out)
 	}
-	if code, out, _ := runCmd(nil, "version", "-o", "yaml"); code != exitOK || out != "version: "+v.Version+"\ngo: "+v.Go+"\n" {
+	if code, out, _ := runCmd(nil, "version", "-o", "yaml"); code != exitOK || !strings.HasPrefix(out, "version: "+v.Version+"\n") || !strings.HasSuffix(out, "go: "+v.Go+"\n") {
 		t.Fatalf("version -o yaml: exit %d, %q", code, out)
 	}
 }

@@ -27,12 +27,26 @@ cleanup() {
 trap cleanup EXIT
 
 echo "-- build: static binary and CA bundle from this machine"
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/streaming-hub" ./cmd/streaming-hub
+# Version, commit and date as the Containerfile says: in the binary (linker
+# flags) and on the image (build args → OCI labels).
+VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+pkg=github.com/lerianstudio/streaming-hub
+CGO_ENABLED=0 go build -trimpath \
+  -ldflags "-s -w -X $pkg.Version=$VERSION -X $pkg.Commit=$COMMIT -X $pkg.Date=$DATE" \
+  -o "$ctx/streaming-hub" ./cmd/streaming-hub
+"$ctx/streaming-hub" --version
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
 if ! buildah info >/dev/null 2>&1; then
   echo "SKIP container image: buildah cannot run on this machine: $(buildah info 2>&1 | tail -1)"; exit 0
 fi
-buildah build --quiet -f Containerfile -t "$image" "$ctx" >/dev/null
+buildah build --quiet -f Containerfile --build-arg "VERSION=$VERSION" --build-arg "COMMIT=$COMMIT" \
+  --build-arg "DATE=$DATE" -t "$image" "$ctx" >/dev/null
+for label in version=$VERSION revision=$COMMIT created=$DATE; do
+  got=$(buildah inspect --type image --format "{{index .OCIv1.Config.Labels \"org.opencontainers.image.${label%%=*}\"}}" "$image")
+  [ "$got" = "${label#*=}" ] || { echo "the image's org.opencontainers.image.${label%%=*} label is \"$got\", want \"${label#*=}\""; exit 1; }
+done
 user=$(buildah inspect --type image --format '{{.OCIv1.Config.User}}' "$image")
 entry=$(buildah inspect --type image --format '{{.OCIv1.Config.Entrypoint}}' "$image")
 echo "built $image: user $user, entrypoint $entry, $(du -sh "$ctx/streaming-hub" | cut -f1) binary"

@@ -10,9 +10,17 @@ never a literal value); ingest pods their Kafka instance id from the pod name
 (STREAMING_HUB_KAFKA_INSTANCE_ID, static group membership); the migrations Job must be a pre-install/pre-upgrade
 hook running `streaming-hub migrate`; each role has a PodDisruptionBudget and
 there is a Service. --production also requires what examples/production.yaml
-sets: TLS and SASL to Kafka, a CA by reference, OTLP export. Prints one line
-per problem and exits 1 if there is any.
+sets: TLS and SASL to Kafka, a CA by reference, OTLP export. --all-on requires
+what deploy/ci/helm-all-on.yaml turns on: a ServiceMonitor on /metrics, a
+PrometheusRule carrying the alerts of files/prometheus/alerts.yaml, an HPA
+(autoscaling/v2) on the delivery Deployment (which then sets no replicas),
+an Ingress (networking.k8s.io/v1) to the Service, the extra volumes mounted
+in every hub pod and the migrations Job, extraEnv and extraEnvFrom, and
+OTEL_EXPORTER_OTLP_HEADERS from a Secret. Without it, none of those kinds
+may be rendered (they are off by default). Prints one line per problem and
+exits 1 if there is any.
 """
+import os
 import sys
 
 import yaml
@@ -56,9 +64,61 @@ def value(env, name):
     return None if e is None else e.get("value")
 
 
+def check_all_on(docs, deployments, jobs, optional):
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    for kind, api in optional.items():
+        got = by_kind.get(kind, [])
+        if len(got) != 1:
+            problem(f"{len(got)} {kind}s rendered, want 1")
+        elif got[0]["apiVersion"] != api:
+            problem(f"{kind}: apiVersion {got[0]['apiVersion']}, want {api}")
+    for sm in by_kind.get("ServiceMonitor", []):
+        eps = sm["spec"].get("endpoints") or []
+        if not eps or eps[0].get("port") != "http" or eps[0].get("path") != "/metrics":
+            problem("ServiceMonitor: does not scrape port http, path /metrics")
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "streaming-hub", "files", "prometheus", "alerts.yaml")) as f:
+        want_alerts = sorted(r["alert"] for g in yaml.safe_load(f)["groups"] for r in g["rules"] if "alert" in r)
+    for pr in by_kind.get("PrometheusRule", []):
+        got = sorted(r.get("alert") for g in pr["spec"].get("groups") or [] for r in g.get("rules") or [] if "alert" in r)
+        if got != want_alerts or not got:
+            problem(f"PrometheusRule: alerts {got}, want those of files/prometheus/alerts.yaml {want_alerts}")
+    delivery = [d for d in deployments.values() if d["metadata"]["name"].endswith("-delivery")]
+    for hpa in by_kind.get("HorizontalPodAutoscaler", []):
+        ref = hpa["spec"]["scaleTargetRef"]
+        if ref.get("kind") != "Deployment" or not delivery or ref.get("name") != delivery[0]["metadata"]["name"]:
+            problem(f"HorizontalPodAutoscaler: scales {ref}, want the delivery Deployment")
+    for d in delivery:
+        if "replicas" in d["spec"]:
+            problem(f"Deployment {d['metadata']['name']}: sets replicas although an HPA scales it")
+    services = [s["metadata"]["name"] for s in by_kind.get("Service", [])]
+    for ing in by_kind.get("Ingress", []):
+        for rule in ing["spec"].get("rules") or []:
+            for path in rule["http"]["paths"]:
+                if path["backend"]["service"]["name"] not in services:
+                    problem(f"Ingress: path {path['path']} goes to {path['backend']['service']['name']}, not the Service")
+    pods = [(f"Deployment {n}", d["spec"]["template"]["spec"]) for n, d in deployments.items()]
+    pods += [(f"Job {j['metadata']['name']}", j["spec"]["template"]["spec"]) for j in jobs]
+    for where, spec in pods:
+        c = spec["containers"][0]
+        if "pg-ca" not in [v["name"] for v in spec.get("volumes") or []]:
+            problem(f"{where}: extraVolumes not in its volumes")
+        if "pg-ca" not in [m["name"] for m in c.get("volumeMounts") or []]:
+            problem(f"{where}: extraVolumeMounts not mounted")
+    for name, d in deployments.items():
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        env = env_of(c)
+        check_secret_refs(f"Deployment {name}", env, ["OTEL_EXPORTER_OTLP_HEADERS", "STREAMING_HUB_SIGNATURE_KEYS"])
+        if not c.get("envFrom"):
+            problem(f"Deployment {name}: extraEnvFrom not in its envFrom")
+
+
 def main():
     args = sys.argv[1:]
     production = "--production" in args
+    all_on = "--all-on" in args
     paths = [a for a in args if not a.startswith("--")]
     if len(paths) != 1:
         print(__doc__)
@@ -135,7 +195,7 @@ def main():
         if hooks != {"pre-install", "pre-upgrade"}:
             problem(f"Job {j['metadata']['name']}: hooks {sorted(hooks)}, want pre-install and pre-upgrade")
         c = j["spec"]["template"]["spec"]["containers"][0]
-        if c.get("args") != ["migrate"]:
+        if (c.get("args") or [])[:1] != ["migrate"]:
             problem(f"Job {j['metadata']['name']}: runs {c.get('args')}, want migrate")
         check_secret_refs(f"Job {j['metadata']['name']}", env_of(c), ["STREAMING_HUB_DATABASE_URL"])
 
@@ -147,13 +207,24 @@ def main():
     if not any(d["kind"] == "Service" for d in docs):
         problem("no Service")
 
+    optional = {"ServiceMonitor": "monitoring.coreos.com/v1", "PrometheusRule": "monitoring.coreos.com/v1",
+                "HorizontalPodAutoscaler": "autoscaling/v2", "Ingress": "networking.k8s.io/v1"}
+    if all_on:
+        check_all_on(docs, deployments, jobs, optional)
+    else:
+        for kind in optional:
+            if any(d["kind"] == kind for d in docs):
+                problem(f"a {kind} is rendered, but it is off by default")
+
     for p in problems:
         print("check-rendered:", p)
     if problems:
         return 1
     print(f"check-rendered: {paths[0]}: Deployments {sorted(deployments)} carry their role, probes and secret references"
           f" (ingest: the instance id from the pod name);"
-          f" migrations Job, PodDisruptionBudgets and Service present")
+          f" migrations Job, PodDisruptionBudgets and Service present;"
+          + (f" {', '.join(sorted(optional))} rendered as asked, extra volumes, env and OTLP headers by reference"
+             if all_on else " no optional template rendered"))
     return 0
 
 

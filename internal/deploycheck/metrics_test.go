@@ -51,7 +51,7 @@ func TestDeployedQueries_NameOnlyMetricsTheHubExports(t *testing.T) {
 		checkNames(t, "dashboard", queries, exported)
 	})
 	t.Run("prometheus alerts", func(t *testing.T) {
-		raw, err := os.ReadFile("../../deploy/prometheus/alerts.yaml")
+		raw, err := os.ReadFile("../../deploy/helm/streaming-hub/files/prometheus/alerts.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

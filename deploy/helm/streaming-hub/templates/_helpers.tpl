@@ -129,6 +129,12 @@ renders nothing.
 {{- range $k := keys $v.otel | sortAlpha }}
 {{- include "streaming-hub.valueEnv" (list $k (get $v.otel $k)) }}
 {{- end }}
+{{- with $v.telemetry.otlpHeadersSecret }}
+{{- if and .name $v.otel.OTEL_EXPORTER_OTLP_HEADERS }}
+{{- fail "set OTEL_EXPORTER_OTLP_HEADERS either as otel.OTEL_EXPORTER_OTLP_HEADERS or from telemetry.otlpHeadersSecret, not both" }}
+{{- end }}
+{{- include "streaming-hub.secretEnv" (list "OTEL_EXPORTER_OTLP_HEADERS" .) }}
+{{- end }}
 {{- with $v.extraEnv }}
 {{ toYaml . }}
 {{- end }}
