@@ -25,7 +25,10 @@ func newDestinations(cfg config.Config, logger *slog.Logger) (*destination.Regis
 	if err != nil {
 		return nil, err
 	}
-	kfk, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: cfg.DeliveryTimeout, Logger: logger.With("component", "kafka-destinations")})
+	// In dev, a Kafka destination's topic is made on its first record
+	// (the embedded broker allows it), as the banner says.
+	kfk, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: cfg.DeliveryTimeout, Logger: logger.With("component", "kafka-destinations"),
+		AutoCreateTopics: cfg.Mode == config.Dev})
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,11 @@ type Options struct {
 	CACert []byte
 	Logger *slog.Logger     // nil discards
 	Now    func() time.Time // the clock of idle clients; nil means time.Now
+	// AutoCreateTopics asks the broker to create a topic a record names
+	// when it does not exist yet (if the broker allows it): dev mode only,
+	// whose embedded broker does, so a Kafka destination there needs no
+	// topic made first. Never on a tenant's cluster in production.
+	AutoCreateTopics bool
 }
 
 // Producer is the destination.Driver for Kafka: one client per destination
@@ -185,6 +190,9 @@ func (p *Producer) open(t destination.Target) (*client, error) {
 		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(10000),
 	)
+	if p.o.AutoCreateTopics {
+		opts = append(opts, kgo.AllowAutoTopicCreation())
+	}
 	if c.Client, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}

@@ -142,3 +142,31 @@ func TestSend_AClusterReplacedOrATopicRecreatedIsDeliveredToAgain(t *testing.T) 
 		t.Fatalf("%d clients kept, want the one in use", n)
 	}
 }
+
+// A topic that does not exist: with AutoCreateTopics (dev mode) the
+// broker makes it on the first record, which is delivered; without, the
+// attempt fails and no topic is made.
+func TestSend_AutoCreateTopicsMakesTheTopicInDevOnly(t *testing.T) {
+	cluster := testkit.KafkaWith(t, 1, []string{"t"}) // it allows auto-creation, as dev's broker
+	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
+	at := destination.Target{Destination: hub.Destination{Type: hub.DestinationKafka, Brokers: cluster.ListenAddrs(), Topic: "made.on.first.record"}}
+	strict, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { strict.Close() })
+	if err := send(strict, at); err == nil {
+		t.Fatal("a record to a missing topic was delivered without AutoCreateTopics")
+	}
+	dev, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, AutoCreateTopics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	if err := send(dev, at); err != nil {
+		t.Fatalf("with AutoCreateTopics: %v", err)
+	}
+	if got := testkit.ReadRecords(t, cluster, "made.on.first.record", 1); len(got) != 1 {
+		t.Fatalf("the new topic holds %d records", len(got))
+	}
+}
