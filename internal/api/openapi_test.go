@@ -146,3 +146,53 @@ func TestOpenAPI_DocumentsBackfill(t *testing.T) {
 		t.Errorf("Backfill documents %v (requires %v); the API shows %v", documented, required, shown)
 	}
 }
+
+// No request body schema, nor any schema it reaches, has a "default"
+// keyword: openapi-typescript's default options would make such a field
+// required to send. Request bodies state their defaults in descriptions.
+func TestOpenAPI_RequestBodiesHaveNoDefaultKeyword(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(openapiDoc, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	components, _ := doc["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
+	seen := map[string]bool{}
+	var walk func(where string, v any)
+	walk = func(where string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				name := strings.TrimPrefix(ref, "#/components/schemas/")
+				if !seen[name] {
+					seen[name] = true
+					walk(ref, schemas[name])
+				}
+			}
+			if _, ok := v["default"]; ok {
+				t.Errorf("%s: a default keyword in a request body (say it in the description)", where)
+			}
+			for k, c := range v {
+				if k != "examples" && k != "example" {
+					walk(where+"/"+k, c)
+				}
+			}
+		case []any:
+			for _, c := range v {
+				walk(where, c)
+			}
+		}
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	for path, item := range paths {
+		for method, op := range item.(map[string]any) {
+			o, _ := op.(map[string]any) // path-level parameters are a list
+			if body, ok := o["requestBody"]; ok {
+				walk(strings.ToUpper(method)+" "+path, body)
+			}
+		}
+	}
+	if !seen["SubscriptionCreate"] {
+		t.Error("SubscriptionCreate is reached by no request body")
+	}
+}
