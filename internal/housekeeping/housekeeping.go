@@ -7,6 +7,7 @@ package housekeeping
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -76,13 +77,13 @@ func New(cfg Config) (*Housekeeper, error) {
 }
 
 // Run makes a pass every Interval and, on a store with time partitions, a
-// partitions pass at once and every PartitionInterval, until ctx ends.
+// partitions pass at once and every PartitionInterval (sooner again when
+// the tables were busy), until ctx ends.
 func (h *Housekeeper) Run(ctx context.Context) {
 	t := time.NewTicker(h.cfg.Interval)
 	defer t.Stop()
-	pt := time.NewTicker(h.cfg.PartitionInterval)
+	pt := time.NewTimer(h.partitionsPass(ctx))
 	defer pt.Stop()
-	h.partitionsPass(ctx)
 	for {
 		if _, _, err := h.Pass(ctx); err != nil && ctx.Err() == nil {
 			h.cfg.Logger.Error("housekeeping pass failed", "err", err)
@@ -92,17 +93,33 @@ func (h *Housekeeper) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-pt.C:
-			h.partitionsPass(ctx)
+			pt.Reset(h.partitionsPass(ctx))
 			goto wait
 		case <-t.C:
 		}
 	}
 }
 
-func (h *Housekeeper) partitionsPass(ctx context.Context) {
-	if _, _, err := h.Partitions(ctx); err != nil && ctx.Err() == nil {
+// partitionsBusyRetry is how soon a partitions pass that found the
+// tables busy runs again (PartitionInterval when that is sooner).
+const partitionsBusyRetry = time.Minute
+
+// partitionsPass runs a partitions pass and says when the next is due.
+// Busy tables are the hub's own load, not a fault: a warning, and the
+// weeks still missing are tried again in a minute; the weeks ahead
+// (PartitionFutureWeeks) leave ample time for that.
+func (h *Housekeeper) partitionsPass(ctx context.Context) (next time.Duration) {
+	_, _, err := h.Partitions(ctx)
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, store.ErrPartitionsBusy):
+		retry := min(partitionsBusyRetry, h.cfg.PartitionInterval)
+		h.cfg.Logger.Warn("partitions pass deferred", "err", err, "retry_in", retry.String())
+		return retry
+	default:
 		h.cfg.Logger.Error("partitions pass failed", "err", err)
 	}
+	return h.cfg.PartitionInterval
 }
 
 // Partitions makes, unless another replica is doing it, the partitions of

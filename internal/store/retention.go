@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,8 +69,15 @@ type Partitioner interface {
 	// of the weeksAhead weeks after it, unless they exist, and says how
 	// many it made. Rows that waited in a default partition for their
 	// week move into it.
+	// A table whose locks it cannot have in time (the hub's own queries
+	// hold them) is left, and the error then wraps ErrPartitionsBusy:
+	// the caller tries again soon.
 	EnsurePartitions(ctx context.Context, now time.Time, weeksAhead int) (int, error)
 }
+
+// ErrPartitionsBusy says EnsurePartitions left some partitions unmade
+// because the tables were busy: not a fault, a reason to try again soon.
+var ErrPartitionsBusy = errors.New("tables busy: some partitions are left for the next try")
 
 // Deleters are a driver's bounded deletes, one per kind; Prune runs them
 // in the order the contract needs. Each deletes at most batch rows, in its

@@ -40,38 +40,57 @@ const partitionLockTimeout = "500ms"
 const partitionsLock = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.streaming-hub.partitions'))`
 
 // EnsurePartitions makes the weeks from now's to weeksAhead later, each
-// in a transaction of its own.
+// table's week in a transaction of its own. A table whose locks stay busy
+// through a few tries is left for the next pass (store.ErrPartitionsBusy)
+// and the others are made.
 func (db *DB) EnsurePartitions(ctx context.Context, now time.Time, weeksAhead int) (made int, err error) {
 	defer wrap(&err, "EnsurePartitions")
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
+	busy := 0
 	for i := 0; i <= weeksAhead; i++ {
 		// One table per transaction: holding one table's default
 		// partition while waiting for another's could close a cycle with
 		// a claim (jobs, then events) or an ingest (events, then jobs).
 		for _, parent := range []string{"events", "delivery_jobs", "delivery_attempts"} {
-			var n int
-			var err error
-			for try := 0; try < 3; try++ {
-				err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-					if _, err := tx.Exec(ctx, partitionsLock); err != nil {
-						return err
-					}
-					if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
-						return err
-					}
-					return tx.QueryRow(ctx, `SELECT streaming_hub_add_week($1, $2)`, weekStart(now).Add(time.Duration(i)*week), parent).Scan(&n)
-				})
-				if !lockNotAvailable(err) {
-					break
-				}
-			}
-			if err != nil {
+			n, err := db.addWeek(ctx, weekStart(now).Add(time.Duration(i)*week), parent)
+			switch {
+			case lockNotAvailable(err):
+				busy++
+			case err != nil:
 				return made, err
 			}
 			made += n
 		}
 	}
+	if busy > 0 {
+		return made, fmt.Errorf("%w (%d of them)", store.ErrPartitionsBusy, busy)
+	}
 	return made, nil
+}
+
+// addWeek makes parent's partition of the week starting ws unless it
+// exists, trying a few times, a little apart, when the table's locks are
+// not had within partitionLockTimeout.
+func (db *DB) addWeek(ctx context.Context, ws time.Time, parent string) (n int, err error) {
+	for try := 1; ; try++ {
+		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, partitionsLock); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+partitionLockTimeout+`'`); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, `SELECT streaming_hub_add_week($1, $2)`, ws, parent).Scan(&n)
+		})
+		if !lockNotAvailable(err) || try == 3 {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+		}
+	}
 }
 
 // ensureWeeks makes this week's and next week's partitions in the
