@@ -1,8 +1,9 @@
 package main
 
 // completion.go: `streaming-hub completion bash|zsh|fish`, shell completion
-// of commands, subcommands and -o's values, made from the command table so
-// it cannot drift from it.
+// of commands, subcommands, -o's and --type's values, made from the command
+// table so it cannot drift from it, and of each command's flags, which the
+// scripts ask the program for (`__complete flags`, complete.go).
 
 import (
 	"fmt"
@@ -38,8 +39,8 @@ func runCompletion(args []string, e env) int {
 func completionUsage(w io.Writer) {
 	fmt.Fprint(w, `Usage: streaming-hub completion bash|zsh|fish
 
-Prints a script that completes streaming-hub's commands, subcommands and the
-values of -o. Load it:
+Prints a script that completes streaming-hub's commands, subcommands, their
+flags and the values of -o and --type. Load it:
 
   bash:  source <(streaming-hub completion bash)       # or save it under /etc/bash_completion.d/
   zsh:   source <(streaming-hub completion zsh)        # after compinit; or save it as _streaming-hub in $fpath
@@ -87,6 +88,14 @@ _streaming_hub() {
     COMPREPLY=($(compgen -W %q -- "$cur"))
     return
   fi
+  if [[ "$prev" == "--type" ]]; then
+    COMPREPLY=($(compgen -W %q -- "$cur"))
+    return
+  fi
+  if [[ "$cur" == -* ]]; then
+    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" __complete flags "${COMP_WORDS[@]:1:COMP_CWORD-1}" 2>/dev/null)" -- "$cur"))
+    return
+  fi
   if [[ $COMP_CWORD -eq 1 ]]; then
     COMPREPLY=($(compgen -W %q -- "$cur"))
     return
@@ -100,11 +109,10 @@ _streaming_hub() {
     cmd="${COMP_WORDS[2]}"
     [[ $COMP_CWORD -eq 3 ]] || return
   elif [[ $COMP_CWORD -ne 2 ]]; then
-    [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--help -o --output --server --tenant" -- "$cur"))
     return
   fi
   case "$cmd" in
-`, outputs, strings.Join(commandNames(), " "), strings.Join(commandNames(), " "))
+`, outputs, destinationTypes, strings.Join(commandNames(), " "), strings.Join(commandNames(), " "))
 	for _, name := range groupNames() {
 		fmt.Fprintf(w, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", name, strings.Join(append(subNames(groups[name]), "help"), " "))
 	}
@@ -127,6 +135,16 @@ _streaming_hub() {
   local -a items
   if [[ "${words[CURRENT-1]}" == "-o" || "${words[CURRENT-1]}" == "--output" ]]; then
     items=(table json yaml)
+    compadd -a items
+    return
+  fi
+  if [[ "${words[CURRENT-1]}" == "--type" ]]; then
+    items=(`+destinationTypes+`)
+    compadd -a items
+    return
+  fi
+  if [[ "${words[CURRENT]}" == -* ]]; then
+    items=(${(f)"$(${words[1]} __complete flags ${words[2,CURRENT-1]} 2>/dev/null)"})
     compadd -a items
     return
   fi
@@ -191,6 +209,8 @@ func fishCompletion(w io.Writer) {
 	fmt.Fprintln(w, "complete -c streaming-hub -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'")
 	fmt.Fprintf(w, "complete -c streaming-hub -n '__fish_seen_subcommand_from help' -a %s\n", fishQuote(strings.Join(commandNames(), " ")))
 	fmt.Fprintf(w, "complete -c streaming-hub -s o -l output -x -a %s -d 'output form'\n", fishQuote(outputs))
+	fmt.Fprintf(w, "complete -c streaming-hub -l type -x -a %s -d 'destination type'\n", fishQuote(destinationTypes))
+	fmt.Fprintln(w, "complete -c streaming-hub -n 'string match -q -- \"-*\" (commandline -ct)' -a '(streaming-hub __complete flags (commandline -opc)[2..-1])'")
 	fmt.Fprintln(w, "complete -c streaming-hub -l server -x -d 'base URL of the hub API'")
 	fmt.Fprintln(w, "complete -c streaming-hub -l tenant -x -d 'tenant to act on (X-Tenant-Id)'")
 	fmt.Fprintln(w, "complete -c streaming-hub -l help -d 'show help'")

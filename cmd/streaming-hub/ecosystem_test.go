@@ -81,6 +81,24 @@ func TestHelp_ShowsLongFlagsWithTwoDashes(t *testing.T) {
 	}
 }
 
+// The completion scripts ask the program for a command's flags
+// (__complete); in these tests the test binary stands in for the program
+// when STREAMING_HUB_TEST_AS_CLI is set.
+func init() {
+	if os.Getenv("STREAMING_HUB_TEST_AS_CLI") == "1" {
+		os.Exit(run(os.Args[1:], env{os.Stdout, os.Stderr, os.Getenv, os.Stdin, os.Environ}))
+	}
+}
+
+func selfAsCLI(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
+}
+
 func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -94,13 +112,14 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	self := selfAsCLI(t)
 	complete := func(words ...string) string {
 		t.Helper()
 		quoted := make([]string, len(words))
 		for i, w := range words {
 			quoted[i] = "'" + w + "'"
 		}
-		prog := "source " + path + "; COMP_WORDS=(" + strings.Join(quoted, " ") + "); COMP_CWORD=" +
+		prog := "streaming-hub() { STREAMING_HUB_TEST_AS_CLI=1 '" + self + "' \"$@\"; }; source " + path + "; COMP_WORDS=(" + strings.Join(quoted, " ") + "); COMP_CWORD=" +
 			itoa(len(words)-1) + "; _streaming_hub; echo \"${COMPREPLY[*]}\""
 		out, err := exec.Command(bash, "--norc", "-c", prog).CombinedOutput()
 		if err != nil {
@@ -123,6 +142,14 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 		{[]string{"streaming-hub", "tenants", "list", "--output", "y"}, "yaml"},
 		{[]string{"streaming-hub", "help", "sub"}, "subscriptions"},
 		{[]string{"streaming-hub", "help", "keys", "c"}, "create"},
+		// Flags, asked of the program (__complete), per subcommand.
+		{[]string{"streaming-hub", "subscriptions", "create", "--nats"}, "--nats-url"},
+		{[]string{"streaming-hub", "subscriptions", "create", "--name", "x", "--sasl-p"}, "--sasl-password"},
+		{[]string{"streaming-hub", "produce", "--tls-s"}, "--tls-server-name"},
+		{[]string{"streaming-hub", "tenants", "list", "--ser"}, "--server"},
+		{[]string{"streaming-hub", "subscriptions", "delete", "sub_1", "--y"}, "--yes"},
+		{[]string{"streaming-hub", "subscriptions", "create", "--type", ""}, "webhook rabbitmq kafka nats pubsub"},
+		{[]string{"streaming-hub", "--vers"}, "--version"},
 	} {
 		if got := complete(c.words...); got != c.want {
 			t.Errorf("%q: completes %q, want %q", c.words, got, c.want)
@@ -159,8 +186,9 @@ func TestCompletion_ZshAndFish_NameEveryCommandAndParse(t *testing.T) {
 			t.Errorf("%s -n: %v\n%s", shell, err, out)
 		}
 		if shell == "fish" {
-			out, err := exec.Command(bin, "--no-config", "-c", "source "+path+"; complete -C'streaming-hub tenants '; complete -C'streaming-hub events pull -o '").CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "list\t") || !strings.Contains(string(out), "yaml\t") {
+			stub := "function streaming-hub; env STREAMING_HUB_TEST_AS_CLI=1 '" + selfAsCLI(t) + "' $argv; end; "
+			out, err := exec.Command(bin, "--no-config", "-c", stub+"source "+path+"; complete -C'streaming-hub tenants '; complete -C'streaming-hub events pull -o '; complete -C'streaming-hub subscriptions create --nats'").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "list\t") || !strings.Contains(string(out), "yaml\t") || !strings.Contains(string(out), "--nats-url") {
 				t.Errorf("fish completes %q (%v)", out, err)
 			}
 		}

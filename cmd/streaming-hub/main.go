@@ -86,6 +86,8 @@ func run(args []string, e env) int {
 		return exitOK
 	case "--version", "-version":
 		return runVersion(args[1:], e)
+	case completeCommand:
+		return runComplete(args[1:], e)
 	case "help":
 		if len(args) == 1 {
 			usage(e.stdout)

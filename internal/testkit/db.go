@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // EnvPostgres and EnvRedis name the services tests may use.
@@ -32,6 +35,11 @@ func PostgresURL(t testing.TB) string {
 	schema := "t_" + hex.EncodeToString(b[:])
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
+	if isCode(err, "3D000") { // invalid_catalog_name: the database is not there yet
+		if err = createDatabase(ctx, base); err == nil {
+			conn, err = pgx.Connect(ctx, base)
+		}
+	}
 	if err != nil {
 		t.Fatalf("connect to %s: %v", EnvPostgres, err)
 	}
@@ -58,6 +66,34 @@ func PostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// createDatabase creates the database base names, through the server's
+// maintenance database "postgres" with the same credentials, so the test
+// command needs no step before it. Another package creating it at the
+// same moment is no error.
+func createDatabase(ctx context.Context, base string) error {
+	cfg, err := pgx.ParseConfig(base)
+	if err != nil {
+		return err
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if err != nil && !isCode(err, "42P04") && !isCode(err, "23505") { // duplicate_database; a concurrent create's catalog row
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
 }
 
 // PoolMaxConns is the connection pool size of every store a test opens on
