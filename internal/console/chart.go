@@ -69,7 +69,7 @@ func seriesOf(health m) series {
 // that hold the axes' labels.
 const (
 	svgW, svgH                          = 640, 220
-	padLeft, padRight, padTop, padBelow = 56, 12, 12, 28
+	padLeft, padRight, padTop, padBelow = 72, 12, 14, 30
 	plotW, plotH                        = svgW - padLeft - padRight, svgH - padTop - padBelow
 )
 
@@ -105,19 +105,20 @@ func (s *svg) open(class, name string, f frame, ticks []float64, yLabel func(flo
 	for _, v := range ticks {
 		y := f.y(v)
 		s.f(`<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d8dee6" stroke-width="1"/>`, padLeft, y, svgW-padRight, y)
-		s.f(`<text class="tick" x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="12" fill="#5b6470">%s</text>`, padLeft-6, y, esc(yLabel(v)))
+		s.f(`<text class="tick y" x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="12" fill="#5b6470">%s</text>`, padLeft-6, y, esc(yLabel(v)))
 	}
 	s.f(`</g><g class="axis x-axis">`)
 	s.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888" stroke-width="1"/>`, padLeft, padTop+plotH, svgW-padRight, padTop+plotH)
 	for _, t := range timeTicks(f.from, f.to) {
+		// Centred under its tick; near the right edge, where a centred
+		// label would be cut, it ends at the tick. (The left margin is
+		// wide enough for a centred label.)
 		x, anchor := f.x(t.at), "middle"
-		if x < padLeft+24 {
-			anchor = "start"
-		} else if x > svgW-padRight-24 {
+		if x > svgW-padRight-30 {
 			anchor = "end"
 		}
 		s.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-width="1"/>`, x, padTop+plotH, x, padTop+plotH+4)
-		s.f(`<text class="tick" x="%.1f" y="%d" text-anchor="%s" font-size="12" fill="#5b6470">%s</text>`, x, svgH-8, anchor, esc(t.label))
+		s.f(`<text class="tick x" x="%.1f" y="%d" text-anchor="%s" dominant-baseline="hanging" font-size="12" fill="#5b6470">%s</text>`, x, padTop+plotH+6, anchor, esc(t.label))
 	}
 	s.f(`</g>`)
 }
@@ -336,9 +337,9 @@ func rateCharts(health m, window time.Duration, now time.Time) (rates, p99 templ
 		}
 		return d.Minutes()
 	}
-	rates = stackedBars("chart-rates", "Delivered and failed per minute", s,
+	rates = stackedBars("chart-rates", "Delivered and failed attempts per minute", s,
 		func(b bucket) (float64, float64) { return b.Successes / minutes(b), b.Failures / minutes(b) },
-		func(v float64) string { return compact(v) + "/min" },
+		compact,
 		func(b bucket) string {
 			span := bucketSpan(b, s.Width, window)
 			if b.Successes+b.Failures == 0 {

@@ -65,7 +65,7 @@ func TestSubscriptionChart_WindowFitsTheActivity(t *testing.T) {
 		if len(delivered) != 1 || !regexp.MustCompile(`^\d\d:\d\d–\d\d:\d\d: 1 delivered, 0 failed, p99 \d+ ms$`).MatchString(delivered[0]) {
 			t.Errorf("the attempt's bucket title: %q", delivered)
 		}
-		if !regexp.MustCompile(`<text class="tick" [^>]*>\d\d:\d\d</text>`).MatchString(got.body) || !strings.Contains(got.body, `href="?window=168h#health"`) {
+		if !regexp.MustCompile(`<text class="tick x" [^>]*>\d\d:\d\d</text>`).MatchString(got.body) || !strings.Contains(got.body, `href="?window=168h#health"`) {
 			t.Errorf("the chart lacks its time labels or the window links:\n%s", got.body)
 		}
 
@@ -81,7 +81,7 @@ func TestSubscriptionChart_WindowFitsTheActivity(t *testing.T) {
 		if cur := currentWindow.FindStringSubmatch(got.body); cur == nil || cur[1] != "7 d" || !strings.Contains(got.body, "fit to the activity") {
 			t.Fatalf("chosen 7 d: window %v", cur)
 		}
-		if !regexp.MustCompile(`<text class="tick" [^>]*>[A-Z][a-z]{2} \d{1,2}</text>`).MatchString(got.body) {
+		if !regexp.MustCompile(`<text class="tick x" [^>]*>[A-Z][a-z]{2} \d{1,2}</text>`).MatchString(got.body) {
 			t.Errorf("a 7-day chart labels its ticks with dates:\n%s", got.body)
 		}
 	})

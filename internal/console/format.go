@@ -88,8 +88,8 @@ func number(f float64) string {
 	return b.String()
 }
 
-// compact writes a number short, for axes and rates: "0.4", "12", "950",
-// "1.2k", "45k", "3.4M".
+// compact writes a number short, for axes and rates: "<0.01", "0.048",
+// "1.5", "12", "950", "1.2k", "45k", "3.4M".
 func compact(f float64) string {
 	a := math.Abs(f)
 	switch {
@@ -101,6 +101,13 @@ func compact(f float64) string {
 		return short(f/1e3) + "k"
 	case a == 0:
 		return "0"
+	case a < 0.01:
+		if f < 0 {
+			return "-<0.01"
+		}
+		return "<0.01"
+	case a < 1:
+		return strconv.FormatFloat(f, 'g', 2, 64) // 0.048, 0.5
 	case a < 10:
 		return trimZero(strconv.FormatFloat(f, 'f', 1, 64))
 	}
