@@ -32,6 +32,7 @@ type healthJSON struct {
 	Backlog       backlogJSON      `json:"backlog"`
 	BreakerState  string           `json:"breaker_state"`
 	FailureSpan   *failureSpanJSON `json:"failure_span"`
+	BucketSeconds int64            `json:"bucket_seconds"`
 	Buckets       []bucketJSON     `json:"buckets"`
 }
 
@@ -51,6 +52,67 @@ type bucketJSON struct {
 	Start     time.Time `json:"start"`
 	Successes int64     `json:"successes"`
 	Failures  int64     `json:"failures"`
+	P99MS     *float64  `json:"p99_ms"`
+}
+
+func bucketsJSON(h store.HealthSummary) []bucketJSON {
+	out := make([]bucketJSON, len(h.Buckets))
+	for i, b := range h.Buckets {
+		out[i] = bucketJSON{Start: b.Start, Successes: b.Successes, Failures: b.Failures, P99MS: b.P99}
+	}
+	return out
+}
+
+// healthWindow reads the window query parameter: a Go duration up to
+// STREAMING_HUB_HEALTH_WINDOW, 24h by default; its label is as asked.
+func (s *Server) healthWindow(r *http.Request) (time.Duration, string, error) {
+	window, label := defaultHealthWindow, "24h"
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > s.deps.HealthWindow {
+			return 0, "", hub.Errorf(hub.EINVALID, "window: a Go duration above 0 and at most %s (STREAMING_HUB_HEALTH_WINDOW), such as 24h", s.deps.HealthWindow)
+		}
+		window, label = d, v
+	}
+	return min(window, s.deps.HealthWindow), label, nil
+}
+
+type hubHealthJSON struct {
+	Window        string       `json:"window"`
+	Attempts      int64        `json:"attempts"`
+	Successes     int64        `json:"successes"`
+	Failures      int64        `json:"failures"`
+	SuccessRate   *float64     `json:"success_rate"`
+	LatencyMS     latencyJSON  `json:"latency_ms"`
+	LastSuccessAt *time.Time   `json:"last_success_at"`
+	LastFailureAt *time.Time   `json:"last_failure_at"`
+	BucketSeconds int64        `json:"bucket_seconds"`
+	Buckets       []bucketJSON `json:"buckets"`
+}
+
+// hubHealth: GET /v1/admin/health?window=1h, every tenant's attempts over
+// the window, from the same rollups as a subscription's health.
+func (s *Server) hubHealth(w http.ResponseWriter, r *http.Request) error {
+	if err := s.requireAdmin(r); err != nil {
+		return err
+	}
+	window, label, err := s.healthWindow(r)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	rollups, err := s.deps.Store.ListHubRollups(r.Context(), store.HealthFrom(now, window))
+	if err != nil {
+		return err
+	}
+	h := store.Summarize(rollups, now, window)
+	writeJSON(w, http.StatusOK, hubHealthJSON{
+		Window: label, Attempts: h.Attempts, Successes: h.Successes, Failures: h.Failures, SuccessRate: h.SuccessRate,
+		LatencyMS:     latencyJSON{h.P50, h.P95, h.P99},
+		LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt,
+		BucketSeconds: int64(h.Width / time.Second), Buckets: bucketsJSON(h),
+	})
+	return nil
 }
 
 // subscriptionHealth: GET /v1/subscriptions/{id}/health?window=24h, read
@@ -60,16 +122,9 @@ func (s *Server) subscriptionHealth(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	window, label := defaultHealthWindow, "24h"
-	if v := r.URL.Query().Get("window"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > s.deps.HealthWindow {
-			return hub.Errorf(hub.EINVALID, "window: a Go duration above 0 and at most %s (STREAMING_HUB_HEALTH_WINDOW), such as 24h", s.deps.HealthWindow)
-		}
-		window, label = d, v
-	}
-	if window > s.deps.HealthWindow {
-		window = s.deps.HealthWindow
+	window, label, err := s.healthWindow(r)
+	if err != nil {
+		return err
 	}
 	sub, err := s.deps.Store.GetSubscription(r.Context(), tenantID, r.PathValue("id"))
 	if err != nil {
@@ -93,10 +148,7 @@ func (s *Server) subscriptionHealth(w http.ResponseWriter, r *http.Request) erro
 		Backlog: backlogJSON{Pending: backlog[hub.JobPending], InFlight: backlog[hub.JobInFlight],
 			DeadLettered: backlog[hub.JobDeadLettered]},
 		BreakerState: view.BreakerState, FailureSpan: view.FailureSpan,
-		Buckets: make([]bucketJSON, len(h.Buckets)),
-	}
-	for i, b := range h.Buckets {
-		out.Buckets[i] = bucketJSON(b)
+		BucketSeconds: int64(h.Width / time.Second), Buckets: bucketsJSON(h),
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

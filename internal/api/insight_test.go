@@ -151,6 +151,74 @@ func TestHealth_FromRollupsWithWindowAndIsolation(t *testing.T) {
 	})
 }
 
+func TestHubHealth_AdminSeesEveryTenantsAttemptsPerBucket(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
+		acme, globex := h.tenant("acme"), h.tenant("globex")
+		subA, _ := verified(acme, newReceiver(t))
+		subG, _ := verified(globex, newReceiver(t))
+		ctx := context.Background()
+		ingestEvents(t, h.store, storetest.NewEvent("acme", "a1"), storetest.NewEvent("globex", "g1"))
+		claimed, err := h.store.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute})
+		if err != nil || len(claimed) != 2 {
+			t.Fatalf("claimed %d, %v", len(claimed), err)
+		}
+		now := h.clock.Now()
+		var cs []store.Completion
+		for _, c := range claimed {
+			cp := store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}, Status: hub.JobSucceeded,
+				SubscriptionID: c.Job.SubscriptionID,
+				Attempt:        &hub.Attempt{ID: hub.NewID("att", now), StartedAt: now, Duration: 300 * time.Millisecond, StatusCode: 200}}
+			if c.Job.SubscriptionID == subG {
+				cp.Status, cp.NextAttemptAt, cp.LastError = hub.JobPending, now.Add(time.Hour), "destination answered 500"
+				cp.Attempt.StatusCode, cp.Attempt.Error = 500, "destination answered 500"
+			}
+			cs = append(cs, cp)
+		}
+		if _, err := h.store.CompleteJobs(ctx, store.CompleteParams{Completions: cs}); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Window        string
+			Attempts      int64
+			Successes     int64
+			Failures      int64
+			BucketSeconds int64                  `json:"bucket_seconds"`
+			LatencyMS     struct{ P99 *float64 } `json:"latency_ms"`
+			Buckets       []struct {
+				Start               time.Time
+				Successes, Failures int64
+				P99MS               *float64 `json:"p99_ms"`
+			}
+		}
+		h.admin.json("GET", "/v1/admin/health?window=1h", "", 200, &got)
+		if got.Window != "1h" || got.Attempts != 2 || got.Successes != 1 || got.Failures != 1 || got.BucketSeconds != 300 ||
+			got.LatencyMS.P99 == nil || len(got.Buckets) < 12 || len(got.Buckets) > 13 {
+			t.Fatalf("hub health %+v", got)
+		}
+		last := got.Buckets[len(got.Buckets)-1]
+		if last.Successes != 1 || last.Failures != 1 || last.P99MS == nil || *last.P99MS < 250 || *last.P99MS > 500 ||
+			got.Buckets[0].P99MS != nil {
+			t.Fatalf("buckets %+v", got.Buckets)
+		}
+		h.admin.json("GET", "/v1/admin/health", "", 200, &got)
+		if got.Window != "24h" || got.Attempts != 2 || got.BucketSeconds != 900 {
+			t.Fatalf("default window: %+v", got)
+		}
+		// A subscription's health buckets carry their p99 too.
+		var sub map[string]any
+		acme.json("GET", "/v1/subscriptions/"+subA+"/health?window=1h", "", 200, &sub)
+		buckets := sub["buckets"].([]any)
+		if sub["bucket_seconds"] != 300.0 || buckets[len(buckets)-1].(map[string]any)["p99_ms"] == nil {
+			t.Fatalf("subscription health %v", sub)
+		}
+		status, _, b := acme.do("GET", "/v1/admin/health", "")
+		wantError(t, status, b, 403, "forbidden")
+		status, _, b = h.admin.do("GET", "/v1/admin/health?window=721h", "")
+		wantError(t, status, b, 400, "invalid")
+	})
+}
+
 func TestLookups_EventWithDeliveriesAndSearch(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})

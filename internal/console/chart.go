@@ -2,71 +2,362 @@ package console
 
 import (
 	"fmt"
+	"html/template"
+	"math"
+	"strings"
 	"time"
 )
 
-// chart is the health chart drawn as SVG on the server: one bar per
-// bucket, successes stacked under failures. The template draws the rects;
-// the numbers are computed here, so no chart library and no script.
-type chart struct {
-	Width, Height, Base int
-	Bars                []bar
-	Max                 int64
-	First, Last         string
-	Empty               bool
+// Charts are SVG drawn on the server (no script, no chart library): the
+// numbers are computed here and every text goes through
+// template.HTMLEscapeString. Each bucket is a <g> whose <title> is its
+// hover value, over a transparent full-height rect so that a thin bar is
+// as easy to point at as a tall one.
+
+// bucket is one bucket of a health answer (GET /v1/subscriptions/{id}/health
+// or GET /v1/admin/health).
+type bucket struct {
+	Start     time.Time
+	Successes float64
+	Failures  float64
+	P99       *float64 // milliseconds
 }
 
-type bar struct {
-	X, W         float64
-	SuccY, SuccH float64
-	FailY, FailH float64
-	Label        string
+// series is a health answer's buckets with their width.
+type series struct {
+	Buckets []bucket
+	Width   time.Duration
 }
 
-const chartW, chartH, chartPad = 800, 200, 20
-
-func healthChart(health m) chart {
-	buckets, _ := health["buckets"].([]any)
-	c := chart{Width: chartW, Height: chartH + chartPad, Base: chartH}
-	var maxV int64 = 0
-	type pt struct {
-		start      string
-		succ, fail int64
+func (s series) end() time.Time {
+	if len(s.Buckets) == 0 {
+		return time.Time{}
 	}
-	var pts []pt
-	for _, b := range buckets {
+	return s.Buckets[len(s.Buckets)-1].Start.Add(s.Width)
+}
+
+// seriesOf reads a health answer's buckets; the width is bucket_seconds,
+// or the gap between the first two buckets from an older hub.
+func seriesOf(health m) series {
+	var s series
+	raw, _ := health["buckets"].([]any)
+	for _, b := range raw {
 		bm, _ := b.(map[string]any)
-		s, _ := bm["successes"].(float64)
-		f, _ := bm["failures"].(float64)
-		start, _ := bm["start"].(string)
-		pts = append(pts, pt{start, int64(s), int64(f)})
-		maxV = max(maxV, int64(s)+int64(f))
-	}
-	c.Max = maxV
-	if len(pts) == 0 || maxV == 0 {
-		c.Empty = true
-	}
-	if len(pts) == 0 {
-		return c
-	}
-	c.First, c.Last = when(pts[0].start), when(pts[len(pts)-1].start)
-	slot := float64(chartW) / float64(len(pts))
-	scale := 0.0
-	if maxV > 0 {
-		scale = float64(chartH) / float64(maxV)
-	}
-	for i, p := range pts {
-		sh, fh := float64(p.succ)*scale, float64(p.fail)*scale
-		start := p.start
-		if t, err := time.Parse(time.RFC3339Nano, p.start); err == nil {
-			start = t.UTC().Format("2006-01-02 15:04Z")
+		t, err := time.Parse(time.RFC3339Nano, str(bm["start"]))
+		if err != nil {
+			continue
 		}
-		c.Bars = append(c.Bars, bar{
-			X: float64(i)*slot + slot*0.1, W: slot * 0.8,
-			SuccY: chartH - sh, SuccH: sh,
-			FailY: chartH - sh - fh, FailH: fh,
-			Label: fmt.Sprintf("%s: %d succeeded, %d failed", start, p.succ, p.fail),
-		})
+		ok, _ := bm["successes"].(float64)
+		fail, _ := bm["failures"].(float64)
+		var p99 *float64
+		if v, isNum := bm["p99_ms"].(float64); isNum {
+			p99 = &v
+		}
+		s.Buckets = append(s.Buckets, bucket{Start: t.UTC(), Successes: ok, Failures: fail, P99: p99})
 	}
-	return c
+	if secs, _ := health["bucket_seconds"].(float64); secs > 0 {
+		s.Width = time.Duration(secs) * time.Second
+	} else if len(s.Buckets) > 1 {
+		s.Width = s.Buckets[1].Start.Sub(s.Buckets[0].Start)
+	} else {
+		s.Width = 5 * time.Minute
+	}
+	return s
+}
+
+// The drawing's geometry, in viewBox units: the plot sits inside margins
+// that hold the axes' labels.
+const (
+	svgW, svgH                          = 640, 220
+	padLeft, padRight, padTop, padBelow = 72, 12, 14, 30
+	plotW, plotH                        = svgW - padLeft - padRight, svgH - padTop - padBelow
+)
+
+// frame maps times and values to the plot.
+type frame struct {
+	from, to time.Time
+	top      float64 // the value at the top of the plot
+}
+
+func (f frame) x(t time.Time) float64 {
+	span := f.to.Sub(f.from)
+	if span <= 0 {
+		return padLeft
+	}
+	return padLeft + plotW*float64(t.Sub(f.from))/float64(span)
+}
+
+func (f frame) y(v float64) float64 { return padTop + plotH - plotH*v/f.top }
+
+// svg collects a chart's elements.
+type svg struct{ b strings.Builder }
+
+func (s *svg) f(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
+
+func esc(s string) string { return template.HTMLEscapeString(s) }
+
+// open starts the drawing: its accessible name, the y axis's scale and
+// grid, the x axis's time ticks.
+func (s *svg) open(class, name string, f frame, ticks []float64, yLabel func(float64) string) {
+	s.f(`<svg class="%s" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`, class, svgW, svgH, esc(name))
+	s.f(`<title>%s</title>`, esc(name))
+	s.f(`<g class="axis y-axis">`)
+	for _, v := range ticks {
+		y := f.y(v)
+		s.f(`<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d8dee6" stroke-width="1"/>`, padLeft, y, svgW-padRight, y)
+		s.f(`<text class="tick y" x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="12" fill="#5b6470">%s</text>`, padLeft-6, y, esc(yLabel(v)))
+	}
+	s.f(`</g><g class="axis x-axis">`)
+	s.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888" stroke-width="1"/>`, padLeft, padTop+plotH, svgW-padRight, padTop+plotH)
+	for _, t := range timeTicks(f.from, f.to) {
+		// Centred under its tick; near the right edge, where a centred
+		// label would be cut, it ends at the tick. (The left margin is
+		// wide enough for a centred label.)
+		x, anchor := f.x(t.at), "middle"
+		if x > svgW-padRight-30 {
+			anchor = "end"
+		}
+		s.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-width="1"/>`, x, padTop+plotH, x, padTop+plotH+4)
+		s.f(`<text class="tick x" x="%.1f" y="%d" text-anchor="%s" dominant-baseline="hanging" font-size="12" fill="#5b6470">%s</text>`, x, padTop+plotH+6, anchor, esc(t.label))
+	}
+	s.f(`</g>`)
+}
+
+func (s *svg) close() template.HTML {
+	s.f(`</svg>`)
+	return template.HTML(s.b.String()) // every text in it went through esc
+}
+
+// hit is a bucket's hover area and its title; the caller closes the <g>.
+func (s *svg) hit(f frame, b bucket, width time.Duration, title string) (x, w float64) {
+	x0, x1 := f.x(b.Start), f.x(b.Start.Add(width))
+	s.f(`<g class="bucket"><title>%s</title>`, esc(title))
+	s.f(`<rect class="hit" x="%.2f" y="%d" width="%.2f" height="%d" fill="transparent"/>`, x0, padTop, x1-x0, plotH)
+	gap := (x1 - x0) * 0.1
+	return x0 + gap, x1 - x0 - 2*gap
+}
+
+// stackedBars draws successes (green, below) and failures (red, above)
+// per bucket, in units value gives; title is each bucket's hover text.
+func stackedBars(class, name string, s series, value func(b bucket) (ok, fail float64), yLabel func(float64) string, title func(b bucket) string) template.HTML {
+	var most float64
+	for _, b := range s.Buckets {
+		ok, fail := value(b)
+		most = math.Max(most, ok+fail)
+	}
+	top, ticks := scale(most)
+	f := frame{from: firstStart(s), to: s.end(), top: top}
+	var out svg
+	out.open(class, name, f, ticks, yLabel)
+	for _, b := range s.Buckets {
+		x, w := out.hit(f, b, s.Width, title(b))
+		ok, fail := value(b)
+		if ok > 0 {
+			out.f(`<rect class="ok" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#2e7d32"/>`, x, f.y(ok), w, f.y(0)-f.y(ok))
+		}
+		if fail > 0 {
+			out.f(`<rect class="fail" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#c62828"/>`, x, f.y(ok+fail), w, f.y(ok)-f.y(ok+fail))
+		}
+		out.f(`</g>`)
+	}
+	return out.close()
+}
+
+// latencyLine draws each bucket's p99 as a line with a dot per bucket
+// that had attempts; buckets without break the line.
+func latencyLine(class, name string, s series, title func(b bucket) string) template.HTML {
+	var most float64
+	for _, b := range s.Buckets {
+		if b.P99 != nil {
+			most = math.Max(most, *b.P99)
+		}
+	}
+	top, ticks := scale(most)
+	f := frame{from: firstStart(s), to: s.end(), top: top}
+	var out svg
+	out.open(class, name, f, ticks, func(v float64) string { return duration(time.Duration(v * float64(time.Millisecond))) })
+	var run []string
+	flush := func() {
+		if len(run) > 1 {
+			out.f(`<polyline class="p99" points="%s" fill="none" stroke="#0b57d0" stroke-width="2"/>`, strings.Join(run, " "))
+		}
+		run = nil
+	}
+	for _, b := range s.Buckets {
+		if b.P99 == nil {
+			flush()
+			continue
+		}
+		run = append(run, fmt.Sprintf("%.2f,%.2f", f.x(b.Start.Add(s.Width/2)), f.y(*b.P99)))
+	}
+	flush()
+	for _, b := range s.Buckets {
+		out.hit(f, b, s.Width, title(b))
+		if b.P99 != nil {
+			out.f(`<circle class="p99" cx="%.2f" cy="%.2f" r="3" fill="#0b57d0"/>`, f.x(b.Start.Add(s.Width/2)), f.y(*b.P99))
+		}
+		out.f(`</g>`)
+	}
+	return out.close()
+}
+
+func firstStart(s series) time.Time {
+	if len(s.Buckets) == 0 {
+		return time.Time{}
+	}
+	return s.Buckets[0].Start
+}
+
+// scale picks the y axis's top and ticks for values up to most: 1, 2 or 5
+// times a power of ten apart, about four of them.
+func scale(most float64) (top float64, ticks []float64) {
+	if most <= 0 {
+		return 1, []float64{0, 1}
+	}
+	raw := most / 4
+	exp := math.Floor(math.Log10(raw))
+	mult := 10.0
+	for _, m := range []float64{1, 2, 5} {
+		if m*math.Pow(10, exp) >= raw {
+			mult = m
+			break
+		}
+	}
+	// v(i) is i steps of mult × 10^exp, computed so that 3 × 0.1 is 0.3.
+	v := func(i int) float64 {
+		if exp < 0 {
+			return float64(i) * mult / math.Pow(10, -exp)
+		}
+		return float64(i) * mult * math.Pow(10, exp)
+	}
+	for i := 0; ; i++ {
+		ticks = append(ticks, v(i))
+		if v(i) >= most*(1-1e-9) {
+			return v(i), ticks
+		}
+	}
+}
+
+type timeTick struct {
+	at    time.Time
+	label string
+}
+
+// tickSteps are the x axis's candidate spacings; the axis takes the first
+// that puts at most seven ticks on the span.
+var tickSteps = []time.Duration{
+	5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+	3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, 7 * 24 * time.Hour,
+}
+
+// timeTicks labels a handful of round times between from and to (UTC):
+// "14:05" within a day, dates ("Dec 2") on longer spans.
+func timeTicks(from, to time.Time) []timeTick {
+	span := to.Sub(from)
+	if span <= 0 {
+		return nil
+	}
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if span/s <= 7 {
+			step = s
+			break
+		}
+	}
+	var out []timeTick
+	for t := from.Truncate(step); !t.After(to); t = t.Add(step) {
+		if t.Before(from) {
+			continue
+		}
+		out = append(out, timeTick{t, tickLabel(t, span, step)})
+	}
+	return out
+}
+
+func tickLabel(t time.Time, span, step time.Duration) string {
+	t = t.UTC()
+	switch {
+	case span <= 24*time.Hour:
+		return t.Format("15:04")
+	case step >= 24*time.Hour:
+		return t.Format("Jan 2")
+	}
+	return t.Format("Jan 2 15:04")
+}
+
+// bucketSpan names a bucket's time span for its hover text:
+// "14:05–14:10", or with the date on windows longer than a day.
+func bucketSpan(b bucket, width, window time.Duration) string {
+	from, to := b.Start.UTC(), b.Start.Add(width).UTC()
+	if window <= 24*time.Hour {
+		return from.Format("15:04") + "–" + to.Format("15:04")
+	}
+	if from.Format("2006-01-02") == to.Format("2006-01-02") {
+		return from.Format("Jan 2 15:04") + "–" + to.Format("15:04")
+	}
+	return from.Format("Jan 2 15:04") + "–" + to.Format("Jan 2 15:04")
+}
+
+// attemptsTitle is a bucket's hover text on a health chart:
+// "14:05–14:10: 120 delivered, 3 failed, p99 340 ms".
+func attemptsTitle(b bucket, width, window time.Duration) string {
+	span := bucketSpan(b, width, window)
+	if b.Successes+b.Failures == 0 {
+		return span + ": no attempts"
+	}
+	t := fmt.Sprintf("%s: %s delivered, %s failed", span, number(b.Successes), number(b.Failures))
+	if b.P99 != nil {
+		t += ", p99 " + millis(*b.P99)
+	}
+	return t
+}
+
+// healthChart is a subscription's health chart: attempts per bucket,
+// successes under failures.
+func healthChart(health m, window time.Duration) template.HTML {
+	s := seriesOf(health)
+	if window <= 0 {
+		window = s.end().Sub(firstStart(s))
+	}
+	return stackedBars("chart-health", "Delivered and failed attempts per bucket", s,
+		func(b bucket) (float64, float64) { return b.Successes, b.Failures }, compact,
+		func(b bucket) string { return attemptsTitle(b, s.Width, window) })
+}
+
+// rateCharts are the operator overview's charts of the hub's health
+// answer: delivered and failed per minute, and p99 latency, per bucket.
+// The bucket holding now is measured over the time it has had so far
+// (at least a minute), so it is not drawn low for being young.
+func rateCharts(health m, window time.Duration, now time.Time) (rates, p99 template.HTML) {
+	s := seriesOf(health)
+	minutes := func(b bucket) float64 {
+		d := s.Width
+		if so := now.Sub(b.Start); so < d {
+			d = max(so, time.Minute)
+		}
+		return d.Minutes()
+	}
+	rates = stackedBars("chart-rates", "Delivered and failed attempts per minute", s,
+		func(b bucket) (float64, float64) { return b.Successes / minutes(b), b.Failures / minutes(b) },
+		compact,
+		func(b bucket) string {
+			span := bucketSpan(b, s.Width, window)
+			if b.Successes+b.Failures == 0 {
+				return span + ": no attempts"
+			}
+			so := ""
+			if now.Before(b.Start.Add(s.Width)) {
+				so = " so far"
+			}
+			return fmt.Sprintf("%s: %s delivered, %s failed (%s delivered, %s failed%s)", span,
+				perMinute(b.Successes/minutes(b)), perMinute(b.Failures/minutes(b)), number(b.Successes), number(b.Failures), so)
+		})
+	p99 = latencyLine("chart-p99", "Attempt latency p99 per bucket", s, func(b bucket) string {
+		span := bucketSpan(b, s.Width, window)
+		if b.P99 == nil {
+			return span + ": no attempts"
+		}
+		return fmt.Sprintf("%s: p99 %s over %s", span, millis(*b.P99), plural(b.Successes+b.Failures, "attempt", "attempts"))
+	})
+	return rates, p99
 }

@@ -86,6 +86,7 @@ func New(d Deps) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{deps: d, mux: http.NewServeMux(), pages: pages, rates: newRates()}
+	c.sampleRates()
 	c.routes()
 	return c, nil
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"math"
 	"net/http"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ func (rt *rates) observe(now time.Time, values map[string]float64) (map[string]f
 	var over time.Duration
 	if len(rt.samples) > 0 {
 		first := rt.samples[0]
-		if over = now.Sub(first.at); over >= time.Second {
+		if over = now.Sub(first.at); over > 0 {
 			out = map[string]float64{}
 			for k, v := range values {
 				out[k] = math.Max(0, v-first.values[k]) / over.Seconds()
@@ -60,9 +61,10 @@ func (rt *rates) observe(now time.Time, values map[string]float64) (map[string]f
 	return out, over
 }
 
-// operatorStats reads the overview's figures from this process's metrics
-// and the store.
-func (c *Console) operatorStats(r *http.Request) m {
+// processCounters gathers this process's metrics: the families by name,
+// the ingest counters the overview turns into rates, and the verdicts seen.
+// Deliveries are the hub's (hubHealth), not this process's.
+func (c *Console) processCounters() (map[string]*dto.MetricFamily, map[string]float64, []string) {
 	fams, err := c.deps.Metrics.Registry.Gather()
 	if err != nil {
 		c.deps.Logger.Warn("reading metrics for the console failed", "err", err)
@@ -81,12 +83,23 @@ func (c *Console) operatorStats(r *http.Request) m {
 		counters["ingest:"+v] += mt.GetCounter().GetValue()
 	}
 	sort.Strings(verdicts)
-	for _, mt := range metricsOf(byName, "streaming_hub_delivery_attempts_total") {
-		counters["attempts:"+label(mt, "outcome")] += mt.GetCounter().GetValue()
-	}
+	return byName, counters, verdicts
+}
+
+// sampleRates takes the counters' first sample when the console starts, so
+// that the first overview has rates (since the start) without a reload.
+func (c *Console) sampleRates() {
+	_, counters, _ := c.processCounters()
+	c.rates.observe(c.now(), counters)
+}
+
+// operatorStats reads the overview's figures of this process from its
+// metrics, and the auto-disabled subscriptions from the store.
+func (c *Console) operatorStats(r *http.Request) m {
+	byName, counters, verdicts := c.processCounters()
 	perSec, over := c.rates.observe(c.now(), counters)
 
-	out := m{"RateOver": over.Round(time.Second).String(), "HasRates": perSec != nil}
+	out := m{"RateOver": duration(over.Round(time.Second)), "HasRates": perSec != nil}
 	var ingest []m
 	for _, v := range verdicts {
 		row := m{"Verdict": v, "Total": counters["ingest:"+v]}
@@ -96,17 +109,6 @@ func (c *Console) operatorStats(r *http.Request) m {
 		ingest = append(ingest, row)
 	}
 	out["Ingest"] = ingest
-	succ, fail := counters["attempts:success"], counters["attempts:failure"]
-	out["Attempts"] = succ + fail
-	if succ+fail > 0 {
-		out["SuccessRate"] = succ / (succ + fail)
-	}
-	if perSec != nil {
-		out["DeliveriesPerSec"] = perSec["attempts:success"] + perSec["attempts:failure"]
-		if d := perSec["attempts:success"] + perSec["attempts:failure"]; d > 0 {
-			out["RecentSuccessRate"] = perSec["attempts:success"] / d
-		}
-	}
 	lag, lagSeen := 0.0, false
 	for _, mt := range metricsOf(byName, "streaming_hub_consumer_lag") {
 		lag += mt.GetGauge().GetValue()
@@ -125,7 +127,7 @@ func (c *Console) operatorStats(r *http.Request) m {
 	}
 	for _, mt := range metricsOf(byName, "streaming_hub_delivery_end_to_end_seconds") {
 		if q, ok := quantile(mt.GetHistogram(), 0.99); ok {
-			out["P99"] = (time.Duration(q * float64(time.Second))).Round(time.Millisecond).String()
+			out["P99"] = duration(time.Duration(q * float64(time.Second)))
 		}
 	}
 	out["Disabled"] = c.autoDisabled(r)
@@ -190,4 +192,42 @@ func (c *Console) autoDisabled(r *http.Request) []m {
 		out = append(out, m{"Tenant": s.TenantID, "ID": s.ID, "Name": s.Name, "Reason": s.DisabledReason})
 	}
 	return out
+}
+
+// overviewWindow is the operator overview's default window: the overview
+// is about now; longer windows are a link away.
+const overviewWindow = "1h"
+
+// hubHealth adds the hub's delivery figures and charts over the window the
+// request asks (GET /v1/admin/health: every tenant, every process): rates
+// per minute, success rate and p99. They come from the rollups, so they
+// are there on the first look.
+func (c *Console) hubHealth(r *http.Request, s *session, out m) {
+	window := r.URL.Query().Get("window")
+	if window == "" {
+		window = overviewWindow
+	}
+	out["Window"], out["WindowLabel"], out["Windows"] = window, windowLabel(window), healthWindows
+	var h m
+	if err := c.call(r, s, "GET", "/v1/admin/health?window="+url.QueryEscape(window), nil, &h); err != nil {
+		msg := "the hub's health could not be read; the log says why."
+		if ae, ok := err.(*apiError); ok && ae.Status < 500 {
+			msg = ae.Message
+		} else {
+			c.deps.Logger.Warn("reading the hub's health for the console failed", "err", err)
+		}
+		out["HubError"] = msg
+		return
+	}
+	now := c.now()
+	ser := seriesOf(h)
+	minutes := 1.0
+	if len(ser.Buckets) > 0 {
+		minutes = max(now.Sub(ser.Buckets[0].Start).Minutes(), 1)
+	}
+	ok, _ := h["successes"].(float64)
+	fail, _ := h["failures"].(float64)
+	out["Hub"] = h
+	out["DeliveredPerMin"], out["FailedPerMin"] = ok/minutes, fail/minutes
+	out["RateChart"], out["P99Chart"] = rateCharts(h, windowDuration(window), now)
 }

@@ -47,26 +47,6 @@ func TestQuantile_LinearWithinTheBucket(t *testing.T) {
 	}
 }
 
-func TestHealthChart_BarsScaleToTheTallestBucket(t *testing.T) {
-	c := healthChart(m{"buckets": []any{
-		map[string]any{"start": "2026-11-30T10:00:00Z", "successes": float64(3), "failures": float64(1)},
-		map[string]any{"start": "2026-11-30T11:00:00Z", "successes": float64(0), "failures": float64(2)},
-	}})
-	if len(c.Bars) != 2 || c.Max != 4 || c.Empty {
-		t.Fatalf("chart %+v", c)
-	}
-	b := c.Bars[0]
-	if b.SuccH+b.FailH != chartH || b.FailY+b.FailH != b.SuccY {
-		t.Fatalf("the tallest bar %+v does not fill the chart", b)
-	}
-	if c.Bars[1].FailH != chartH/2 || c.Bars[1].SuccH != 0 {
-		t.Fatalf("second bar %+v", c.Bars[1])
-	}
-	if e := healthChart(m{}); !e.Empty || len(e.Bars) != 0 {
-		t.Fatalf("no buckets: %+v", e)
-	}
-}
-
 func TestSafeLink_OnlyHTTP(t *testing.T) {
 	for in, want := range map[string]string{
 		"https://example.com/x": "https://example.com/x", "http://a.b": "http://a.b",

@@ -42,7 +42,9 @@ func flash(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	if s.Admin() {
-		c.show(w, r, s, http.StatusOK, "overview_operator", "overview", "Overview", c.operatorStats(r))
+		stats := c.operatorStats(r)
+		c.hubHealth(r, s, stats)
+		c.show(w, r, s, http.StatusOK, "overview_operator", "overview", "Overview", stats)
 		return
 	}
 	subs, err := c.subscriptionRows(r, s)
@@ -83,8 +85,6 @@ func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, s *sessi
 	c.show(w, r, s, http.StatusOK, "subscriptions", "subscriptions", "Subscriptions", m{"Subscriptions": subs})
 }
 
-var windows = []string{"1h", "24h", "168h", "720h"}
-
 func (c *Console) subscription(w http.ResponseWriter, r *http.Request, s *session) {
 	if !c.tenantReady(w, r, s, "subscriptions", "Subscription") {
 		return
@@ -96,10 +96,14 @@ func (c *Console) subscription(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	window := r.URL.Query().Get("window")
-	if window == "" {
-		window = "24h"
+	fitted := window == ""
+	var err error
+	if fitted {
+		window, health, err = c.fitHealth(r, s, r.PathValue("id"))
+	} else {
+		err = c.call(r, s, "GET", "/v1/subscriptions/"+id+"/health?window="+url.QueryEscape(window), nil, &health)
 	}
-	if err := c.call(r, s, "GET", "/v1/subscriptions/"+id+"/health?window="+url.QueryEscape(window), nil, &health); err != nil {
+	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -113,8 +117,8 @@ func (c *Console) subscription(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	c.show(w, r, s, http.StatusOK, "subscription", "subscriptions", "Subscription "+str(sub["name"]), m{
-		"Sub": sub, "Health": health, "Chart": healthChart(health), "Recent": recent.Data, "Dead": dead.Data,
-		"Window": window, "Windows": windows,
+		"Sub": sub, "Health": health, "Chart": healthChart(health, windowDuration(window)), "Recent": recent.Data, "Dead": dead.Data,
+		"Window": window, "WindowLabel": windowLabel(window), "Fitted": fitted, "Windows": healthWindows,
 	})
 }
 

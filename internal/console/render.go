@@ -41,6 +41,9 @@ var funcs = template.FuncMap{
 	"dict":       dict,
 	"hasType":    hasType,
 	"othertypes": otherTypes,
+	"ms":         millis,
+	"permin":     perMinute,
+	"plural":     plural,
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -169,15 +172,13 @@ func str(v any) string {
 	}
 }
 
+// num writes a number as number does ("12,345"); anything else as str.
 func num(v any) string {
 	f, ok := v.(float64)
 	if !ok {
 		return str(v)
 	}
-	if f == float64(int64(f)) {
-		return fmt.Sprintf("%d", int64(f))
-	}
-	return fmt.Sprintf("%.2f", f)
+	return number(f)
 }
 
 func dict(kv ...any) map[string]any {

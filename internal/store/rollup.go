@@ -123,6 +123,12 @@ type Health interface {
 	// ListRollups returns a subscription's rollups whose bucket starts at
 	// or after From, oldest first.
 	ListRollups(ctx context.Context, subscriptionID string, from time.Time) ([]Rollup, error)
+	// ListHubRollups returns every subscription's rollups whose bucket
+	// starts at or after from, summed per bucket, oldest first: the hub's
+	// attempts over time (GET /v1/admin/health). SubscriptionID and
+	// LastError are empty; the last success and failure are the latest of
+	// any subscription.
+	ListHubRollups(ctx context.Context, from time.Time) ([]Rollup, error)
 	// Backlog counts a subscription's live jobs: pending, in flight and
 	// dead-lettered.
 	Backlog(ctx context.Context, subscriptionID string) (map[hub.JobStatus]int64, error)
@@ -141,7 +147,9 @@ type HealthSummary struct {
 	LastSuccessAt *time.Time
 	LastFailureAt *time.Time
 	LastError     string
-	Buckets       []HealthBucket
+	// Width is each bucket's span: a whole number of RollupWidth.
+	Width   time.Duration
+	Buckets []HealthBucket
 }
 
 // HealthBucket is one bar of a health answer.
@@ -149,6 +157,7 @@ type HealthBucket struct {
 	Start     time.Time
 	Successes int64
 	Failures  int64
+	P99       *float64 // milliseconds; nil without attempts
 }
 
 // MaxHealthBuckets bounds the bars of a health answer.
@@ -171,19 +180,27 @@ func Summarize(rollups []Rollup, now time.Time, window time.Duration) HealthSumm
 	per := (span/RollupWidth + MaxHealthBuckets - 1) / MaxHealthBuckets
 	width := per * RollupWidth
 	n := int((span + width - 1) / width)
-	h := HealthSummary{Window: window, Buckets: make([]HealthBucket, n)}
+	h := HealthSummary{Window: window, Width: width, Buckets: make([]HealthBucket, n)}
 	for i := range h.Buckets {
 		h.Buckets[i].Start = from.Add(time.Duration(i) * width)
 	}
 	var all Rollup
+	perBucket := make([]Rollup, n)
 	for _, r := range rollups {
 		if r.Start.Before(from) || !r.Start.Before(end) {
 			continue
 		}
 		all.Add(r)
-		b := &h.Buckets[int(r.Start.Sub(from)/width)]
+		i := int(r.Start.Sub(from) / width)
+		perBucket[i].Add(r)
+		b := &h.Buckets[i]
 		b.Successes += r.Successes
 		b.Failures += r.Failures
+	}
+	for i, r := range perBucket {
+		if r.Successes+r.Failures > 0 {
+			h.Buckets[i].P99 = quantile(r.Latency, 0.99)
+		}
 	}
 	h.Successes, h.Failures = all.Successes, all.Failures
 	h.Attempts = all.Successes + all.Failures

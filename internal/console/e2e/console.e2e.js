@@ -70,6 +70,51 @@ async function inert(page, where) {
   assert(!hrefs.some((h) => /^\s*javascript:/i.test(h)), where + ": a javascript: link");
 }
 
+// checkCharts (SPEC 31): the operator overview's rate and p99 charts and a
+// subscription's health chart, drawn on the server, with a hover title per
+// bucket and labelled axes, on desktop and at 390 px without sideways
+// scrolling. The deliveries of the steps before are minutes old on the
+// hub's clock, so the subscription's chart fits them in the 1 h window.
+async function checkCharts(admin, aw, tp, tw, subURL) {
+  const ticks = async (svg, axis) => svg.locator("." + axis + " text").allTextContents();
+  for (const width of [1280, 390]) {
+    await admin.setViewportSize({ width, height: 800 });
+    await admin.goto(HUB + "/console/");
+    const rate = await admin.locator("#delivered-rate").textContent();
+    assert(/\/min$/.test(rate), "the overview's delivered rate on the first look: " + rate);
+    for (const [id, hover] of [["rate-chart", /^\d\d:\d\d–\d\d:\d\d: [<\d.kM]+\/min delivered, [<\d.kM]+\/min failed \(/],
+                               ["p99-chart", /^\d\d:\d\d–\d\d:\d\d: p99 [\d.]+ (ms|s) over \d+ attempts?$/]]) {
+      const svg = admin.locator("#" + id + " svg");
+      assert(await svg.isVisible(), id + " drawn at " + width + " px");
+      const titles = await svg.locator("g.bucket > title").allTextContents();
+      assert(titles.length >= 12 && titles.some((t) => hover.test(t)), id + " hover titles: " + JSON.stringify(titles));
+      const xs = await ticks(svg, "x-axis");
+      assert(xs.length >= 2 && xs.length <= 8 && xs.every((t) => /^\d\d:\d\d$/.test(t)), id + " time labels: " + JSON.stringify(xs));
+      assert((await ticks(svg, "y-axis")).length >= 2, id + " has a scale");
+    }
+    let overflow = await admin.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert(overflow <= 1, "the overview scrolls sideways at " + width + " px by " + overflow + " px");
+    await snap(admin, aw, "overview-charts-" + width + "px");
+
+    await tp.setViewportSize({ width, height: 844 });
+    await tp.goto(subURL);
+    const current = await tp.locator('nav.windows a[aria-current="true"]').textContent();
+    assert(current === "1 h", "the subscription chart's window fits minutes-old activity: " + current);
+    const svg = tp.locator("figure.chart svg");
+    const titles = await svg.locator("g.bucket > title").allTextContents();
+    assert(titles.some((t) => /^\d\d:\d\d–\d\d:\d\d: \d+ delivered, \d+ failed, p99 [\d.]+ (ms|s)$/.test(t)),
+      "the subscription chart's hover titles: " + JSON.stringify(titles));
+    const xs = await ticks(svg, "x-axis");
+    assert(xs.length >= 2 && xs.every((t) => /^\d\d:\d\d$/.test(t)), "the subscription chart's time labels: " + JSON.stringify(xs));
+    assert((await ticks(svg, "y-axis")).length >= 2, "the subscription chart has a scale");
+    overflow = await tp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert(overflow <= 1, "the subscription page scrolls sideways at " + width + " px by " + overflow + " px");
+    await snap(tp, tw, "subscription-chart-" + width + "px");
+  }
+  await admin.setViewportSize({ width: 1280, height: 800 });
+  await tp.setViewportSize({ width: 1280, height: 800 });
+}
+
 (async () => {
   const browser = await chromium.launch({
     executablePath: env("CHROMIUM"),
@@ -219,6 +264,7 @@ async function inert(page, where) {
     await tp.goto(subURL);
     assert(await tp.getByRole("heading", { name: "ledger-hooks" }).isVisible(), "the subscription survived the cross-site post");
     tw.expectError = false;
+    await checkCharts(admin, aw, tp, tw, subURL);
 
     // 11. Operator pages.
     aw.expectError = false;

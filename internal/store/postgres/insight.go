@@ -99,6 +99,37 @@ func (db *DB) ListRollups(ctx context.Context, subscriptionID string, from time.
 	})
 }
 
+func (db *DB) ListHubRollups(ctx context.Context, from time.Time) (_ []store.Rollup, err error) {
+	defer wrap(&err, "ListHubRollups")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
+	rows, err := db.pool.Query(ctx, `SELECT bucket_start, sum(successes)::bigint, sum(failures)::bigint, `+
+		sumColumns(histogramColumns)+`, max(last_success_at), max(last_failure_at)
+		FROM subscription_rollups WHERE bucket_start >= $1 GROUP BY bucket_start ORDER BY bucket_start`, from)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Rollup, error) {
+		var r store.Rollup
+		dest := []any{&r.Start, &r.Successes, &r.Failures}
+		for i := range r.Latency {
+			dest = append(dest, &r.Latency[i])
+		}
+		dest = append(dest, &r.LastSuccessAt, &r.LastFailureAt)
+		err := row.Scan(dest...)
+		r.Start, r.LastSuccessAt, r.LastFailureAt = r.Start.UTC(), utcPtr(r.LastSuccessAt), utcPtr(r.LastFailureAt)
+		return r, err
+	})
+}
+
+// sumColumns is "sum(c)::bigint" of each column, comma-separated.
+func sumColumns(cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = "sum(" + c + ")::bigint"
+	}
+	return strings.Join(out, ", ")
+}
+
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

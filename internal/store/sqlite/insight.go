@@ -85,6 +85,33 @@ func (db *DB) ListRollups(ctx context.Context, subscriptionID string, from time.
 	})
 }
 
+func (db *DB) ListHubRollups(ctx context.Context, from time.Time) (_ []store.Rollup, err error) {
+	defer wrap(&err, "ListHubRollups")
+	sums := make([]string, len(histogramColumns))
+	for i, c := range histogramColumns {
+		sums[i] = "sum(" + c + ")"
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT bucket_start, sum(successes), sum(failures), `+
+		strings.Join(sums, ", ")+`, max(last_success_at), max(last_failure_at)
+		FROM subscription_rollups WHERE bucket_start >= ? GROUP BY bucket_start ORDER BY bucket_start`, micros(from))
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, func(row scanner) (store.Rollup, error) {
+		var r store.Rollup
+		var start int64
+		var ok, fail *int64
+		dest := []any{&start, &r.Successes, &r.Failures}
+		for i := range r.Latency {
+			dest = append(dest, &r.Latency[i])
+		}
+		dest = append(dest, &ok, &fail)
+		err := row.Scan(dest...)
+		r.Start, r.LastSuccessAt, r.LastFailureAt = fromMicros(start), optTime(ok), optTime(fail)
+		return r, err
+	})
+}
+
 func (db *DB) Backlog(ctx context.Context, subscriptionID string) (_ map[hub.JobStatus]int64, err error) {
 	defer wrap(&err, "Backlog")
 	var pending, inFlight, dead int64

@@ -344,6 +344,62 @@ func testHealth(t *testing.T, open Opener) {
 			t.Fatalf("backlog %v, %v; want the failed job pending", b, err)
 		}
 	})
+
+	t.Run("HubRollupsSumEverySubscriptionPerBucket", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.tenant(t, "globex", "")
+		e.subscribe(t, "acme", "sub_a", 10)
+		e.subscribe(t, "globex", "sub_g", 10)
+		start := e.clock.Now().Truncate(store.RollupWidth)
+		e.clock.Set(start)
+		e.publish(t, "acme", "a", 2)
+		e.publish(t, "globex", "g", 2)
+		var done []store.Completion
+		var globex int
+		for _, c := range e.claim(t, 10) {
+			cp := e.succeeded(c)
+			if c.Job.SubscriptionID == "sub_g" {
+				if globex++; globex == 2 {
+					cp = e.failed(c, start.Add(time.Hour))
+					cp.Attempt.StartedAt = start.Add(store.RollupWidth + time.Second) // the next bucket
+					cp.Attempt.Duration = 2 * time.Second
+				}
+			} else {
+				cp.Attempt.Duration = 400 * time.Millisecond
+			}
+			done = append(done, cp)
+		}
+		if len(done) != 4 {
+			t.Fatalf("claimed %d jobs, want 4", len(done))
+		}
+		e.complete(t, done...)
+
+		rs, err := e.store.ListHubRollups(e.ctx, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 2 || !rs[0].Start.Equal(start) || rs[0].Successes != 3 || rs[0].Failures != 0 ||
+			!rs[1].Start.Equal(start.Add(store.RollupWidth)) || rs[1].Successes != 0 || rs[1].Failures != 1 ||
+			rs[0].LastSuccessAt == nil || rs[1].LastFailureAt == nil || rs[0].SubscriptionID != "" {
+			t.Fatalf("hub rollups %+v", rs)
+		}
+		var hist int64
+		for _, c := range rs[0].Latency {
+			hist += c
+		}
+		if hist != 3 || rs[0].Latency[0] != 1 {
+			t.Fatalf("first bucket's latency histogram %v: want 3 attempts, one under 10 ms", rs[0].Latency)
+		}
+		if rs, _ = e.store.ListHubRollups(e.ctx, start.Add(store.RollupWidth)); len(rs) != 1 || rs[0].Failures != 1 {
+			t.Fatalf("from the second bucket: %+v", rs)
+		}
+		h := store.Summarize(rs, start.Add(store.RollupWidth+time.Minute), time.Hour)
+		last := h.Buckets[len(h.Buckets)-1]
+		if h.Width != store.RollupWidth || last.Failures != 1 || last.P99 == nil || *last.P99 < 1000 || h.Buckets[0].P99 != nil {
+			t.Fatalf("summary width %v, last bucket %+v", h.Width, last)
+		}
+	})
 }
 
 func testLookups(t *testing.T, open Opener) {
