@@ -36,6 +36,7 @@ var routeResources = map[string]string{
 	"GET /v1/admin/rejections": "rejections",
 	"GET /v1/admin/manifests":  "manifests",
 	"GET /v1/admin/dlq":        "dlq",
+	"GET /v1/admin/lookup":     "tenants",
 
 	"POST /v1/tenants":                               "tenants",
 	"GET /v1/tenants":                                "tenants",
