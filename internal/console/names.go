@@ -35,11 +35,12 @@ func nameRows(rows []m, names map[string]string) {
 }
 
 // tenantNames are the tenants' names by id, from the admin's picker list
-// (already read for the page); a tenant without a name is shown by id.
+// (already read for the page); a tenant without a name of its own (the
+// API names it by its id) is shown by id.
 func tenantNames(tenants []m) map[string]string {
 	names := map[string]string{}
 	for _, t := range tenants {
-		if n := str(t["name"]); n != "—" && n != "" {
+		if n := str(t["name"]); n != "—" && n != str(t["id"]) {
 			names[str(t["id"])] = n
 		}
 	}
