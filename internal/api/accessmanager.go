@@ -37,6 +37,7 @@ var routeResources = map[string]string{
 	"GET /v1/admin/manifests":  "manifests",
 	"GET /v1/admin/dlq":        "dlq",
 	"GET /v1/admin/health":     "deliveries", // the hub's delivery attempts; SPEC 26 lists no resource of its own
+	"GET /v1/admin/lookup":     "tenants",
 
 	"POST /v1/tenants":                               "tenants",
 	"GET /v1/tenants":                                "tenants",

@@ -462,3 +462,38 @@ func (s *Server) touchKey(r *http.Request, id string) {
 		s.deps.Logger.Warn("recording an API key's last use failed", "key_id", id, "err", err)
 	}
 }
+
+// lookupJSON is where a resource named by its id lives.
+type lookupJSON struct {
+	Kind      store.ResourceKind `json:"kind"`
+	ID        string             `json:"id"`
+	TenantIDs []string           `json:"tenant_ids"`
+}
+
+// lookup: GET /v1/admin/lookup?kind=delivery|subscription|event&id=…
+// (admin), the tenants holding a resource, so that an operator's link to
+// a delivery, subscription or event opens without naming the tenant
+// (SPEC 31). A delivery or subscription is one tenant's; a ce-id may be
+// several tenants'. None: an empty list, not a 404.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) error {
+	if err := s.requireAdmin(r); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	kind := store.ResourceKind(q.Get("kind"))
+	switch kind {
+	case store.ResourceDelivery, store.ResourceSubscription, store.ResourceEvent:
+	default:
+		return hub.Errorf(hub.EINVALID, "kind: one of delivery, subscription, event")
+	}
+	id := q.Get("id")
+	if id == "" || len(id) > 512 || !hub.PlainText(id) {
+		return hub.Errorf(hub.EINVALID, "id: required, plain text of at most 512 bytes")
+	}
+	tenants, err := s.deps.Store.TenantsOf(r.Context(), kind, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, lookupJSON{Kind: kind, ID: id, TenantIDs: tenants})
+	return nil
+}

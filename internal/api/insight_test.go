@@ -427,3 +427,40 @@ func TestManifests_AdminListsSources(t *testing.T) {
 		wantError(t, status, b, 403, "forbidden")
 	})
 }
+
+func TestLookup_AdminFindsTheTenantOfADeepLinkedResource(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
+		acme, globex := h.tenant("acme"), h.tenant("globex")
+		sub, _ := verified(acme, newReceiver(t))
+		ingestEvents(t, h.store, storetest.NewEvent("acme", "evt-1"), storetest.NewEvent("globex", "evt-1"))
+		var jobs struct{ Data []struct{ ID string } }
+		acme.json("GET", "/v1/deliveries", "", 200, &jobs)
+		if len(jobs.Data) != 1 {
+			t.Fatalf("acme's deliveries: %+v", jobs)
+		}
+		type found struct {
+			Kind      string   `json:"kind"`
+			ID        string   `json:"id"`
+			TenantIDs []string `json:"tenant_ids"`
+		}
+		for _, c := range []struct{ q, want string }{
+			{"kind=delivery&id=" + jobs.Data[0].ID, "acme"},
+			{"kind=subscription&id=" + sub, "acme"},
+			{"kind=event&id=evt-1", "acme,globex"},
+			{"kind=delivery&id=dlv_nothing", ""},
+		} {
+			var got found
+			h.admin.json("GET", "/v1/admin/lookup?"+c.q, "", 200, &got)
+			if strings.Join(got.TenantIDs, ",") != c.want || got.TenantIDs == nil || got.Kind == "" || got.ID == "" {
+				t.Errorf("lookup %s = %+v, want tenants %q", c.q, got, c.want)
+			}
+		}
+		for _, q := range []string{"kind=tenant&id=acme", "kind=delivery", "id=evt-1"} {
+			status, _, b := h.admin.do("GET", "/v1/admin/lookup?"+q, "")
+			wantError(t, status, b, 400, "invalid")
+		}
+		status, _, b := globex.do("GET", "/v1/admin/lookup?kind=subscription&id="+sub, "")
+		wantError(t, status, b, 403, "forbidden")
+	})
+}

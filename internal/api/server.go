@@ -160,6 +160,7 @@ func New(deps Deps) (*Server, error) {
 	s.handle("GET", "/v1/tenants/{id}/keys", s.listKeys)
 	s.handle("GET", "/v1/admin/manifests", s.listManifests)
 	s.handle("GET", "/v1/admin/health", s.hubHealth)
+	s.handle("GET", "/v1/admin/lookup", s.lookup) // SPEC 31
 	return s, nil
 }
 

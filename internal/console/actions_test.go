@@ -342,13 +342,15 @@ func TestActions_BackfillThroughTheFormAndItsProgress(t *testing.T) {
 		h.clock.Advance(time.Hour)
 		b := h.signIn(key)
 		form := b.get("/console/subscriptions/new")
-		if !strings.Contains(form.body, `<label for="backfill_since">`) {
+		if !strings.Contains(form.body, `<label for="backfill_since">`) || !strings.Contains(form.body, `name="backfill_since" type="datetime-local"`) {
 			t.Fatalf("the form has no backfill field:\n%s", form.body)
 		}
 		fields := url.Values{"name": {"hooks"}, "url": {rc.URL + "/hook"}, "event_type": {"transaction.posted@1"}, "enabled": {"1"},
 			"backfill_since": {"tomorrow"}}
 		got := b.submit("/console/subscriptions/new", "/console/subscriptions", fields)
-		if got.status != 400 || !strings.Contains(got.body, "backfill.since") || !strings.Contains(got.body, `value="tomorrow"`) {
+		// A datetime-local input never sends this; a hand-made post is refused
+		// all the same, and the input shown again is left empty.
+		if got.status != 400 || !strings.Contains(got.body, "backfill.since") || strings.Contains(got.body, `value="tomorrow"`) {
 			t.Fatalf("a bad since: %d\n%s", got.status, got.body)
 		}
 		// A datetime-local value is UTC; the clock stands at 13:00.
@@ -365,7 +367,7 @@ func TestActions_BackfillThroughTheFormAndItsProgress(t *testing.T) {
 		if p := b.get(page); !strings.Contains(p.body, "<dt>Backfill</dt>") || !strings.Contains(p.body, "waits for the subscription to be verified") {
 			t.Fatalf("the page does not show the waiting backfill:\n%s", p.body)
 		}
-		if edit := b.get(page + "/edit"); !strings.Contains(edit.body, `name="backfill_since" value=""`) || !strings.Contains(edit.body, "Current backfill: running") {
+		if edit := b.get(page + "/edit"); !strings.Contains(edit.body, `name="backfill_since" type="datetime-local" step="1" value=""`) || !strings.Contains(edit.body, "Current backfill: running") {
 			t.Fatalf("the edit form refills the since (a save would restart it) or hides the current one:\n%s", edit.body)
 		}
 		if got := b.submit(page, page+"/verify", nil); got.status != 303 {

@@ -81,11 +81,12 @@ func New(d Deps) (*Console, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	pages, err := parsePages()
+	c := &Console{deps: d, mux: http.NewServeMux(), rates: newRates()}
+	pages, err := parsePages(c.now)
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{deps: d, mux: http.NewServeMux(), pages: pages, rates: newRates()}
+	c.pages = pages
 	c.sampleRates()
 	c.routes()
 	return c, nil

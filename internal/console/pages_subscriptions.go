@@ -58,7 +58,7 @@ func (c *Console) newSubscription(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 func (c *Console) editSubscription(w http.ResponseWriter, r *http.Request, s *session) {
-	if !c.tenantReady(w, r, s, "subscriptions", "Edit subscription") {
+	if !c.tenantOf(w, r, s, "subscription", "subscriptions", "Edit subscription") {
 		return
 	}
 	var sub m
@@ -105,13 +105,15 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 	if dest["type"] == hub.DestinationWebhook {
 		dest["headers"] = headers
 	}
-	switch f.Get("auth_type") {
-	case "bearer":
-		dest["auth"] = m{"type": "bearer", "token": f.Get("auth_token")}
-	case "basic":
-		dest["auth"] = m{"type": "basic", "username": f.Get("auth_username"), "password": f.Get("auth_password")}
-	case "header":
-		dest["auth"] = m{"type": "header", "name": f.Get("auth_name"), "value": f.Get("auth_value")}
+	// Authentication is a webhook's: the other kinds' forms send its hidden
+	// fields too, and they are not read.
+	auth := map[string]m{
+		"bearer": {"type": "bearer", "token": f.Get("auth_token")},
+		"basic":  {"type": "basic", "username": f.Get("auth_username"), "password": f.Get("auth_password")},
+		"header": {"type": "header", "name": f.Get("auth_name"), "value": f.Get("auth_value")},
+	}[f.Get("auth_type")]
+	if auth != nil && dest["type"] == hub.DestinationWebhook {
+		dest["auth"] = auth
 	}
 	body := m{"name": strings.TrimSpace(f.Get("name")), "event_types": types, "destination": dest}
 	if types == nil {

@@ -19,6 +19,47 @@ func (c *Console) tenantReady(w http.ResponseWriter, r *http.Request, s *session
 	return false
 }
 
+// tenantOf: the page of one delivery, subscription or event (kind, id)
+// is its tenant's (SPEC 31). An operator who follows a link to it acts on
+// the tenant that holds it, found with the API's lookup, whatever tenant
+// was chosen before (none, or another): the choice is kept, as the picker
+// keeps it, so the page's buttons act on that tenant too, and the page
+// says so. A ce-id several tenants hold is the chosen tenant's when it is
+// one of them; else the picker page names them.
+func (c *Console) tenantOf(w http.ResponseWriter, r *http.Request, s *session, kind, nav, title string) bool {
+	if !s.Admin() {
+		return true
+	}
+	var found struct {
+		TenantIDs []string `json:"tenant_ids"`
+	}
+	q := url.Values{"kind": {kind}, "id": {r.PathValue("id")}}
+	if err := c.call(r, s, "GET", "/v1/admin/lookup?"+q.Encode(), nil, &found); err != nil {
+		c.fail(w, r, s, err)
+		return false
+	}
+	for _, t := range found.TenantIDs {
+		if t == s.Tenant {
+			return true
+		}
+	}
+	switch len(found.TenantIDs) {
+	case 0:
+		if s.Tenant != "" {
+			return true // the page answers its 404
+		}
+		c.renderError(w, r, s, http.StatusNotFound, "No tenant has a "+kind+" with this id.")
+		return false
+	case 1:
+		s.Tenant = found.TenantIDs[0]
+		s.resolved = kind
+		c.setCookie(w, r, tenantCookie, s.Tenant, 0)
+		return true
+	}
+	c.show(w, r, s, http.StatusOK, "choose", nav, title, m{"Holders": found.TenantIDs, "Kind": kind})
+	return false
+}
+
 // show renders a page; an admin's tenant pages carry the tenant picker.
 func (c *Console) show(w http.ResponseWriter, r *http.Request, s *session, status int, name, nav, title string, data any) {
 	v := view{S: s, Nav: nav, Title: title, Data: data, Flash: flash(r)}
@@ -27,6 +68,13 @@ func (c *Console) show(w http.ResponseWriter, r *http.Request, s *session, statu
 		if err := c.call(r, s, "GET", "/v1/tenants?limit=500", nil, &ts); err == nil {
 			v.Tenants = ts.Data
 		}
+	}
+	if s.resolved != "" {
+		name := s.Tenant
+		if n, ok := tenantNames(v.Tenants)[s.Tenant]; ok {
+			name = n + " (" + s.Tenant + ")"
+		}
+		v.Flash = strings.TrimSpace(v.Flash + " Acting on tenant " + name + ", which holds this " + s.resolved + ".")
 	}
 	c.renderView(w, r, status, name, v)
 }
@@ -86,7 +134,7 @@ func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 func (c *Console) subscription(w http.ResponseWriter, r *http.Request, s *session) {
-	if !c.tenantReady(w, r, s, "subscriptions", "Subscription") {
+	if !c.tenantOf(w, r, s, "subscription", "subscriptions", "Subscription") {
 		return
 	}
 	id := url.PathEscape(r.PathValue("id"))
@@ -153,6 +201,8 @@ func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s *session)
 		}
 		searchErr = ae.Message // a bad filter: the form says which
 	}
+	names := c.subscriptionNames(r, s)
+	nameRows(list.Data, names)
 	next := ""
 	if list.NextCursor != nil {
 		nq := url.Values{}
@@ -165,7 +215,7 @@ func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s *session)
 		next = nq.Encode()
 	}
 	c.show(w, r, s, http.StatusOK, "deliveries", "deliveries", "Deliveries", m{
-		"Form": form, "Deliveries": list.Data, "Next": next, "Error": searchErr,
+		"Form": form, "Deliveries": list.Data, "Next": next, "Error": searchErr, "Subscriptions": byName(names),
 		"Statuses": []string{"pending", "in_flight", "succeeded", "dead_lettered"},
 	})
 }
@@ -182,7 +232,7 @@ func rfc3339(v string) string {
 }
 
 func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
-	if !c.tenantReady(w, r, s, "deliveries", "Delivery") {
+	if !c.tenantOf(w, r, s, "delivery", "deliveries", "Delivery") {
 		return
 	}
 	var d m
@@ -190,7 +240,21 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusOK, "delivery", "deliveries", "Delivery "+str(d["id"]), m{"D": d})
+	// The names before the ids: the subscription's, the event's type. A
+	// subscription deleted or an event past retention leaves its id.
+	var sub, ev m
+	subName, eventType := "", ""
+	if c.call(r, s, "GET", "/v1/subscriptions/"+url.PathEscape(str(d["subscription_id"])), nil, &sub) == nil {
+		subName = str(sub["name"])
+	}
+	if c.call(r, s, "GET", "/v1/events/"+url.PathEscape(str(d["event_id"])), nil, &ev) == nil {
+		eventType = str(ev["type"])
+	}
+	title := "Delivery to " + str(d["subscription_id"])
+	if subName != "" {
+		title = "Delivery to " + subName
+	}
+	c.show(w, r, s, http.StatusOK, "delivery", "deliveries", title, m{"D": d, "SubName": subName, "EventType": eventType})
 }
 
 func (c *Console) replayDelivery(w http.ResponseWriter, r *http.Request, s *session) {
@@ -220,7 +284,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) {
-	if !c.tenantReady(w, r, s, "events", "Event") {
+	if !c.tenantOf(w, r, s, "event", "events", "Event") {
 		return
 	}
 	var ev m
@@ -228,7 +292,16 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusOK, "event", "events", "Event "+str(ev["id"]), m{"E": ev})
+	if ds, ok := ev["deliveries"].([]any); ok && len(ds) > 0 {
+		rows := make([]m, 0, len(ds))
+		for _, d := range ds {
+			if row, ok := d.(map[string]any); ok {
+				rows = append(rows, row)
+			}
+		}
+		nameRows(rows, c.subscriptionNames(r, s))
+	}
+	c.show(w, r, s, http.StatusOK, "event", "events", "Event "+str(ev["type"]), m{"E": ev})
 }
 
 func (c *Console) eventTypes(w http.ResponseWriter, r *http.Request, s *session) {

@@ -44,9 +44,18 @@ var funcs = template.FuncMap{
 	"ms":         millis,
 	"permin":     perMinute,
 	"plural":     plural,
+	"dtlocal":    dtLocal,
+	"tenantname": func(tenants []m, id string) string { return tenantNames(tenants)[id] },
 }
 
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses every page with the layout; now is the clock relative
+// times are told against (the console's, so tests can fix it).
+func parsePages(now func() time.Time) (map[string]*template.Template, error) {
+	fm := template.FuncMap{}
+	for k, v := range funcs {
+		fm[k] = v
+	}
+	fm["when"] = func(v any) template.HTML { return timeTag(v, now()) }
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -57,7 +66,7 @@ func parsePages() (map[string]*template.Template, error) {
 		if name == "layout" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		t, err := template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", n)
 		if err != nil {
 			return nil, fmt.Errorf("console template %s: %w", name, err)
 		}
@@ -134,7 +143,90 @@ func prettyJSON(v any) string {
 	return strings.TrimSuffix(out.String(), "\n")
 }
 
-// when shows an RFC 3339 time as the API sent it, shortened; "—" for none.
+// timeTag is how every page shows a time (SPEC 31): relative to now ("3 min
+// ago", "in 5 s") in a <time> whose datetime and title hold the exact RFC
+// 3339 time, shown on hover; "—" for none, and the text as sent when it is
+// not a time.
+func timeTag(v any, now time.Time) template.HTML {
+	var t time.Time
+	switch x := v.(type) {
+	case time.Time:
+		t = x
+	case *time.Time:
+		if x == nil {
+			return "—"
+		}
+		t = *x
+	case string:
+		if x == "" {
+			return "—"
+		}
+		p, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			return template.HTML(template.HTMLEscapeString(x))
+		}
+		t = p
+	default:
+		return "—"
+	}
+	exact := t.UTC().Format(time.RFC3339)
+	if t.Nanosecond() != 0 {
+		exact = t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	return template.HTML(`<time datetime="` + exact + `" title="` + exact + `">` + relative(t, now) + `</time>`)
+}
+
+// relative says how long before or after now t is, in the largest unit
+// that fits ("just now", "42 s ago", "3 min ago", "in 5 h", "12 d ago");
+// beyond 60 days, the date.
+func relative(t, now time.Time) string {
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var n int64
+	var unit string
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		n, unit = int64(d/time.Second), "s"
+	case d < time.Hour:
+		n, unit = int64(d/time.Minute), "min"
+	case d < 48*time.Hour:
+		n, unit = int64(d/time.Hour), "h"
+	case d < 60*24*time.Hour:
+		n, unit = int64(d/(24*time.Hour)), "d"
+	default:
+		return t.UTC().Format("2006-01-02")
+	}
+	if future {
+		return fmt.Sprintf("in %d %s", n, unit)
+	}
+	return fmt.Sprintf("%d %s ago", n, unit)
+}
+
+// dtLocal is a time as a datetime-local input shows it (UTC, to the
+// second): what such an input sent is shown again as it is, RFC 3339 is
+// converted, anything else is dropped (the input would refuse it).
+func dtLocal(v string) string {
+	if v == "" {
+		return ""
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if _, err := time.Parse(layout, v); err == nil {
+			return v
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC().Format("2006-01-02T15:04:05")
+	}
+	return ""
+}
+
+// when shows an RFC 3339 time as the API sent it, shortened; "—" for none
+// (the chart's captions; pages use timeTag).
 func when(v any) string {
 	s, _ := v.(string)
 	if s == "" {

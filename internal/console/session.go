@@ -38,6 +38,9 @@ type session struct {
 	// session's cookie, which only the browser holds; the store keeps its
 	// hash (CSRFHash), never the token.
 	CSRF string
+	// resolved is the kind of resource whose link chose Tenant on this
+	// request (tenantOf); "" when the session's choice stands.
+	resolved string
 }
 
 func (s *session) Admin() bool { return s.Principal.Admin }

@@ -29,6 +29,13 @@ type Insight interface {
 	GetEvent(ctx context.Context, tenantID, ceID string) (hub.Event, []hub.Job, error)
 	// SearchJobs pages a tenant's jobs, newest first.
 	SearchJobs(ctx context.Context, p SearchJobsParams) ([]hub.Job, error)
+	// TenantsOf answers, by id order, the tenants that hold a resource
+	// named by its id, for an operator's deep link (SPEC 31): a delivery
+	// job (ResourceDelivery) or a subscription not deleted
+	// (ResourceSubscription) is one tenant's; an event's ce-id
+	// (ResourceEvent) may be several tenants' (at most 100 are answered).
+	// Nothing holds it: an empty list.
+	TenantsOf(ctx context.Context, kind ResourceKind, id string) ([]string, error)
 
 	// ListAPIKeys lists a tenant's keys by id (without their hashes).
 	ListAPIKeys(ctx context.Context, tenantID string) ([]hub.APIKey, error)
@@ -37,6 +44,15 @@ type Insight interface {
 	// is written at most once a minute.
 	TouchAPIKey(ctx context.Context, id string, at time.Time) error
 }
+
+// ResourceKind names what TenantsOf looks up.
+type ResourceKind string
+
+const (
+	ResourceDelivery     ResourceKind = "delivery"
+	ResourceSubscription ResourceKind = "subscription"
+	ResourceEvent        ResourceKind = "event"
+)
 
 // KeyTouchInterval is how stale a key's last_used_at may get.
 const KeyTouchInterval = time.Minute

@@ -42,7 +42,9 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 
 	clock := testkit.NewClock()
-	h := devhub.Start(t, devhub.Options{Now: clock.Now, Env: map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20"}})
+	dbPath := filepath.Join(t.TempDir(), "hub.db") // seedDeliveries writes to it
+	h := devhub.Start(t, devhub.Options{Now: clock.Now, Env: map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20",
+		"STREAMING_HUB_DATABASE_URL": "sqlite://" + dbPath}})
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +74,12 @@ func TestConsoleInChromium(t *testing.T) {
 			return
 		}
 		clock.Advance(d)
+	})
+	mux.HandleFunc("POST /seed", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if err := seedDeliveries(r.Context(), dbPath, q.Get("tenant"), q.Get("subscription"), 10_000, clock.Now()); err != nil {
+			http.Error(w, err.Error(), 500)
+		}
 	})
 	mux.HandleFunc("POST /heal", func(w http.ResponseWriter, r *http.Request) { failing.Store(false) })
 	mux.HandleFunc("POST /produce", func(w http.ResponseWriter, r *http.Request) {

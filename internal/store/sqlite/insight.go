@@ -358,3 +358,33 @@ func deadLetterPendingIDs(ctx context.Context, tx *sql.Tx, subscriptionID, reaso
 		return id, r.Scan(&id)
 	})
 }
+
+// tenantsOfQueries find a resource's tenants by its id, each from an
+// index: the jobs' and subscriptions' primary keys; for a ce-id, the
+// (tenant, ce_id) index probed once a tenant.
+var tenantsOfQueries = map[store.ResourceKind]string{
+	store.ResourceDelivery:     `SELECT tenant_id FROM delivery_jobs WHERE id = ?`,
+	store.ResourceSubscription: `SELECT tenant_id FROM subscriptions WHERE id = ? AND deleted_at IS NULL`,
+	store.ResourceEvent: `SELECT t.id FROM tenants t
+		WHERE EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = t.id AND e.ce_id = ?) ORDER BY t.id LIMIT 100`,
+}
+
+func (db *DB) TenantsOf(ctx context.Context, kind store.ResourceKind, id string) (_ []string, err error) {
+	defer wrap(&err, "TenantsOf")
+	q, ok := tenantsOfQueries[kind]
+	if !ok {
+		return nil, fmt.Errorf("no resource kind %q", kind)
+	}
+	rows, err := db.r.QueryContext(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := collect(rows, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, err
+}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -458,6 +459,45 @@ func testDispatch(t *testing.T, open Opener) {
 		}
 		if _, _, err := e.store.GetJob(e.ctx, "acme", j.ID); hub.ErrorCode(err) != hub.ENOTFOUND {
 			t.Fatal("a pruned dead letter is still there")
+		}
+	})
+
+	t.Run("TenantsOfFindsAResourcesTenantByItsID", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.tenant(t, "globex", "")
+		e.subscribe(t, "acme", "sub_1", 5)
+		e.subscribe(t, "globex", "sub_2", 5)
+		e.publish(t, "acme", "e", 1)
+		e.publish(t, "globex", "e", 1) // the same ce-id at both tenants
+		e.publish(t, "globex", "g", 1)
+		jobs, err := e.store.ListJobs(e.ctx, store.ListJobsParams{TenantID: "globex", SubscriptionID: "sub_2"})
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("globex's jobs: %d, %v", len(jobs), err)
+		}
+		for _, c := range []struct {
+			kind store.ResourceKind
+			id   string
+			want []string
+		}{
+			{store.ResourceDelivery, jobs[0].ID, []string{"globex"}},
+			{store.ResourceDelivery, "dlv_nothing", []string{}},
+			{store.ResourceSubscription, "sub_1", []string{"acme"}},
+			{store.ResourceSubscription, "sub_2", []string{"globex"}},
+			{store.ResourceEvent, "e-00000", []string{"acme", "globex"}},
+			{store.ResourceEvent, "g-00000", []string{"globex"}},
+			{store.ResourceEvent, "nothing", []string{}},
+		} {
+			got, err := e.store.TenantsOf(e.ctx, c.kind, c.id)
+			if err != nil || !slices.Equal(got, c.want) || got == nil {
+				t.Errorf("TenantsOf(%s, %s) = %#v, %v; want %v", c.kind, c.id, got, err, c.want)
+			}
+		}
+		if err := e.store.DeleteSubscription(e.ctx, "acme", "sub_1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.store.TenantsOf(e.ctx, store.ResourceSubscription, "sub_1"); len(got) != 0 {
+			t.Fatalf("a deleted subscription's tenant: %v", got)
 		}
 	})
 
