@@ -31,6 +31,18 @@ type attemptJSON struct {
 	StatusCode   *int      `json:"status_code"`
 	Error        *string   `json:"error"`
 	ResponseBody string    `json:"response_body"`
+	// RequestHeaders and ResponseHeaders are objects, {} when none (a
+	// broker's answer, an attempt logged before the hub kept them).
+	RequestHeaders  map[string]string `json:"request_headers"`
+	ResponseHeaders map[string]string `json:"response_headers"`
+}
+
+// headersJSON is h as the API shows it: an object, {} for none.
+func headersJSON(h map[string]string) map[string]string {
+	if h == nil {
+		return map[string]string{}
+	}
+	return h
 }
 
 func optional[T comparable](v T) *T {
@@ -102,7 +114,8 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 	out.AttemptLog = make([]attemptJSON, len(attempts))
 	for i, a := range attempts {
 		out.AttemptLog[i] = attemptJSON{ID: a.ID, StartedAt: a.StartedAt, DurationMS: a.Duration.Milliseconds(),
-			StatusCode: optional(a.StatusCode), Error: optional(a.Error), ResponseBody: a.ResponseBody}
+			StatusCode: optional(a.StatusCode), Error: optional(a.Error), ResponseBody: a.ResponseBody,
+			RequestHeaders: headersJSON(a.RequestHeaders), ResponseHeaders: headersJSON(a.ResponseHeaders)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -91,7 +91,8 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
+	rows, err := db.pool.Query(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body,
+			request_headers, response_headers
 		FROM delivery_attempts WHERE job_id = $1 ORDER BY started_at, id`, id)
 	if err != nil {
 		return hub.Job{}, nil, err
@@ -99,8 +100,10 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Attempt, error) {
 		var a hub.Attempt
 		var ms int64
-		err := r.Scan(&a.ID, &a.JobID, &a.StartedAt, &ms, &a.StatusCode, &a.Error, &a.ResponseBody)
+		var reqH, respH *string
+		err := r.Scan(&a.ID, &a.JobID, &a.StartedAt, &ms, &a.StatusCode, &a.Error, &a.ResponseBody, &reqH, &respH)
 		a.Duration, a.StartedAt = time.Duration(ms)*time.Millisecond, a.StartedAt.UTC()
+		a.RequestHeaders, a.ResponseHeaders = store.DecodeHeaders(reqH), store.DecodeHeaders(respH)
 		return a, err
 	})
 	return j, attempts, err

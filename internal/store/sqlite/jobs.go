@@ -67,7 +67,8 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
+	rows, err := db.r.QueryContext(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body,
+			request_headers, response_headers
 		FROM delivery_attempts WHERE job_id = ? ORDER BY started_at, id`, id)
 	if err != nil {
 		return hub.Job{}, nil, err
@@ -75,8 +76,10 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	attempts, err := collect(rows, func(r scanner) (hub.Attempt, error) {
 		var a hub.Attempt
 		var started, ms int64
-		err := r.Scan(&a.ID, &a.JobID, &started, &ms, &a.StatusCode, &a.Error, &a.ResponseBody)
+		var reqH, respH *string
+		err := r.Scan(&a.ID, &a.JobID, &started, &ms, &a.StatusCode, &a.Error, &a.ResponseBody, &reqH, &respH)
 		a.StartedAt, a.Duration = fromMicros(started), time.Duration(ms)*time.Millisecond
+		a.RequestHeaders, a.ResponseHeaders = store.DecodeHeaders(reqH), store.DecodeHeaders(respH)
 		return a, err
 	})
 	return j, attempts, err
