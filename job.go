@@ -49,6 +49,13 @@ type Job struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	CompletedAt      *time.Time // when it succeeded or was dead-lettered
+	// ReplayedAt, ReplayedBy and ReplayedAs mark a job that was replayed:
+	// when (the last time), who asked (Principal-style: "admin", an API
+	// key's id, an access-manager subject) and the fresh job it made. Nil
+	// and "" when it never was.
+	ReplayedAt *time.Time
+	ReplayedBy string
+	ReplayedAs string
 }
 
 // Attempt is one HTTP request of a job; its ID is the X-Lerian-Delivery-Id

@@ -36,3 +36,4 @@ func Replayable(subscriptionID string, found, enabled, deleted bool) error {
 	}
 	return nil
 }
+
