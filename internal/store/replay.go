@@ -36,4 +36,3 @@ func Replayable(subscriptionID string, found, enabled, deleted bool) error {
 	}
 	return nil
 }
-
