@@ -2,11 +2,13 @@ package console_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	hubpkg "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/apikey"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -53,6 +55,51 @@ func TestDelivery_AttemptShowsItsHeaders(t *testing.T) {
 			if !strings.Contains(got.body, want) {
 				t.Errorf("the delivery page lacks %q:\n%s", want, got.body)
 			}
+		}
+	})
+}
+
+// A replayed dead letter's row says "replayed", when and by whom, and
+// links to the fresh delivery; the bulk replay's page says what it queued
+// and, when nothing, why.
+func TestReplay_DeadLetterRowsAreMarkedAndTheCountExplained(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHub(t, d, options{})
+		key := h.tenant("acme")
+		keyID, _, _ := apikey.Parse(key)
+		rc := receiver(t, "ok")
+		sub := h.subscription("acme", "hooks", rc.URL)
+		h.ingest(storetest.NewEvent("acme", "evt-1"))
+		now := h.clock.Now()
+		dead := h.attempt(hubpkg.JobDeadLettered, &hubpkg.Attempt{ID: hubpkg.NewID("att", now), StartedAt: now, StatusCode: 500,
+			Error: "destination answered 500"})
+		b := h.signIn(key)
+		page := "/console/subscriptions/" + sub
+
+		got := b.submit(page, page+"/replay", nil)
+		if got.status != 202 || !strings.Contains(got.body, "Queued 1 dead letter again.") ||
+			!strings.Contains(got.body, "Matching dead letters: 1; already replayed, so skipped: 0.") || strings.Contains(got.body, "Why none") {
+			t.Fatalf("bulk replay: %d\n%s", got.status, got.body)
+		}
+		_, body := h.apiCall("GET", "/v1/deliveries/"+dead, "", "acme")
+		fresh := field(body, "replayed_as")
+		if fresh == "" {
+			t.Fatalf("the dead letter is not marked: %s", body)
+		}
+		mark := regexp.MustCompile(`<a href="/console/deliveries/` + regexp.QuoteMeta(fresh) + `">replayed</a> [0-9-]+ [0-9:]+Z by <code>` + regexp.QuoteMeta(keyID) + `</code>`)
+		for _, p := range []string{page, "/console/deliveries?status=dead_lettered", "/console/events/evt-1"} {
+			if got := b.get(p); !mark.MatchString(got.body) {
+				t.Errorf("%s: the dead letter's row does not say replayed, when, by %s, linking to %s:\n%s", p, keyID, fresh, got.body)
+			}
+		}
+		if got := b.get("/console/deliveries/" + dead); !strings.Contains(got.body, "<dt>Replayed</dt>") || !strings.Contains(got.body, fresh) {
+			t.Errorf("the dead letter's page does not say it was replayed as %s:\n%s", fresh, got.body)
+		}
+
+		got = b.submit(page, page+"/replay", nil)
+		if got.status != 202 || !strings.Contains(got.body, "Queued 0 dead letters again.") ||
+			!strings.Contains(got.body, "Why none: the 1 matching dead letter was already replayed.") {
+			t.Fatalf("bulk replay again: %d\n%s", got.status, got.body)
 		}
 	})
 }
