@@ -11,6 +11,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/apikey"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -229,4 +230,43 @@ func TestPrincipal_WhoNamesTheCaller(t *testing.T) {
 			t.Errorf("%+v.Who() = %q, want %q", c.p, got, c.want)
 		}
 	}
+}
+
+// A replay asked with an access-manager JWT is marked with the token's
+// subject (for a user, <owner>/<sub>).
+func TestReplay_ByAJWTIsMarkedWithItsSubject(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newAMHub(t, d, config.Auth{Issuer: issuer})
+		good, _ := testKeys(t)
+		ctx := context.Background()
+		if _, err := h.store.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
+			t.Fatal(err)
+		}
+		s := storetest.NewSubscription("acme", "sub_1")
+		s.VerificationState = hub.VerificationActive
+		if _, err := h.store.CreateSubscription(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.store.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "evt-1")}}); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := h.store.ClaimJobs(ctx, store.ClaimParams{Batch: 1, Lease: time.Minute})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d, %v", len(claimed), err)
+		}
+		c := claimed[0]
+		if _, err := h.store.CompleteJobs(ctx, store.CompleteParams{Completions: []store.Completion{{
+			JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}, Status: hub.JobDeadLettered,
+			DeadLetterReason: hub.DeadLetterExhausted, SubscriptionID: "sub_1"}}}); err != nil {
+			t.Fatal(err)
+		}
+		user := mint(t, good, "RS256", h.claims(map[string]any{"type": "normal-user", "owner": "lerian", "sub": "alice", "tenantId": "acme"}))
+		if status, body := h.do("POST", "/v1/deliveries/"+c.Job.ID+"/replay", user, "203.0.113.9:4242"); status != 202 {
+			t.Fatalf("replay with a JWT: %d %s", status, body)
+		}
+		j, _, err := h.store.GetJob(ctx, "acme", c.Job.ID)
+		if err != nil || j.ReplayedBy != "lerian/alice" {
+			t.Fatalf("replayed_by %q, want the token's subject lerian/alice (%v)", j.ReplayedBy, err)
+		}
+	})
 }

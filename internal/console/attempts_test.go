@@ -2,6 +2,11 @@ package console_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +14,7 @@ import (
 
 	hubpkg "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/apikey"
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -100,6 +106,38 @@ func TestReplay_DeadLetterRowsAreMarkedAndTheCountExplained(t *testing.T) {
 		if got.status != 202 || !strings.Contains(got.body, "Queued 0 dead letters again.") ||
 			!strings.Contains(got.body, "Why none: the 1 matching dead letter was already replayed.") {
 			t.Fatalf("bulk replay again: %d\n%s", got.status, got.body)
+		}
+	})
+}
+
+// A replay from a console session opened with an access-manager JWT is
+// marked with the token's subject, as the API marks the token's own calls.
+func TestReplay_FromAJWTSessionIsMarkedWithItsSubject(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		am := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			json.NewEncoder(w).Encode(map[string]bool{"authorized": true})
+		}))
+		t.Cleanup(am.Close)
+		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.URL, Timeout: 5 * time.Second,
+			Keys: []*rsa.PublicKey{&key.PublicKey}}})
+		h.tenant("acme")
+		rc := receiver(t, "ok")
+		h.subscription("acme", "hooks", rc.URL)
+		h.ingest(storetest.NewEvent("acme", "evt-1"))
+		now := h.clock.Now()
+		dead := h.attempt(hubpkg.JobDeadLettered, &hubpkg.Attempt{ID: hubpkg.NewID("att", now), StartedAt: now, StatusCode: 500,
+			Error: "destination answered 500"})
+		b := h.signIn(mintJWT(t, key, map[string]any{"type": "normal-user", "owner": "lerian", "sub": "alice", "tenantId": "acme",
+			"exp": now.Add(time.Hour).Unix()}))
+		if got := b.submit("/console/deliveries/"+dead, "/console/deliveries/"+dead+"/replay", nil); got.status != 303 {
+			t.Fatalf("replay: %d\n%s", got.status, got.body)
+		}
+		if _, body := h.apiCall("GET", "/v1/deliveries/"+dead, "", "acme"); field(body, "replayed_by") != "lerian/alice" {
+			t.Fatalf("replayed_by, want the session's subject lerian/alice: %s", body)
 		}
 	})
 }
