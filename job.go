@@ -50,9 +50,9 @@ type Job struct {
 	UpdatedAt        time.Time
 	CompletedAt      *time.Time // when it succeeded or was dead-lettered
 	// ReplayedAt, ReplayedBy and ReplayedAs mark a job that was replayed:
-	// when (the last time), who asked (Principal-style: "admin", an API
-	// key's id, an access-manager subject) and the fresh job it made. Nil
-	// and "" when it never was.
+	// when (the last time), who asked ("admin", an API key's id, an
+	// access-manager subject, "portal:<link id>") and the fresh job it
+	// made. Nil and "" when it never was.
 	ReplayedAt *time.Time
 	ReplayedBy string
 	ReplayedAs string

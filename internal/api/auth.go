@@ -32,7 +32,8 @@ type Principal struct {
 // Who names p where a write is marked with who asked (a replay's
 // replayed_by): the access manager's subject for a JWT, "admin" for the
 // admin token, the API key's id for a tenant key, "portal:<link id>" for a
-// console session a portal link opened.
+// console session a portal link opened ("tenant:<id>" if a principal ever
+// names nothing more than its tenant).
 func (p Principal) Who() string {
 	switch {
 	case p.Subject != "":
