@@ -49,6 +49,13 @@ type Job struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	CompletedAt      *time.Time // when it succeeded or was dead-lettered
+	// ReplayedAt, ReplayedBy and ReplayedAs mark a job that was replayed:
+	// when (the last time), who asked ("admin", an API key's id, an
+	// access-manager subject, "portal:<link id>") and the fresh job it
+	// made. Nil and "" when it never was.
+	ReplayedAt *time.Time
+	ReplayedBy string
+	ReplayedAs string
 }
 
 // Attempt is one HTTP request of a job; its ID is the X-Lerian-Delivery-Id
@@ -61,10 +68,30 @@ type Attempt struct {
 	StatusCode   int    // 0 when no answer came
 	Error        string // why it failed; "" on success
 	ResponseBody string // at most MaxResponseBody bytes
+	// RequestHeaders are the headers the attempt sent, as the destination
+	// got them: a webhook's HTTP request headers, a broker's message
+	// headers and properties. A header sent twice has its values joined
+	// with ", ". Secrets (Authorization, a subscription's auth header)
+	// read Redacted. Nil when nothing was sent, or for attempts logged
+	// before the hub kept them.
+	RequestHeaders map[string]string
+	// ResponseHeaders are a webhook's answer's headers, bounded: at most
+	// MaxResponseHeaders of them, each value at most
+	// MaxResponseHeaderValue bytes of valid UTF-8. Nil for brokers.
+	ResponseHeaders map[string]string
 }
 
 // MaxResponseBody bounds what is kept of a destination's answer.
 const MaxResponseBody = 4096
+
+// Bounds on what is kept of a destination's answer's headers.
+const (
+	MaxResponseHeaders     = 32
+	MaxResponseHeaderValue = 256
+)
+
+// Redacted is what an attempt's log shows for a secret header's value.
+const Redacted = "[redacted]"
 
 // DefaultRetrySchedule is the back-off curve: 8 steps, about 28 hours, so a
 // job gets 1 + 8 attempts.

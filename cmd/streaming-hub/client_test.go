@@ -273,7 +273,7 @@ func TestCLI_RoundTrip(t *testing.T) {
 		t.Fatalf("replay: %+v", replay)
 	}
 	testkit.WaitFor(t, "the replay to be delivered", func() bool { return sink.deliveries("cli") == 2 })
-	if out := acme.ok("deliveries", "replay-subscription", sub.ID, "--status", "dead_lettered"); out != "replayed: 0\n" {
+	if out := acme.ok("deliveries", "replay-subscription", sub.ID, "--status", "dead_lettered"); out != "replayed: 0\nmatched: 0\nalready replayed: 0\nreason: no dead letters\n" {
 		t.Fatalf("replay-subscription: %q", out)
 	}
 

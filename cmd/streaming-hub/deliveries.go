@@ -36,6 +36,9 @@ type jobView struct {
 	LastError        *string `json:"last_error"`
 	CreatedAt        string  `json:"created_at"`
 	CompletedAt      *string `json:"completed_at"`
+	ReplayedAt       *string `json:"replayed_at"`
+	ReplayedBy       *string `json:"replayed_by"`
+	ReplayedAs       *string `json:"replayed_as"`
 	AttemptLog       []struct {
 		ID           string  `json:"id"`
 		StartedAt    string  `json:"started_at"`
@@ -68,6 +71,9 @@ func (j *jobView) print(w io.Writer) {
 		"last_error", str(j.LastError),
 		"created_at", j.CreatedAt,
 		"completed_at", str(j.CompletedAt),
+		"replayed_at", str(j.ReplayedAt),
+		"replayed_by", str(j.ReplayedBy),
+		"replayed_as", str(j.ReplayedAs),
 	)
 	if len(j.AttemptLog) == 0 {
 		return
@@ -139,9 +145,15 @@ running it again replays the rest.`, true, "<subscription_id>")
 		body["since"] = *since
 	}
 	var r struct {
-		Replayed int `json:"replayed"`
+		Replayed        int    `json:"replayed"`
+		Matched         int    `json:"matched"`
+		AlreadyReplayed int    `json:"already_replayed"`
+		Reason          string `json:"reason,omitempty"`
 	}
 	return c.do("POST", "/v1/subscriptions/"+pathEscape(c.args[0])+"/replay", nil, body, &r, func(w io.Writer) {
-		fmt.Fprintf(w, "replayed: %d\n", r.Replayed)
+		fmt.Fprintf(w, "replayed: %d\nmatched: %d\nalready replayed: %d\n", r.Replayed, r.Matched, r.AlreadyReplayed)
+		if r.Reason != "" {
+			fmt.Fprintf(w, "reason: %s\n", r.Reason)
+		}
 	})
 }

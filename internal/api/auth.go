@@ -24,6 +24,30 @@ type Principal struct {
 	Subject   string
 	TokenHash string
 	Expires   time.Time
+	// LinkID is the portal link that opened a console session; empty
+	// otherwise.
+	LinkID string
+}
+
+// Who names p where a write is marked with who asked (a replay's
+// replayed_by): the access manager's subject for a JWT, "admin" for the
+// admin token, the API key's id for a tenant key, "portal:<link id>" for a
+// console session a portal link opened ("tenant:<id>" if a principal ever
+// names nothing more than its tenant).
+func (p Principal) Who() string {
+	switch {
+	case p.Subject != "":
+		return p.Subject
+	case p.Admin:
+		return "admin"
+	case p.KeyID != "":
+		return p.KeyID
+	case p.LinkID != "":
+		return "portal:" + p.LinkID
+	case p.TenantID != "":
+		return "tenant:" + p.TenantID
+	}
+	return ""
 }
 
 type principal = Principal
@@ -154,25 +178,31 @@ func (s *Server) requireAdmin(r *http.Request) error {
 // own tenant, or the one the admin names in X-Tenant-Id. An inactive
 // tenant's keys are refused; the admin may still manage it.
 func (s *Server) tenantScope(r *http.Request) (string, error) {
+	id, _, err := s.tenantScopeOf(r)
+	return id, err
+}
+
+// tenantScopeOf is tenantScope that also says who asked.
+func (s *Server) tenantScopeOf(r *http.Request) (string, Principal, error) {
 	p, err := s.authenticate(r)
 	if err != nil {
-		return "", err
+		return "", p, err
 	}
 	id := p.TenantID
 	if p.Admin {
 		if id = r.Header.Get("X-Tenant-Id"); id == "" {
-			return "", hub.Errorf(hub.EINVALID, "X-Tenant-Id: required with the admin token on tenant endpoints")
+			return "", p, hub.Errorf(hub.EINVALID, "X-Tenant-Id: required with the admin token on tenant endpoints")
 		}
 		if hub.ValidateTenantID(id) != nil {
-			return "", hub.Errorf(hub.EINVALID, "X-Tenant-Id: must be 1..256 bytes of [A-Za-z0-9._:-]")
+			return "", p, hub.Errorf(hub.EINVALID, "X-Tenant-Id: must be 1..256 bytes of [A-Za-z0-9._:-]")
 		}
 	}
 	t, err := s.deps.Store.GetTenant(r.Context(), id)
 	if err != nil {
-		return "", err
+		return "", p, err
 	}
 	if !p.Admin && t.Status != hub.TenantActive {
-		return "", hub.Errorf(hub.EFORBIDDEN, "tenant %q is inactive", id)
+		return "", p, hub.Errorf(hub.EFORBIDDEN, "tenant %q is inactive", id)
 	}
-	return id, nil
+	return id, p, nil
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -21,7 +23,11 @@ type jobJSON struct {
 	LastError        *string       `json:"last_error"`
 	CreatedAt        time.Time     `json:"created_at"`
 	CompletedAt      *time.Time    `json:"completed_at"`
-	AttemptLog       []attemptJSON `json:"attempt_log,omitempty"`
+	// The replay marks: null when the job was never replayed.
+	ReplayedAt *time.Time    `json:"replayed_at"`
+	ReplayedBy *string       `json:"replayed_by"`
+	ReplayedAs *string       `json:"replayed_as"`
+	AttemptLog []attemptJSON `json:"attempt_log,omitempty"`
 }
 
 type attemptJSON struct {
@@ -31,6 +37,18 @@ type attemptJSON struct {
 	StatusCode   *int      `json:"status_code"`
 	Error        *string   `json:"error"`
 	ResponseBody string    `json:"response_body"`
+	// RequestHeaders and ResponseHeaders are objects, {} when none (a
+	// broker's answer, an attempt logged before the hub kept them).
+	RequestHeaders  map[string]string `json:"request_headers"`
+	ResponseHeaders map[string]string `json:"response_headers"`
+}
+
+// headersJSON is h as the API shows it: an object, {} for none.
+func headersJSON(h map[string]string) map[string]string {
+	if h == nil {
+		return map[string]string{}
+	}
+	return h
 }
 
 func optional[T comparable](v T) *T {
@@ -46,6 +64,7 @@ func toJobJSON(j hub.Job) jobJSON {
 		ID: j.ID, SubscriptionID: j.SubscriptionID, EventID: j.EventID, Sequence: j.EventSequence,
 		Status: j.Status, Attempts: j.Attempts, DeadLetterReason: optional(j.DeadLetterReason),
 		LastError: optional(j.LastError), CreatedAt: j.CreatedAt, CompletedAt: j.CompletedAt,
+		ReplayedAt: j.ReplayedAt, ReplayedBy: optional(j.ReplayedBy), ReplayedAs: optional(j.ReplayedAs),
 	}
 	if j.Status == hub.JobPending || j.Status == hub.JobInFlight {
 		next := j.NextAttemptAt
@@ -102,23 +121,25 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 	out.AttemptLog = make([]attemptJSON, len(attempts))
 	for i, a := range attempts {
 		out.AttemptLog[i] = attemptJSON{ID: a.ID, StartedAt: a.StartedAt, DurationMS: a.Duration.Milliseconds(),
-			StatusCode: optional(a.StatusCode), Error: optional(a.Error), ResponseBody: a.ResponseBody}
+			StatusCode: optional(a.StatusCode), Error: optional(a.Error), ResponseBody: a.ResponseBody,
+			RequestHeaders: headersJSON(a.RequestHeaders), ResponseHeaders: headersJSON(a.ResponseHeaders)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // replayDelivery: POST /v1/deliveries/{id}/replay, a fresh job for the
-// same event (202).
+// same event (202), even if it was replayed before (an explicit request);
+// the replayed job is marked with when, by whom and as what.
 func (s *Server) replayDelivery(w http.ResponseWriter, r *http.Request) error {
-	tenantID, err := s.tenantScope(r)
+	tenantID, who, err := s.tenantScopeOf(r)
 	if err != nil {
 		return err
 	}
 	if err := decode(w, r, &struct{}{}); err != nil {
 		return err
 	}
-	j, err := s.deps.Store.ReplayJob(r.Context(), tenantID, r.PathValue("id"))
+	j, err := s.deps.Store.ReplayJob(r.Context(), tenantID, r.PathValue("id"), who.Who())
 	if err != nil {
 		return err
 	}
@@ -129,9 +150,12 @@ func (s *Server) replayDelivery(w http.ResponseWriter, r *http.Request) error {
 
 // replaySubscription: POST /v1/subscriptions/{id}/replay
 // {"status":"dead_lettered","since":"RFC3339"}: a fresh job for each job
-// that ended in status since then and was not replayed yet (202).
+// that ended in status since then and was not replayed yet (202): one
+// replayed already has its fresh job, and replaying it again in bulk
+// would deliver it twice. The answer says how many it replayed, how many
+// matched and were skipped, and, when it replayed none, why.
 func (s *Server) replaySubscription(w http.ResponseWriter, r *http.Request) error {
-	tenantID, err := s.tenantScope(r)
+	tenantID, who, err := s.tenantScopeOf(r)
 	if err != nil {
 		return err
 	}
@@ -159,17 +183,55 @@ func (s *Server) replaySubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	n, err := s.deps.Store.ReplaySubscription(r.Context(), store.ReplayParams{
-		TenantID: tenantID, SubscriptionID: sub.ID, Status: status, Since: since,
+	res, err := s.deps.Store.ReplaySubscription(r.Context(), store.ReplayParams{
+		TenantID: tenantID, SubscriptionID: sub.ID, Status: status, Since: since, By: who.Who(),
 	})
 	if err != nil {
 		return err
 	}
-	if n > 0 {
+	if res.Replayed > 0 {
 		s.jobsCreated()
 	}
-	writeJSON(w, http.StatusAccepted, map[string]int{"replayed": n})
+	out := replayJSON{Replayed: res.Replayed, Matched: res.Matched, AlreadyReplayed: res.AlreadyReplayed}
+	if res.Replayed == 0 {
+		out.Reason = replayReason(res, status, since)
+	}
+	writeJSON(w, http.StatusAccepted, out)
 	return nil
+}
+
+// replayJSON is a bulk replay's answer.
+type replayJSON struct {
+	Replayed        int    `json:"replayed"`
+	Matched         int    `json:"matched"`
+	AlreadyReplayed int    `json:"already_replayed"`
+	Reason          string `json:"reason,omitempty"`
+}
+
+// replayReason says why a bulk replay replayed nothing. (A subscription
+// that is disabled or deleted is refused with 409 before anything is
+// counted.)
+func replayReason(res store.ReplayResult, status hub.JobStatus, since time.Time) string {
+	what := "dead letters"
+	if status == hub.JobSucceeded {
+		what = "succeeded deliveries"
+	}
+	window := ""
+	if !since.IsZero() {
+		window = " since " + since.UTC().Format(time.RFC3339Nano)
+	}
+	switch left := res.Matched - res.AlreadyReplayed; {
+	case res.Matched == 0:
+		return "no " + what + window
+	case left == 0 && res.Matched == 1:
+		return "the 1 matching " + strings.TrimSuffix(what, "s") + window + " was already replayed"
+	case left == 0:
+		return fmt.Sprintf("all %d matching %s%s were already replayed", res.Matched, what, window)
+	case left == 1:
+		return "the 1 matching " + strings.TrimSuffix(what, "s") + window + " not yet replayed has its event no longer retained in the inbox"
+	default:
+		return fmt.Sprintf("the %d matching %s%s not yet replayed have their events no longer retained in the inbox", left, what, window)
+	}
 }
 
 func (s *Server) jobsCreated() {

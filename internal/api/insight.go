@@ -232,6 +232,9 @@ type eventDeliveryJSON struct {
 	Attempts       int           `json:"attempts"`
 	LastError      *string       `json:"last_error"`
 	CreatedAt      time.Time     `json:"created_at"`
+	ReplayedAt     *time.Time    `json:"replayed_at"`
+	ReplayedBy     *string       `json:"replayed_by"`
+	ReplayedAs     *string       `json:"replayed_as"`
 }
 
 // getEvent: GET /v1/events/{id} (the ce-id), as pulled, with its deliveries.
@@ -250,7 +253,8 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
 	}{eventJSON: toEventJSON(ev), Deliveries: make([]eventDeliveryJSON, len(jobs))}
 	for i, j := range jobs {
 		out.Deliveries[i] = eventDeliveryJSON{ID: j.ID, SubscriptionID: j.SubscriptionID, Status: j.Status,
-			Attempts: j.Attempts, LastError: optional(j.LastError), CreatedAt: j.CreatedAt}
+			Attempts: j.Attempts, LastError: optional(j.LastError), CreatedAt: j.CreatedAt,
+			ReplayedAt: j.ReplayedAt, ReplayedBy: optional(j.ReplayedBy), ReplayedAs: optional(j.ReplayedAs)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

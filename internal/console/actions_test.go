@@ -84,7 +84,8 @@ func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
 		if got := b.get(got.header.Get("Location")); got.status != 200 || !strings.Contains(got.body, "Replay queued") {
 			t.Fatalf("the replayed delivery: %d\n%s", got.status, got.body)
 		}
-		if got := b.submit(page, page+"/replay", nil); got.status != http.StatusAccepted || !strings.Contains(got.body, "0 dead letters queued again") {
+		if got := b.submit(page, page+"/replay", nil); got.status != http.StatusAccepted || !strings.Contains(got.body, "Queued 0 dead letters again.") ||
+			!strings.Contains(got.body, "Why none: no dead letters.") {
 			t.Fatalf("bulk replay: %d\n%s", got.status, got.body)
 		}
 		if got := b.submit(page, page+"/disable", nil); got.status != 303 {

@@ -13,9 +13,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// attempt claims the one pending delivery and completes it with an
+// attemptAt claims the one pending delivery and completes it with an
 // attempt that started at, succeeded or not.
-func (h *hub) attempt(at time.Time, ok bool) {
+func (h *hub) attemptAt(at time.Time, ok bool) {
 	h.t.Helper()
 	ctx := context.Background()
 	cs, err := h.store.ClaimJobs(ctx, store.ClaimParams{Batch: 1, Lease: time.Minute})
@@ -44,7 +44,7 @@ func TestSubscriptionChart_WindowFitsTheActivity(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		h := w.h
-		h.attempt(h.clock.Now().Add(-5*time.Minute), true) // evt-1, 5 minutes ago
+		h.attemptAt(h.clock.Now().Add(-5*time.Minute), true) // evt-1, 5 minutes ago
 		tenant := h.signIn(w.acmeKey)
 		page := "/console/subscriptions/" + w.acmeSub
 
@@ -71,7 +71,7 @@ func TestSubscriptionChart_WindowFitsTheActivity(t *testing.T) {
 
 		// An attempt 3 hours ago widens the fitted window to 6 h.
 		h.ingest(storetest.NewEvent("acme", "evt-2"))
-		h.attempt(h.clock.Now().Add(-3*time.Hour), false)
+		h.attemptAt(h.clock.Now().Add(-3*time.Hour), false)
 		got = tenant.get(page)
 		if cur := currentWindow.FindStringSubmatch(got.body); cur == nil || cur[1] != "6 h" {
 			t.Fatalf("activity 3 hours ago: window %v, want 6 h", cur)
@@ -91,9 +91,9 @@ func TestOperatorOverview_HubRatesAndP99OnTheFirstLook(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		h := w.h
-		h.attempt(h.clock.Now().Add(-2*time.Minute), true)
+		h.attemptAt(h.clock.Now().Add(-2*time.Minute), true)
 		h.ingest(storetest.NewEvent("globex", "evt-g"))
-		h.attempt(h.clock.Now().Add(-1*time.Minute), false)
+		h.attemptAt(h.clock.Now().Add(-1*time.Minute), false)
 
 		got := h.signIn(adminToken).get("/console/")
 		for _, want := range []string{`id="rate-chart"`, `id="p99-chart"`, `class="chart-rates"`, `class="chart-p99"`, "Ingest verdicts", "Breakers open"} {

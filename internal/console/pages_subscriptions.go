@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -356,9 +357,25 @@ func (c *Console) subscriptionAction(w http.ResponseWriter, r *http.Request, s *
 			c.fail(w, r, s, err)
 			return
 		}
-		c.show(w, r, s, http.StatusAccepted, "result", "subscriptions", "Dead letters replayed", m{"Back": page, "Title": "Dead letters replayed", "Replayed": num(res["replayed"])})
+		c.show(w, r, s, http.StatusAccepted, "result", "subscriptions", "Dead letters replayed", m{"Back": page, "Title": "Dead letters replayed", "Replay": replayResult(res)})
 	default:
 		c.renderError(w, r, s, http.StatusNotFound, "No such action.")
+	}
+}
+
+// replayResult says what a bulk replay (the API's answer res) queued, what
+// it matched and skipped and, when it queued none, why.
+func replayResult(res m) m {
+	n, _ := res["replayed"].(float64)
+	reason, _ := res["reason"].(string)
+	noun := "dead letters"
+	if n == 1 {
+		noun = "dead letter"
+	}
+	return m{
+		"Queued": fmt.Sprintf("Queued %s %s again.", num(res["replayed"]), noun),
+		"Counts": fmt.Sprintf("Matching dead letters: %s; already replayed, so skipped: %s.", num(res["matched"]), num(res["already_replayed"])),
+		"Reason": reason,
 	}
 }
 

@@ -133,7 +133,7 @@ func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Princip
 			return end()
 		}
 		if cs.TenantID == "" {
-			return api.Principal{Admin: true, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
+			return api.Principal{Admin: true, Subject: cs.Subject, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
 		}
 		t, err := c.deps.Store.GetTenant(r.Context(), cs.TenantID)
 		if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && t.Status != hub.TenantActive {
@@ -143,14 +143,14 @@ func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Princip
 			c.deps.Logger.Error("checking a console session's tenant failed", "err", err)
 			return api.Principal{}, false
 		}
-		return api.Principal{TenantID: cs.TenantID, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
+		return api.Principal{TenantID: cs.TenantID, Subject: cs.Subject, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
 	case store.SessionPortal:
 		// It ends at the link's expiry (its EndsAt) and when the link is
 		// revoked (which deletes it): the store has seen to both.
 		if cs.TenantID == "" || cs.LinkID == "" {
 			return end()
 		}
-		return api.Principal{TenantID: cs.TenantID}, true
+		return api.Principal{TenantID: cs.TenantID, LinkID: cs.LinkID}, true
 	default:
 		// A kind this binary does not know (a newer one wrote it) opens
 		// nothing here.
@@ -184,7 +184,7 @@ func (c *Console) start(w http.ResponseWriter, r *http.Request, p api.Principal)
 	switch {
 	case p.TokenHash != "":
 		// A JWT: the session ends at its exp at the latest (SPEC 26).
-		cs.Kind, cs.TenantID, cs.AuthHash = store.SessionJWT, p.TenantID, p.TokenHash
+		cs.Kind, cs.TenantID, cs.AuthHash, cs.Subject = store.SessionJWT, p.TenantID, p.TokenHash, p.Subject
 		if p.Expires.Before(cs.EndsAt) {
 			cs.EndsAt = p.Expires
 		}

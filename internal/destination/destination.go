@@ -65,4 +65,9 @@ type Result struct {
 	Body     string      // an excerpt of the answer's body, cleaned (webhook)
 	Duration time.Duration
 	Err      error
+	// Sent are the headers the attempt sent, as the attempt log keeps
+	// them (hub.Attempt.RequestHeaders): a webhook's request headers
+	// (SentHeaders), a broker's message headers and properties. Nil when
+	// nothing was sent.
+	Sent map[string]string
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // sign adds to m's headers what every attempt carries besides the hub's
@@ -65,4 +66,46 @@ func (m Message) BrokerHeaders() iter.Seq2[string, string] {
 // {tenant} the tenant.
 func RoutingKey(template, eventType, tenant string) string {
 	return strings.NewReplacer("{type}", eventType, "{tenant}", tenant).Replace(template)
+}
+
+// SentHeaders are h, the request headers of an attempt to t, as the
+// attempt log keeps them: a header sent twice has its values joined with
+// ", ", and secrets read hub.Redacted: Authorization, and t's auth header
+// (auth type header).
+func SentHeaders(t Target, h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		v := strings.Join(vs, ", ")
+		if secretHeader(t, k) {
+			v = hub.Redacted
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// secretHeader is whether header name carries one of t's credentials.
+func secretHeader(t Target, name string) bool {
+	if strings.EqualFold(name, "Authorization") {
+		return true
+	}
+	return t.AuthType == hub.AuthHeader && t.AuthHeaderName != "" && strings.EqualFold(name, t.AuthHeaderName)
+}
+
+// AnswerHeaders are h, a webhook's answer's headers, as the attempt log
+// keeps them (hub.Attempt.ResponseHeaders): values joined with ", ", at
+// most hub.MaxResponseHeaders of them (the first by name), each value cut
+// to hub.MaxResponseHeaderValue bytes of valid UTF-8. Nil when h is.
+func AnswerHeaders(h http.Header) map[string]string {
+	if h == nil {
+		return nil
+	}
+	flat := make(map[string]string, len(h))
+	for k, vs := range h {
+		flat[k] = strings.Join(vs, ", ")
+	}
+	return store.CleanHeaders(flat, hub.MaxResponseHeaders, hub.MaxResponseHeaderValue)
 }

@@ -126,6 +126,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	if a.err == nil {
 		res = d.cfg.Destinations.Send(a.ctx, a.target, a.msg)
 		a.rec.Duration, a.rec.ResponseBody = res.Duration, res.Body
+		a.rec.RequestHeaders, a.rec.ResponseHeaders = res.Sent, destination.AnswerHeaders(res.Header)
 		if res.Err != nil && res.Status == 0 && a.target.Type == hub.DestinationWebhook {
 			noteTransportError(a.ctx, res.Err)
 		}

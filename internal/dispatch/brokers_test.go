@@ -116,6 +116,32 @@ func TestRabbitMQ_QueueReceivesEveryEventOnceSignedAndInOrder(t *testing.T) {
 			t.Fatalf("queue received %d messages, want %d: each event once", len(got), n)
 		}
 		testkit.WaitFor(t, "every job succeeded", func() bool { return r.allSucceeded("acme", "sub_rabbit", n) })
+		// The attempt log keeps the message's headers and properties as
+		// the queue got them; a broker answers without headers.
+		found := false
+		for _, j := range r.jobsOf("acme", "sub_rabbit") {
+			if j.EventID != "evt-00" {
+				continue
+			}
+			found = true
+			_, as, err := r.store.GetJob(r.ctx, "acme", j.ID)
+			if err != nil || len(as) != 1 {
+				t.Fatalf("attempts %+v, %v", as, err)
+			}
+			logged, m := as[0].RequestHeaders, got[0]
+			for k, v := range m.Headers {
+				if logged[k] != fmt.Sprint(v) {
+					t.Errorf("logged %s = %q, the queue got %q", k, logged[k], v)
+				}
+			}
+			if logged["message_id"] != m.MessageId || logged["content_type"] != m.ContentType || logged["type"] != m.Type ||
+				len(logged) != len(m.Headers)+6 || as[0].ResponseHeaders != nil {
+				t.Errorf("logged headers %v, response headers %v; the queue got %v", logged, as[0].ResponseHeaders, m)
+			}
+		}
+		if !found {
+			t.Fatal("no job for evt-00")
+		}
 	})
 }
 

@@ -237,7 +237,7 @@ func TestSinkFailingHalfOfRequests(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				dead += n
+				dead += n.Replayed
 			}
 		}
 		got = w.waitDelivered(ids)

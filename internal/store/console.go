@@ -84,6 +84,9 @@ type ConsoleSession struct {
 	AuthHash string
 	// LinkID is the portal link that opened the session (SessionPortal).
 	LinkID string
+	// Subject is the access manager's subject of the JWT that opened the
+	// session (SessionJWT): who the session's writes are marked as.
+	Subject string
 	// CSRFHash is the HashToken of the session's CSRF token, never the
 	// token itself.
 	CSRFHash   string

@@ -54,11 +54,15 @@ type Dispatch interface {
 	ListJobs(ctx context.Context, p ListJobsParams) ([]hub.Job, error)
 	// GetJob returns one of tenantID's jobs with its attempts, oldest first.
 	GetJob(ctx context.Context, tenantID, id string) (hub.Job, []hub.Attempt, error)
-	// ReplayJob creates a fresh job for the same event and subscription.
-	ReplayJob(ctx context.Context, tenantID, id string) (hub.Job, error)
+	// ReplayJob creates a fresh job for the same event and subscription,
+	// replayed or not before, and marks the job replayed by by (who
+	// asked) as the fresh one; it returns the fresh job.
+	ReplayJob(ctx context.Context, tenantID, id, by string) (hub.Job, error)
 	// ReplaySubscription creates a fresh job for each of a subscription's
-	// jobs in Status completed since Since that was not replayed yet.
-	ReplaySubscription(ctx context.Context, p ReplayParams) (int, error)
+	// jobs in Status completed since Since that was not replayed yet (at
+	// most MaxReplay), marks each replayed by p.By, and says how many
+	// matched and how many of those were replayed already.
+	ReplaySubscription(ctx context.Context, p ReplayParams) (ReplayResult, error)
 }
 
 type ClaimParams struct {
@@ -175,6 +179,14 @@ type ReplayParams struct {
 	SubscriptionID string
 	Status         hub.JobStatus
 	Since          time.Time
+	By             string // who asked: the marks' replayed_by
+}
+
+// ReplayResult is what a bulk replay did.
+type ReplayResult struct {
+	Replayed        int // fresh jobs made
+	Matched         int // jobs in Status completed since Since
+	AlreadyReplayed int // of Matched, those replayed before: skipped
 }
 
 // Lost lists the leases of asked that are not among renewed: RenewLeases'

@@ -236,6 +236,24 @@ async function tablesChecks(browser, tp, subURL) {
   }
 }
 
+// Attempt headers and replay marks (SPEC 31): a dead letter replayed in
+// bulk says "replayed", when and by whom, in its row; its page shows the
+// request headers its attempts sent, and links to the fresh delivery.
+async function attemptHeadersAndReplayMarks(page) {
+  await page.goto(HUB + "/console/deliveries?event_id=fail-e2e-1&status=dead_lettered");
+  const mark = page.locator("td .replayed").first();
+  assert(await mark.isVisible(), "the replayed dead letter's row is marked");
+  const text = (await mark.textContent()).replace(/\s+/g, " ");
+  assert(/^replayed .+ by \S+$/.test(text.trim()), "replayed, when and by whom: " + text);
+  await page.locator("tbody tr td a").first().click(); // the dead letter
+  assert(await page.getByText("Request headers").first().isVisible(), "the attempt's request headers");
+  assert((await page.locator("dl.headers dt", { hasText: /^webhook-signature$/i }).count()) > 0, "the signature among them");
+  assert((await page.getByText("Response headers").count()) > 0, "the attempt's response headers");
+  await inert(page, "replayed dead letter");
+  await page.locator("dd.replayed a").click();
+  assert(/\/console\/deliveries\/dlv_/.test(page.url()), "the mark links to the fresh delivery: " + page.url());
+}
+
 (async () => {
   const browser = await chromium.launch({
     executablePath: env("CHROMIUM"),
@@ -348,7 +366,8 @@ async function tablesChecks(browser, tp, subURL) {
     await snap(tp, tw, "subscription-dead-letter");
     await control("/heal");
     await tp.getByRole("button", { name: "Replay dead letters" }).click();
-    assert(await tp.getByText("1 dead letters queued again").isVisible(), "bulk replay");
+    assert(await tp.getByText("Queued 1 dead letter again.").isVisible(), "bulk replay");
+    await attemptHeadersAndReplayMarks(tp);
     await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-1&status=succeeded");
     await until(tp, "the replayed dead letter to succeed", async (p) => (await p.locator("td .state-succeeded").count()) > 0);
     await tp.goto(subURL);

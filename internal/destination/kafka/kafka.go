@@ -90,7 +90,17 @@ func New(o Options) (*Producer, error) {
 // and waits for the acks=all acknowledgement. A failure a new client
 // could cure drops t's client: this attempt fails, the next dials again.
 func (p *Producer) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
-	return destination.Result{Err: p.send(ctx, t, m)}
+	return destination.Result{Err: p.send(ctx, t, m), Sent: sent(m)}
+}
+
+// sent are the record's headers, for the attempt log.
+func sent(m destination.Message) map[string]string {
+	hs := headers(m)
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		out[h.Key] = string(h.Value)
+	}
+	return out
 }
 
 func (p *Producer) send(ctx context.Context, t destination.Target, m destination.Message) error {

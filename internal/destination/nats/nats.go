@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -72,7 +73,23 @@ func New(o Options) (*Publisher, error) {
 // acknowledged the message. A verification (m.Probe) of a destination
 // naming a stream first checks that the stream exists.
 func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
-	return destination.Result{Err: p.send(ctx, t, m)}
+	return destination.Result{Err: p.send(ctx, t, m), Sent: sent(t, m)}
+}
+
+// sent are the message's headers, for the attempt log: headers(m) and
+// those JetStream's publish options add (Nats-Msg-Id, and
+// Nats-Expected-Stream when t names a stream).
+func sent(t destination.Target, m destination.Message) map[string]string {
+	h := headers(m)
+	out := make(map[string]string, len(h)+2)
+	for k, vs := range h {
+		out[k] = strings.Join(vs, ", ")
+	}
+	out[jetstream.MsgIDHeader] = m.ID
+	if t.Stream != "" {
+		out[jetstream.ExpectedStreamHeader] = t.Stream
+	}
+	return out
 }
 
 func (p *Publisher) send(ctx context.Context, t destination.Target, m destination.Message) error {

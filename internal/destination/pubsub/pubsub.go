@@ -83,7 +83,7 @@ func New(o Options) (*Publisher, error) {
 // A verification (m.Probe) is published the same way: a topic that does
 // not exist fails it, naming the topic.
 func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
-	return destination.Result{Err: p.send(ctx, t, m)}
+	return destination.Result{Err: p.send(ctx, t, m), Sent: attributes(m)}
 }
 
 func (p *Publisher) send(ctx context.Context, t destination.Target, m destination.Message) error {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,7 +62,43 @@ func New(o Options) (*Publisher, error) {
 // message the broker returns (no queue bound) or nacks is a failure; a
 // verification (m.Probe) is not mandatory.
 func (p *Publisher) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
-	return destination.Result{Err: p.send(ctx, t, m)}
+	return destination.Result{Err: p.send(ctx, t, m), Sent: sent(publishing(m))}
+}
+
+// publishing is the AMQP message of m: persistent, its headers and
+// properties set.
+func publishing(m destination.Message) amqp.Publishing {
+	headers := make(amqp.Table, len(m.Headers))
+	for k, v := range m.BrokerHeaders() {
+		headers[k] = v
+	}
+	return amqp.Publishing{
+		Headers:      headers,
+		ContentType:  m.ContentType,
+		DeliveryMode: amqp.Persistent,
+		MessageId:    m.ID,
+		Type:         m.EventType,
+		Timestamp:    m.Time,
+		AppId:        "streaming-hub",
+		Body:         m.Body,
+	}
+}
+
+// sent are pub's headers and the properties the hub sets (by their AMQP
+// names: content_type, delivery_mode, message_id, type, timestamp,
+// app_id), for the attempt log.
+func sent(pub amqp.Publishing) map[string]string {
+	out := make(map[string]string, len(pub.Headers)+6)
+	for k, v := range pub.Headers {
+		out[k] = fmt.Sprint(v)
+	}
+	out["content_type"] = pub.ContentType
+	out["delivery_mode"] = strconv.Itoa(int(pub.DeliveryMode))
+	out["message_id"] = pub.MessageId
+	out["type"] = pub.Type
+	out["timestamp"] = strconv.FormatInt(pub.Timestamp.Unix(), 10)
+	out["app_id"] = pub.AppId
+	return out
 }
 
 func (p *Publisher) send(ctx context.Context, t destination.Target, m destination.Message) error {
@@ -77,20 +114,7 @@ func (p *Publisher) send(ctx context.Context, t destination.Target, m destinatio
 		return err
 	}
 	defer release()
-	headers := make(amqp.Table, len(m.Headers))
-	for k, v := range m.BrokerHeaders() {
-		headers[k] = v
-	}
-	pub := amqp.Publishing{
-		Headers:      headers,
-		ContentType:  m.ContentType,
-		DeliveryMode: amqp.Persistent,
-		MessageId:    m.ID,
-		Type:         m.EventType,
-		Timestamp:    m.Time,
-		AppId:        "streaming-hub",
-		Body:         m.Body,
-	}
+	pub := publishing(m)
 	// Mandatory, so an unroutable message comes back as a failure; a
 	// verification passes on the confirm wherever it goes.
 	return l.publish(ctx, t.Exchange, destination.RoutingKey(t.RoutingKey, m.EventType, m.TenantID), !m.Probe, pub)

@@ -32,9 +32,10 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 	if err != nil {
 		return destination.Result{Err: err}
 	}
+	sent := sentHeaders(t, req)
 	start := time.Now()
 	resp, err := d.client.Do(req)
-	res := destination.Result{Duration: time.Since(start)}
+	res := destination.Result{Duration: time.Since(start), Sent: sent}
 	if err != nil {
 		res.Err = destination.Described(err)
 		return res

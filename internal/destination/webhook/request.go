@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"strconv"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
@@ -34,6 +35,22 @@ func newRequest(ctx context.Context, t destination.Target, m destination.Message
 		req.Header[k] = vs
 	}
 	return req, nil
+}
+
+// sentHeaders are req's headers as the destination gets them, for the
+// attempt log (destination.SentHeaders, secrets redacted), with those the
+// transport adds: Content-Length, and Accept-Encoding: gzip when the
+// request names no encoding nor range (net/http's transparent
+// decompression, which this client keeps on).
+func sentHeaders(t destination.Target, req *http.Request) map[string]string {
+	h := req.Header.Clone()
+	if req.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(req.ContentLength, 10))
+	}
+	if h.Get("Accept-Encoding") == "" && h.Get("Range") == "" {
+		h.Set("Accept-Encoding", "gzip")
+	}
+	return destination.SentHeaders(t, h)
 }
 
 // readLimited reads at most n bytes of r and drains (a bounded amount of)

@@ -386,7 +386,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 			return err
 		}
 		if len(log.ids) > 0 {
-			if _, err := tx.Exec(ctx, insertAttempts, log.ids, log.jobs, log.started, log.ms, log.status, log.errs, log.bodies); err != nil {
+			if _, err := tx.Exec(ctx, insertAttempts, log.args()...); err != nil {
 				return err
 			}
 		}

@@ -43,7 +43,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 	})
 	if a := attemptsOf(p.Completions); len(a.ids) > 0 {
 		// Logged even when fenced: the request was sent.
-		b.Queue(insertAttempts, a.ids, a.jobs, a.started, a.ms, a.status, a.errs, a.bodies)
+		b.Queue(insertAttempts, a.args()...)
 	}
 	if spans := store.Spans(p.Completions); len(spans) > 0 {
 		queueSpans(b, spans)
@@ -135,12 +135,15 @@ func queueNext(b *pgx.Batch, p store.CompleteParams, now time.Time, out *[]store
 }
 
 // insertAttempts logs attempts given as column arrays (attemptArrays).
-const insertAttempts = `INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])`
+const insertAttempts = `INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body,
+		request_headers, response_headers)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[],
+		$8::text[], $9::text[])`
 
 // attemptArrays are attempts as column arrays, for one INSERT from unnest.
 type attemptArrays struct {
 	ids, jobs, errs, bodies []string
+	reqHeaders, respHeaders []*string // JSON, NULL when none (store.AttemptHeaders)
 	started                 []time.Time
 	ms, status              []int32
 }
@@ -155,11 +158,18 @@ func attemptsOf(cs []store.Completion) attemptArrays {
 	return a
 }
 
+// args are insertAttempts' arguments.
+func (a attemptArrays) args() []any {
+	return []any{a.ids, a.jobs, a.started, a.ms, a.status, a.errs, a.bodies, a.reqHeaders, a.respHeaders}
+}
+
 func (a *attemptArrays) add(jobID string, at *hub.Attempt) {
 	a.ids, a.jobs = append(a.ids, at.ID), append(a.jobs, jobID)
 	a.started = append(a.started, at.StartedAt)
 	a.ms, a.status = append(a.ms, int32(at.Duration.Milliseconds())), append(a.status, int32(at.StatusCode))
 	a.errs, a.bodies = append(a.errs, at.Error), append(a.bodies, at.ResponseBody)
+	req, resp := store.AttemptHeaders(at)
+	a.reqHeaders, a.respHeaders = append(a.reqHeaders, req), append(a.respHeaders, resp)
 }
 
 // queueSpans moves failure spans: a success resets a span to the failures

@@ -235,7 +235,7 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 	if err != nil {
 		return hub.Event{}, nil, notFound(err, store.EventNotFound, ceID)
 	}
-	jobs, err := collectJobs(db.pool.Query(ctx, `SELECT `+jobColumns+` FROM delivery_jobs
+	jobs, err := collectJobs(db.pool.Query(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs
 		WHERE tenant_id = $1 AND event_id = $2 ORDER BY id DESC LIMIT 1000`, tenantID, ceID))
 	return ev, jobs, err
 }
@@ -263,11 +263,11 @@ func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub
 	args := []any{p.TenantID, string(p.Status), before, low, since, until, limit, p.SubscriptionID}
 	var q string
 	if p.EventID != "" {
-		q = `SELECT ` + jobColumnsOf("j") + ` FROM delivery_jobs j WHERE j.tenant_id = $1 AND ` + filter +
+		q = `SELECT ` + prefixed("j.", jobReadColumns) + ` FROM delivery_jobs j WHERE j.tenant_id = $1 AND ` + filter +
 			` AND j.event_id = $9 AND ($8 = '' OR j.subscription_id = $8) ORDER BY j.id DESC LIMIT $7`
 		args = append(args, p.EventID)
 	} else {
-		q = `SELECT ` + jobColumnsOf("j") + ` FROM subscriptions s CROSS JOIN LATERAL (
+		q = `SELECT ` + prefixed("j.", jobReadColumns) + ` FROM subscriptions s CROSS JOIN LATERAL (
 			SELECT j.* FROM delivery_jobs j WHERE j.subscription_id = s.id AND ` + filter + `
 			ORDER BY j.id DESC LIMIT $7) j
 		WHERE s.tenant_id = $1 AND ($8 = '' OR s.id = $8) ORDER BY j.id DESC LIMIT $7`

@@ -11,23 +11,38 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-const jobColumns = `id, tenant_id, subscription_id, event_sequence, event_id, status, attempts, next_attempt_at,
+// jobColumns are what a claim returns of a job; jobReadColumns, what
+// reads (scanJob) return: the replay marks too.
+const (
+	jobColumns = `id, tenant_id, subscription_id, event_sequence, event_id, status, attempts, next_attempt_at,
 	recoveries, dead_letter_reason, last_error, enqueued_at, created_at, updated_at, completed_at`
+	jobReadColumns = jobColumns + `, replayed_at, replayed_by, replayed_as`
+)
 
 var jobCopyColumns = []string{
 	"id", "tenant_id", "subscription_id", "event_sequence", "event_id", "status", "attempts", "next_attempt_at",
 	"recoveries", "dead_letter_reason", "last_error", "enqueued_at", "created_at", "updated_at",
 }
 
+// scanJob reads a row of jobReadColumns.
 func scanJob(row pgx.Row) (hub.Job, error) {
 	var j hub.Job
+	var by, as *string
 	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
 		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
-		&j.UpdatedAt, &j.CompletedAt)
+		&j.UpdatedAt, &j.CompletedAt, &j.ReplayedAt, &by, &as)
 	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = j.NextAttemptAt.UTC(), j.EnqueuedAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
-	if j.CompletedAt != nil {
-		t := j.CompletedAt.UTC()
-		j.CompletedAt = &t
+	for _, t := range []**time.Time{&j.CompletedAt, &j.ReplayedAt} {
+		if *t != nil {
+			u := (*t).UTC()
+			*t = &u
+		}
+	}
+	if by != nil {
+		j.ReplayedBy = *by
+	}
+	if as != nil {
+		j.ReplayedAs = *as
 	}
 	return j, err
 }
@@ -78,7 +93,7 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 	if before == "" {
 		before = "\U0010FFFF"
 	}
-	return collectJobs(db.pool.Query(ctx, `SELECT `+jobColumns+` FROM delivery_jobs
+	return collectJobs(db.pool.Query(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs
 		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
 		ORDER BY id DESC LIMIT $5`,
 		p.SubscriptionID, p.TenantID, string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000)))
@@ -87,11 +102,12 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
 	defer wrap(&err, "GetJob")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
-	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
+	rows, err := db.pool.Query(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body,
+			request_headers, response_headers
 		FROM delivery_attempts WHERE job_id = $1 ORDER BY started_at, id`, id)
 	if err != nil {
 		return hub.Job{}, nil, err
@@ -99,8 +115,10 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Attempt, error) {
 		var a hub.Attempt
 		var ms int64
-		err := r.Scan(&a.ID, &a.JobID, &a.StartedAt, &ms, &a.StatusCode, &a.Error, &a.ResponseBody)
+		var reqH, respH *string
+		err := r.Scan(&a.ID, &a.JobID, &a.StartedAt, &ms, &a.StatusCode, &a.Error, &a.ResponseBody, &reqH, &respH)
 		a.Duration, a.StartedAt = time.Duration(ms)*time.Millisecond, a.StartedAt.UTC()
+		a.RequestHeaders, a.ResponseHeaders = store.DecodeHeaders(reqH), store.DecodeHeaders(respH)
 		return a, err
 	})
 	return j, attempts, err
@@ -118,13 +136,13 @@ func replayable(ctx context.Context, tx pgx.Tx, tenantID, subscriptionID string)
 	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
 }
 
-func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, err error) {
+func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job, err error) {
 	defer wrap(&err, "ReplayJob")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
 	var out hub.Job
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 		if err != nil {
 			return notFound(err, store.DeliveryNotFound, id)
 		}
@@ -143,8 +161,10 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, er
 			return err
 		}
 		out = store.Replay(j, now)
-		// Marked, so a later bulk replay does not send it once more.
-		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs SET replayed = true WHERE id = $1`, j.ID); err != nil {
+		// Marked, so a later bulk replay does not send it once more, and
+		// so it shows when, by whom and as what it was replayed.
+		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs SET replayed = true, replayed_at = $2, replayed_by = $3, replayed_as = $4
+			WHERE id = $1`, j.ID, now, by, out.ID); err != nil {
 			return err
 		}
 		return copyJobs(ctx, tx, []hub.Job{out})
@@ -152,30 +172,42 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, er
 	return out, err
 }
 
-func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ int, err error) {
+func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ store.ReplayResult, err error) {
 	defer wrap(&err, "ReplaySubscription")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
-	n := 0
+	var res store.ReplayResult
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		res = store.ReplayResult{}
 		if err := replayable(ctx, tx, p.TenantID, p.SubscriptionID); err != nil {
 			return err
 		}
-		olds, err := collectJobs(tx.Query(ctx, `UPDATE delivery_jobs d SET replayed = true, updated_at = $5
-			FROM (SELECT j.id FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
-			      WHERE j.subscription_id = $1 AND j.tenant_id = $2 AND j.status = $3 AND j.completed_at >= $4 AND NOT j.replayed
-			      ORDER BY j.event_sequence LIMIT $6 FOR UPDATE OF j FOR SHARE OF e) pick
-			WHERE d.id = pick.id RETURNING `+prefixed("d.", jobColumns),
-			p.SubscriptionID, p.TenantID, string(p.Status), p.Since, now, store.MaxReplay))
-		if err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE replayed) FROM delivery_jobs
+			WHERE subscription_id = $1 AND tenant_id = $2 AND status = $3 AND completed_at >= $4`,
+			p.SubscriptionID, p.TenantID, string(p.Status), p.Since).Scan(&res.Matched, &res.AlreadyReplayed); err != nil {
+			return err
+		}
+		olds, err := collectJobs(tx.Query(ctx, `SELECT `+prefixed("j.", jobReadColumns)+`
+			FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+			WHERE j.subscription_id = $1 AND j.tenant_id = $2 AND j.status = $3 AND j.completed_at >= $4 AND NOT j.replayed
+			ORDER BY j.event_sequence LIMIT $5 FOR UPDATE OF j FOR SHARE OF e`,
+			p.SubscriptionID, p.TenantID, string(p.Status), p.Since, store.MaxReplay))
+		if err != nil || len(olds) == 0 {
 			return err
 		}
 		jobs := make([]hub.Job, len(olds))
+		ids, news := make([]string, len(olds)), make([]string, len(olds))
 		for i, j := range olds {
 			jobs[i] = store.Replay(j, now)
+			ids[i], news[i] = j.ID, jobs[i].ID
 		}
-		n = len(jobs)
+		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs d SET replayed = true, replayed_at = $3, replayed_by = $4,
+				replayed_as = v.replayed_as, updated_at = $3
+			FROM unnest($1::text[], $2::text[]) AS v(id, replayed_as) WHERE d.id = v.id`, ids, news, now, p.By); err != nil {
+			return err
+		}
+		res.Replayed = len(jobs)
 		return copyJobs(ctx, tx, jobs)
 	})
-	return n, err
+	return res, err
 }

@@ -149,13 +149,18 @@ func TestMigrate_PartitionsKeepEveryRowAndTheHubWorksOnThem(t *testing.T) {
 	}
 
 	clock.Set(time.Date(2026, 11, 18, 12, 0, 0, 0, time.UTC)) // a Wednesday
-	if err := db.Migrate(ctx); err != nil {
+	if err := db.MigrateTo(ctx, 19); err != nil {
 		t.Fatal(err)
 	}
 	for _, tb := range tables {
 		if got := snapshot(t, pool, tb); got != before[tb] {
 			t.Errorf("%s after the migration: %s, before: %s", tb, got, before[tb])
 		}
+	}
+	// The later migrations (columns added to the partitioned parents)
+	// reach every partition; the hub below works on the latest schema.
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
 	}
 	weeks := []string{"w20261012", "w20261019", "w20261026", "w20261102", "w20261116", "w20261123"}
 	for _, tb := range tables {

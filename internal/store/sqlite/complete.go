@@ -27,7 +27,8 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 		}
 		defer update.Close()
 		logAttempt, err := tx.PrepareContext(ctx, `INSERT INTO delivery_attempts
-			(id, job_id, started_at, duration_ms, status_code, error, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+			(id, job_id, started_at, duration_ms, status_code, error, response_body, request_headers, response_headers)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -55,8 +56,9 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 				written = append(written, c.JobID)
 			}
 			if a := c.Attempt; a != nil {
+				reqH, respH := store.AttemptHeaders(a)
 				if _, err := logAttempt.ExecContext(ctx, a.ID, c.JobID, micros(a.StartedAt), a.Duration.Milliseconds(),
-					a.StatusCode, a.Error, a.ResponseBody); err != nil {
+					a.StatusCode, a.Error, a.ResponseBody, reqH, respH); err != nil {
 					return err
 				}
 			}

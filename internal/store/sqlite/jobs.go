@@ -10,19 +10,34 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
+// jobColumns are what every read of a job (scanJob) returns, the replay
+// marks included.
 const jobColumns = `id, tenant_id, subscription_id, event_sequence, event_id, status, attempts, next_attempt_at,
-	recoveries, dead_letter_reason, last_error, enqueued_at, created_at, updated_at, completed_at`
+	recoveries, dead_letter_reason, last_error, enqueued_at, created_at, updated_at, completed_at,
+	replayed_at, replayed_by, replayed_as`
 
 func scanJob(row scanner) (hub.Job, error) {
 	var j hub.Job
 	var next, enq, created, updated int64
-	var completed *int64
+	var completed, replayedAt *int64
+	var by, as *string
 	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
-		&next, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &enq, &created, &updated, &completed)
+		&next, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &enq, &created, &updated, &completed,
+		&replayedAt, &by, &as)
 	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = fromMicros(next), fromMicros(enq), fromMicros(created), fromMicros(updated)
 	if completed != nil {
 		t := fromMicros(*completed)
 		j.CompletedAt = &t
+	}
+	if replayedAt != nil {
+		t := fromMicros(*replayedAt)
+		j.ReplayedAt = &t
+	}
+	if by != nil {
+		j.ReplayedBy = *by
+	}
+	if as != nil {
+		j.ReplayedAs = *as
 	}
 	return j, err
 }
@@ -67,7 +82,8 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body
+	rows, err := db.r.QueryContext(ctx, `SELECT id, job_id, started_at, duration_ms, status_code, error, response_body,
+			request_headers, response_headers
 		FROM delivery_attempts WHERE job_id = ? ORDER BY started_at, id`, id)
 	if err != nil {
 		return hub.Job{}, nil, err
@@ -75,8 +91,10 @@ func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []h
 	attempts, err := collect(rows, func(r scanner) (hub.Attempt, error) {
 		var a hub.Attempt
 		var started, ms int64
-		err := r.Scan(&a.ID, &a.JobID, &started, &ms, &a.StatusCode, &a.Error, &a.ResponseBody)
+		var reqH, respH *string
+		err := r.Scan(&a.ID, &a.JobID, &started, &ms, &a.StatusCode, &a.Error, &a.ResponseBody, &reqH, &respH)
 		a.StartedAt, a.Duration = fromMicros(started), time.Duration(ms)*time.Millisecond
+		a.RequestHeaders, a.ResponseHeaders = store.DecodeHeaders(reqH), store.DecodeHeaders(respH)
 		return a, err
 	})
 	return j, attempts, err
@@ -93,7 +111,7 @@ func replayable(ctx context.Context, tx *sql.Tx, tenantID, subscriptionID string
 	return store.Replayable(subscriptionID, err == nil, enabled, deleted != nil)
 }
 
-func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, err error) {
+func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job, err error) {
 	defer wrap(&err, "ReplayJob")
 	now := db.opts.Stamp()
 	var out hub.Job
@@ -114,8 +132,10 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, er
 			return store.EventGone(j.EventID)
 		}
 		out = store.Replay(j, now)
-		// Marked, so a later bulk replay does not send it once more.
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET replayed = 1 WHERE id = ?`, j.ID); err != nil {
+		// Marked, so a later bulk replay does not send it once more, and
+		// so it shows when, by whom and as what it was replayed.
+		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET replayed = 1, replayed_at = ?, replayed_by = ?, replayed_as = ?
+			WHERE id = ?`, micros(now), by, out.ID, j.ID); err != nil {
 			return err
 		}
 		return insertJobs(ctx, tx, []hub.Job{out})
@@ -123,33 +143,47 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id string) (_ hub.Job, er
 	return out, err
 }
 
-func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ int, err error) {
+func (db *DB) ReplaySubscription(ctx context.Context, p store.ReplayParams) (_ store.ReplayResult, err error) {
 	defer wrap(&err, "ReplaySubscription")
 	now := db.opts.Stamp()
-	n := 0
+	var res store.ReplayResult
 	err = db.tx(ctx, func(tx *sql.Tx) error {
+		res = store.ReplayResult{}
 		if err := replayable(ctx, tx, p.TenantID, p.SubscriptionID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE delivery_jobs SET replayed = 1, updated_at = ?
-			WHERE id IN (SELECT j.id FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
-			             WHERE j.subscription_id = ? AND j.tenant_id = ? AND j.status = ? AND j.completed_at >= ? AND j.replayed = 0
-			             ORDER BY j.event_sequence LIMIT ?)
-			RETURNING `+jobColumns,
-			micros(now), p.SubscriptionID, p.TenantID, string(p.Status), micros(p.Since), store.MaxReplay)
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(replayed), 0) FROM delivery_jobs
+			WHERE subscription_id = ? AND tenant_id = ? AND status = ? AND completed_at >= ?`,
+			p.SubscriptionID, p.TenantID, string(p.Status), micros(p.Since)).Scan(&res.Matched, &res.AlreadyReplayed); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+prefixedColumns("j.")+`
+			FROM delivery_jobs j JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+			WHERE j.subscription_id = ? AND j.tenant_id = ? AND j.status = ? AND j.completed_at >= ? AND j.replayed = 0
+			ORDER BY j.event_sequence LIMIT ?`,
+			p.SubscriptionID, p.TenantID, string(p.Status), micros(p.Since), store.MaxReplay)
 		if err != nil {
 			return err
 		}
 		olds, err := collect(rows, scanJob)
+		if err != nil || len(olds) == 0 {
+			return err
+		}
+		mark, err := tx.PrepareContext(ctx, `UPDATE delivery_jobs SET replayed = 1, replayed_at = ?1, replayed_by = ?2,
+			replayed_as = ?3, updated_at = ?1 WHERE id = ?4`)
 		if err != nil {
 			return err
 		}
+		defer mark.Close()
 		jobs := make([]hub.Job, len(olds))
 		for i, j := range olds {
 			jobs[i] = store.Replay(j, now)
+			if _, err := mark.ExecContext(ctx, micros(now), p.By, jobs[i].ID, j.ID); err != nil {
+				return err
+			}
 		}
-		n = len(jobs)
+		res.Replayed = len(jobs)
 		return insertJobs(ctx, tx, jobs)
 	})
-	return n, err
+	return res, err
 }

@@ -65,7 +65,10 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		ALTER TABLE subscriptions DROP COLUMN rate_limit_per_second;
 		ALTER TABLE subscriptions DROP COLUMN destination_config;
 		DROP TABLE subscription_backfills; DROP INDEX delivery_jobs_subscription_event; ALTER TABLE subscriptions DROP COLUMN backfill_hold;
-		ALTER TABLE subscriptions DROP COLUMN transform`); err != nil {
+		ALTER TABLE subscriptions DROP COLUMN transform;
+		ALTER TABLE delivery_attempts DROP COLUMN request_headers; ALTER TABLE delivery_attempts DROP COLUMN response_headers;
+		ALTER TABLE delivery_jobs DROP COLUMN replayed_at; ALTER TABLE delivery_jobs DROP COLUMN replayed_by;
+		ALTER TABLE delivery_jobs DROP COLUMN replayed_as`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {
@@ -125,6 +128,9 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE events DROP COLUMN producer_key_id;
 		DROP TABLE subscription_backfills; DROP INDEX delivery_jobs_subscription_event; ALTER TABLE subscriptions DROP COLUMN backfill_hold;
 		ALTER TABLE subscriptions DROP COLUMN transform;
+		ALTER TABLE delivery_attempts DROP COLUMN request_headers; ALTER TABLE delivery_attempts DROP COLUMN response_headers;
+		ALTER TABLE delivery_jobs DROP COLUMN replayed_at; ALTER TABLE delivery_jobs DROP COLUMN replayed_by;
+		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE console_sessions DROP COLUMN subject;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

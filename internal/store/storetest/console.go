@@ -92,6 +92,18 @@ func testConsole(t *testing.T, open Opener) {
 			t.Fatalf("deleted session: %v", err)
 		}
 	})
+	t.Run("SessionSubject", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		now := e.clock.Now()
+		s := store.ConsoleSession{TokenHash: "hj", Kind: store.SessionJWT, AuthHash: "jwt-hash", Subject: "lerian/alice", CSRFHash: "c",
+			CreatedAt: now, LastUsedAt: now, ExpiresAt: now.Add(time.Hour), EndsAt: now.Add(time.Hour)}
+		if err := e.store.CreateConsoleSession(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.store.TouchConsoleSession(e.ctx, "hj", time.Hour); err != nil || got.Subject != "lerian/alice" || got.Kind != store.SessionJWT {
+			t.Fatalf("a JWT session keeps its token's subject: %+v, %v", got, err)
+		}
+	})
 	t.Run("PortalLinks", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", hub.TenantActive)

@@ -393,26 +393,26 @@ func testDispatch(t *testing.T, open Opener) {
 				Status: hub.JobDeadLettered, DeadLetterReason: hub.DeadLetterExhausted, SubscriptionID: "sub_1"})
 			dead = append(dead, c.Job.ID)
 		}
-		_, err := e.store.ReplayJob(e.ctx, "globex", dead[0])
+		_, err := e.store.ReplayJob(e.ctx, "globex", dead[0], "admin")
 		wantCode(t, err, hub.ENOTFOUND)
-		j, err := e.store.ReplayJob(e.ctx, "acme", dead[0])
+		j, err := e.store.ReplayJob(e.ctx, "acme", dead[0], "admin")
 		if err != nil || j.ID == dead[0] || j.Status != hub.JobPending || j.EventSequence != 1 || j.Attempts != 0 {
 			t.Fatalf("ReplayJob = %+v, %v", j, err)
 		}
 		e.clock.Advance(time.Minute)
 		n, err := e.store.ReplaySubscription(e.ctx, store.ReplayParams{TenantID: "acme", SubscriptionID: "sub_1",
 			Status: hub.JobDeadLettered, Since: e.clock.Now().Add(-time.Hour)})
-		if err != nil || n != 2 {
-			t.Fatalf("ReplaySubscription = %d, %v; want the 2 not replayed one by one", n, err)
+		if err != nil || n != (store.ReplayResult{Replayed: 2, Matched: 3, AlreadyReplayed: 1}) {
+			t.Fatalf("ReplaySubscription = %+v, %v; want the 2 not replayed one by one", n, err)
 		}
 		n, _ = e.store.ReplaySubscription(e.ctx, store.ReplayParams{TenantID: "acme", SubscriptionID: "sub_1",
 			Status: hub.JobDeadLettered, Since: e.clock.Now().Add(-time.Hour)})
-		if n != 0 {
-			t.Fatalf("a second bulk replay replayed %d again", n)
+		if n != (store.ReplayResult{Matched: 3, AlreadyReplayed: 3}) {
+			t.Fatalf("a second bulk replay: %+v, want none replayed again", n)
 		}
 		n, _ = e.store.ReplaySubscription(e.ctx, store.ReplayParams{TenantID: "globex", SubscriptionID: "sub_1",
 			Status: hub.JobDeadLettered, Since: time.Time{}})
-		if n != 0 {
+		if n != (store.ReplayResult{}) {
 			t.Fatal("another tenant replayed acme's jobs")
 		}
 		if got := seqs(e.claim(t, 16)); got != "[acme#1]" {
@@ -421,7 +421,7 @@ func testDispatch(t *testing.T, open Opener) {
 		s, _ := e.store.GetSubscription(e.ctx, "acme", "sub_1")
 		s.Enabled = false
 		e.store.UpdateSubscription(e.ctx, s)
-		_, err = e.store.ReplayJob(e.ctx, "acme", dead[1])
+		_, err = e.store.ReplayJob(e.ctx, "acme", dead[1], "admin")
 		wantCode(t, err, hub.ECONFLICT)
 	})
 

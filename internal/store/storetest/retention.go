@@ -67,7 +67,7 @@ func testRetention(t *testing.T, open Opener) {
 			t.Fatalf("globex's events left: %v", got)
 		}
 		// The succeeded job outlives its event, which cannot be replayed.
-		if _, err := e.store.ReplayJob(e.ctx, "acme", cs[0].Job.ID); hub.ErrorCode(err) != hub.ECONFLICT {
+		if _, err := e.store.ReplayJob(e.ctx, "acme", cs[0].Job.ID, "admin"); hub.ErrorCode(err) != hub.ECONFLICT {
 			t.Fatalf("replay of a job whose event is gone: %v, want conflict", err)
 		}
 

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("DLQ", func(t *testing.T) { testDLQ(t, open) })
 	t.Run("Backfill", func(t *testing.T) { testBackfill(t, open) })
 	t.Run("Disabled", func(t *testing.T) { testDisabled(t, open) })
+	t.Run("Attempts", func(t *testing.T) { testAttempts(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
