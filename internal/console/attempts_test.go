@@ -92,7 +92,7 @@ func TestReplay_DeadLetterRowsAreMarkedAndTheCountExplained(t *testing.T) {
 		if fresh == "" {
 			t.Fatalf("the dead letter is not marked: %s", body)
 		}
-		mark := regexp.MustCompile(`<a href="/console/deliveries/` + regexp.QuoteMeta(fresh) + `">replayed</a> [0-9-]+ [0-9:]+Z by <code>` + regexp.QuoteMeta(keyID) + `</code>`)
+		mark := regexp.MustCompile(`<a href="/console/deliveries/` + regexp.QuoteMeta(fresh) + `">replayed</a> <time datetime="[0-9T:.Z-]+" title="[0-9T:.Z-]+">[^<]+</time> by <code>` + regexp.QuoteMeta(keyID) + `</code>`)
 		for _, p := range []string{page, "/console/deliveries?status=dead_lettered", "/console/events/evt-1"} {
 			if got := b.get(p); !mark.MatchString(got.body) {
 				t.Errorf("%s: the dead letter's row does not say replayed, when, by %s, linking to %s:\n%s", p, keyID, fresh, got.body)
