@@ -439,6 +439,7 @@ func TestProduce_IsAcceptedByTheHub(t *testing.T) {
 }
 
 func TestProduce_UnreachableBrokerFailsWithinTheTimeout(t *testing.T) {
+	testkit.Long(t)
 	code, out, errOut := runCmd(nil, "produce", "--brokers", "127.0.0.1:1", "--timeout", "2s")
 	if code != exitError || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "streaming-hub: produce: no Kafka broker reachable at 127.0.0.1:1: ") {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)

@@ -50,6 +50,7 @@ func runDevUntilInterrupted(t *testing.T, vars map[string]string) (stdout, stder
 // (SPEC section 14), are reused by the next run, and no password from the
 // database URL is ever printed.
 func TestDev_OnPostgresWritesNothingInTheWorkingDirectory(t *testing.T) {
+	testkit.Long(t)
 	u, err := url.Parse(testkit.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +125,7 @@ func TestDev_OnPostgresWritesNothingInTheWorkingDirectory(t *testing.T) {
 
 // Secrets the environment gives are used and never written anywhere.
 func TestDev_SecretsFromTheEnvironmentAreNotWritten(t *testing.T) {
+	testkit.Long(t)
 	cwd, config := t.TempDir(), t.TempDir()
 	t.Chdir(cwd)
 	t.Setenv("XDG_CONFIG_HOME", config)

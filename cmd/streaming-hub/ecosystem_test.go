@@ -100,6 +100,7 @@ func selfAsCLI(t *testing.T) string {
 }
 
 func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
+	testkit.Long(t)
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash is not installed")

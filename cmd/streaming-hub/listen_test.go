@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // listen forwards an event produced through the hub to a real local
 // receiver, signed like a delivery; a non-2xx answer is retried, and the
 // event counts as forwarded only after the 2xx.
 func TestListen_ForwardsSignedAndRetriesUntil2xx(t *testing.T) {
+	testkit.Long(t)
 	h := startHub(t)
 	brokers := strings.Join(h.KafkaAddrs(), ",")
 	c := newCLI(t, h.URL(), h.Config.AdminToken, "STREAMING_HUB_TENANT", "default", "STREAMING_HUB_KAFKA_BROKERS", brokers)

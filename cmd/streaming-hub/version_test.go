@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // A binary built from a git clone says which commit it is: the version and
 // date the linker flags set (as the Containerfile's build does), the commit
 // from the build information the go command records (vcs.revision).
 func TestVersion_BuiltFromGit_NamesVersionAndCommit(t *testing.T) {
+	testkit.Long(t)
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

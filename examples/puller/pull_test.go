@@ -47,6 +47,7 @@ func run(t *testing.T, p *Puller, cursor string, n int) (ids []string, saved str
 // events in order, resumes from the saved cursor without a repeat, and waits
 // out the rate limit (a page of one event each, 2 requests a second).
 func TestPuller_ReadsInOrderResumesAndWaitsOutTheRateLimit(t *testing.T) {
+	testkit.Long(t)
 	h := devhub.Start(t, devhub.Options{Env: map[string]string{
 		"STREAMING_HUB_PULL_RATE": "2", "STREAMING_HUB_PULL_BURST": "2",
 	}})

@@ -194,6 +194,7 @@ func (h *amHub) claims(extra map[string]any) map[string]any {
 }
 
 func TestAccessManager_Decisions(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newAMHub(t, d, config.Auth{Issuer: issuer})
 		good, bad := testKeys(t)
@@ -358,6 +359,7 @@ func mustJSON(v any) string {
 }
 
 func TestAccessManager_TimeoutAndNoAnswer(t *testing.T) {
+	testkit.Long(t)
 	d := testkit.Drivers[0]
 	h := newAMHub(t, d, config.Auth{Timeout: 200 * time.Millisecond})
 	good, _ := testKeys(t)
@@ -380,6 +382,7 @@ func TestAccessManager_TimeoutAndNoAnswer(t *testing.T) {
 }
 
 func TestAccessManager_WithoutCertificate(t *testing.T) {
+	testkit.Long(t)
 	d := testkit.Drivers[0]
 	h := newAMHub(t, d, config.Auth{Keys: []*rsa.PublicKey{}})
 	_, bad := testKeys(t)
@@ -399,6 +402,7 @@ func TestAccessManager_WithoutCertificate(t *testing.T) {
 }
 
 func TestAccessManager_Cache(t *testing.T) {
+	testkit.Long(t)
 	d := testkit.Drivers[0]
 	h := newAMHub(t, d, config.Auth{CacheTTL: 10 * time.Second})
 	good, _ := testKeys(t)
@@ -443,6 +447,7 @@ func TestAccessManager_Cache(t *testing.T) {
 }
 
 func TestAccessManager_ClientIP(t *testing.T) {
+	testkit.Long(t)
 	d := testkit.Drivers[0]
 	_, n8, _ := net.ParseCIDR("10.0.0.0/8")
 	_, n48, _ := net.ParseCIDR("fd00::/48")
@@ -480,6 +485,7 @@ func TestAccessManager_ClientIP(t *testing.T) {
 }
 
 func TestAccessManager_KeysStayTheHubs(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newAMHub(t, d, config.Auth{})
 		r := httptest.NewRequest("POST", "/v1/tenants", bytes.NewReader([]byte(`{"id":"acme","name":"acme"}`)))

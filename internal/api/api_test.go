@@ -94,6 +94,7 @@ func wantError(t testing.TB, status int, body []byte, wantStatus int, wantCode s
 }
 
 func TestRejections_AdminOnlyNewestFirstPaged(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		s := d.Open(t, store.Options{})
 		var rejected []hub.Rejection

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAuthMatrix(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")
@@ -74,6 +75,7 @@ func TestAuthMatrix(t *testing.T) {
 }
 
 func TestKeys_DeletedKeyStopsWorkingAtOnce(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		h.admin.json("POST", "/v1/tenants", `{"id":"acme"}`, 201, nil)
@@ -97,6 +99,7 @@ func TestKeys_DeletedKeyStopsWorkingAtOnce(t *testing.T) {
 }
 
 func TestTenants_InactiveTenantsKeysAreRefused(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")
@@ -115,6 +118,7 @@ func TestTenants_InactiveTenantsKeysAreRefused(t *testing.T) {
 }
 
 func TestTenants_API(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		var created map[string]any
@@ -166,6 +170,7 @@ func (h *hubAPI) from(addr, token, method, path string) int {
 // wrong secrets only; its holder, with the right secret, from a fresh
 // address, gets in. Per-address throttling stays as it was.
 func TestAuth_TheRightSecretIsNeverThrottledForItsKeyID(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{authLimit: 20})
 		key := h.tenant("acme").token

@@ -33,6 +33,7 @@ func withBackfill(since string) string {
 // The test clock stands at 2026-11-30T12:00:00Z; the inbox retention is
 // the default 168h.
 func TestSubscriptions_BackfillIsShownAndItsSinceChecked(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")

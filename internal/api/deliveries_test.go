@@ -11,6 +11,7 @@ import (
 )
 
 func TestDeliveries_IsolationAndValidation(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme, globex := h.tenant("acme"), h.tenant("globex")

@@ -14,6 +14,7 @@ import (
 // GET /v1/admin/dlq (SPEC 27): the producers' DLQ records, admin only,
 // newest first, every field, filtered by topic, tenant and since, in pages.
 func TestDLQ_AdminOnlyNewestFirstFilteredAndPaged(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")

@@ -82,6 +82,7 @@ func pullAll(c client, query string) (got []string, pages int, last string) {
 // through exactly its own, in order, once, and a cursor carries on where it
 // stopped when more arrive.
 func TestPull_OrderCursorsAndIsolationAcrossTwoTenants(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme, globex := h.tenant("acme"), h.tenant("globex")
@@ -125,6 +126,7 @@ func TestPull_OrderCursorsAndIsolationAcrossTwoTenants(t *testing.T) {
 // Every SPEC field is answered; JSON payloads come as JSON, others as
 // base64; the types filter and the parameters' bounds hold.
 func TestPull_FieldsPayloadsFiltersAndBadParameters(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")
@@ -182,6 +184,7 @@ func TestPull_FieldsPayloadsFiltersAndBadParameters(t *testing.T) {
 // The per-tenant token bucket: a burst, then 429 with Retry-After, a token
 // back after 1/rate, and other tenants untouched.
 func TestPull_RateLimitPerTenant(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{pull: &config.Pull{Rate: 0.5, Burst: 2}})
 		acme, globex := h.tenant("acme"), h.tenant("globex")
@@ -239,6 +242,7 @@ type pollAnswer struct {
 // A shutting-down server answers its open long polls at once (200, no
 // events, the cursor they came with), and later ones without waiting.
 func TestPull_ReleasedLongPollsAnswerAtOnceWithTheirCursor(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")
@@ -264,6 +268,7 @@ func TestPull_ReleasedLongPollsAnswerAtOnceWithTheirCursor(t *testing.T) {
 // A client that gives up on its long poll is not an internal error: the
 // request is logged as closed by the client (499), nothing at ERROR.
 func TestPull_ClientThatGivesUpIsNotAnError(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")
@@ -285,6 +290,7 @@ func TestPull_ClientThatGivesUpIsNotAnError(t *testing.T) {
 // with 60 events stored, GET /v1/events answers 50 and the cursor goes on
 // to the other 10.
 func TestPull_WithoutLimitAnswersAtMost50(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")

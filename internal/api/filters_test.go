@@ -23,6 +23,7 @@ func filtersOf(t *testing.T, sub map[string]any) string {
 }
 
 func TestSubscriptions_InvalidFiltersAre400NamingThePath(t *testing.T) {
+	testkit.Long(t)
 	cases := []struct{ filters, want string }{
 		{`[{"exact":{"subject":"a"}},{"any":[{"regex":{"subject":"a"}}]}]`, `filters[1].any[0]: unknown dialect "regex"`},
 		{`{"exact":{"subject":"a"}}`, `filters: must be a list of filter expressions`},
@@ -63,6 +64,7 @@ func TestSubscriptions_InvalidFiltersAre400NamingThePath(t *testing.T) {
 }
 
 func TestSubscriptions_FiltersAreShownAndPatchReplacesOrClearsThem(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme, globex := h.tenant("acme"), h.tenant("globex")

@@ -15,6 +15,7 @@ import (
 // get 400, 401 or 404 as the JSON envelope, on both drivers, before they
 // reach a database; none of them is logged as an error.
 func TestHostileInput_AlwaysTheEnvelopeNeverA500(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")

@@ -17,6 +17,7 @@ import (
 // verification probe publishes hub.verification to the subject and
 // passes on the stream's ack; a stream that does not exist fails it.
 func TestSubscriptions_NATSCredentialsAreSealedAndVerifyPublishes(t *testing.T) {
+	testkit.Long(t)
 	n := testkit.NewNATS(t, "hub", "n4ts-s3cret")
 	n.CreateStream(t, "EVENTS", "events.>")
 	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
@@ -94,6 +95,7 @@ func TestSubscriptions_NATSCredentialsAreSealedAndVerifyPublishes(t *testing.T) 
 }
 
 func TestSubscriptions_NATSValidationNamesTheField(t *testing.T) {
+	testkit.Long(t)
 	const types = `"name":"n","event_types":[{"type":"a.b","schema_major":1}]`
 	dest := func(d string) string { return `{` + types + `,"destination":{"type":"nats",` + d + `}}` }
 	public := map[string]string{ // private sinks not allowed

@@ -18,6 +18,7 @@ import (
 // publishes hub.verification to the topic and passes on its message ID;
 // a topic that does not exist fails it, naming the topic.
 func TestSubscriptions_PubSubCredentialsAreSealedAndVerifyPublishes(t *testing.T) {
+	testkit.Long(t)
 	ps := testkit.NewPubSub(t)
 	ps.CreateTopic(t, "acme-events", "events")
 	pub, err := pubsub.New(pubsub.Options{ClientOptions: ps.ClientOptions(), Insecure: true})
@@ -107,6 +108,7 @@ func TestSubscriptions_PubSubCredentialsAreSealedAndVerifyPublishes(t *testing.T
 }
 
 func TestSubscriptions_PubSubValidationNamesTheField(t *testing.T) {
+	testkit.Long(t)
 	const types = `"name":"n","event_types":[{"type":"a.b","schema_major":1}]`
 	key := testkit.ServiceAccountJSON(t, "acme-events")
 	dest := func(d string) string { return `{` + types + `,"destination":{"type":"pubsub",` + d + `}}` }

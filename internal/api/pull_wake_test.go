@@ -35,6 +35,7 @@ func (c *lookCounter) ListEvents(ctx context.Context, p store.ListEventsParams) 
 // new, the poll looks again and keeps waiting; woken with its event, it
 // answers with it.
 func TestPull_LongPollIsAnsweredByTheWakeUpNotTheRecheck(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		waiters := api.NewWaiters()
 		var counter *lookCounter

@@ -20,6 +20,7 @@ const rateLimitedSub = `{"name":"n","event_types":[{"type":"a.b","schema_major":
  "rate_limit":{"per_second":50}}`
 
 func TestSubscriptions_RateLimitIsShownPatchedAndCleared(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")
@@ -84,6 +85,7 @@ func rabbitSub(url, exchange string) string {
 // no answer shows them, the stored row holds them only sealed, and the
 // verification probe publishes through them and passes on the confirm.
 func TestSubscriptions_RabbitMQCredentialsAreSealedAndVerifyPublishes(t *testing.T) {
+	testkit.Long(t)
 	mq := testkit.NewRabbit(t, "#")
 	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	pub, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Name: "api-test-" + testkit.UniqueName()})
@@ -170,6 +172,7 @@ func TestSubscriptions_RabbitMQCredentialsAreSealedAndVerifyPublishes(t *testing
 }
 
 func TestSubscriptions_BrokerValidationNamesTheField(t *testing.T) {
+	testkit.Long(t)
 	const types = `"name":"n","event_types":[{"type":"a.b","schema_major":1}]`
 	mq := func(dest string) string { return `{` + types + `,"destination":{"type":"rabbitmq",` + dest + `}}` }
 	kafka := func(dest string) string { return `{` + types + `,"destination":{"type":"kafka",` + dest + `}}` }
@@ -219,6 +222,7 @@ func TestSubscriptions_BrokerValidationNamesTheField(t *testing.T) {
 // the SASL password; a PATCH to a private broker host is refused like a
 // create.
 func TestSubscriptions_KafkaPasswordIsNeverShown(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")

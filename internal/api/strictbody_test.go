@@ -34,6 +34,7 @@ func wantRefused(t testing.TB, what string, status int, body []byte, want string
 // twice in one object, is 400 naming the field, on every endpoint that
 // reads a body, and nothing of it is stored with U+FFFD.
 func TestStrictJSON_InvalidUTF8AndDuplicateKeysAre400AndNothingIsStored(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		admin := h.admin

@@ -19,6 +19,7 @@ const validSub = `{"name":"ledger-hooks",
  "enabled":true}`
 
 func TestSubscriptions_CreateAnswersTheResourceAndTheSecretOnce(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
 		acme := h.tenant("acme")
@@ -58,6 +59,7 @@ func TestSubscriptions_CreateAnswersTheResourceAndTheSecretOnce(t *testing.T) {
 }
 
 func TestSubscriptions_ValidationNamesTheField(t *testing.T) {
+	testkit.Long(t)
 	cases := []struct{ body, want string }{
 		{`{`, "invalid JSON body"},
 		{`{"name":"n","bogus":1}`, `unknown field "bogus"`},
@@ -137,6 +139,7 @@ func TestSubscriptions_ValidationNamesTheField(t *testing.T) {
 }
 
 func TestSubscriptions_PatchMergesAndAURLChangeNeedsVerifyingAgain(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")
@@ -180,6 +183,7 @@ func TestSubscriptions_PatchMergesAndAURLChangeNeedsVerifyingAgain(t *testing.T)
 }
 
 func TestSubscriptions_AnotherTenantsResourceIsAlways404(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme, globex := h.tenant("acme"), h.tenant("globex")
@@ -215,6 +219,7 @@ func TestSubscriptions_AnotherTenantsResourceIsAlways404(t *testing.T) {
 }
 
 func TestSubscriptions_SecretsAreNeverDisclosed(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")

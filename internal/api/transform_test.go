@@ -16,6 +16,7 @@ import (
 // and cleared by PATCH; a program that does not compile, or is too long,
 // is 400 naming transform and changes nothing.
 func TestTransform_CreateShowPatchClear(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")
@@ -70,6 +71,7 @@ func TestTransform_CreateShowPatchClear(t *testing.T) {
 // would get, with the saved program or one given to try; a failing run is
 // 422 with the reason.
 func TestTransform_Preview(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme, globex := h.tenant("acme"), h.tenant("globex")
@@ -137,6 +139,7 @@ func TestTransform_Preview(t *testing.T) {
 // The test event goes through the subscription's transform, and its
 // signature covers the transformed body.
 func TestTransform_TestEventIsTransformed(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")

@@ -28,6 +28,7 @@ type probeFailure struct {
 }
 
 func TestVerify_ProbeOutcomes(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		cases := []struct {
 			name   string
@@ -93,6 +94,7 @@ func TestVerify_ProbeOutcomes(t *testing.T) {
 }
 
 func TestVerify_FailedReprobeDisablesAnActiveOneAndAPassReenablesInPlace(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")
@@ -129,6 +131,7 @@ func TestVerify_FailedReprobeDisablesAnActiveOneAndAPassReenablesInPlace(t *test
 }
 
 func TestRotateSecret_BothSignDuringTheOverlapThenOnlyTheNewOne(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
 		acme := h.tenant("acme")
@@ -187,6 +190,7 @@ func (l lyingDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, er
 }
 
 func TestSSRF_PrivateDestinationsAreRefusedAtCreateAndAtDialTime(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{resolver: lyingDNS{netip.MustParseAddr("127.0.0.1")}})
 		acme := h.tenant("acme")

@@ -61,6 +61,7 @@ func TestEndToEnd_RabbitMQDestinationThroughTheAPI(t *testing.T) {
 // stream with Nats-Msg-Id = its ce-id, signed with the subscription's
 // secret.
 func TestEndToEnd_NATSDestinationThroughTheAPI(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		n := testkit.NewNATS(t, "hub", "n4ts-s3cret")
 		n.CreateStream(t, "EVENTS", "events.>")
@@ -103,6 +104,7 @@ func TestEndToEnd_NATSDestinationThroughTheAPI(t *testing.T) {
 // message on the topic, then an event produced to Kafka lands on it once,
 // ordering key = the tenant, signed with the subscription's secret.
 func TestEndToEnd_PubSubDestinationThroughTheAPI(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ps := testkit.NewPubSub(t)
 		ps.CreateTopic(t, "acme-events", "events")

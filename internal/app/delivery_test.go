@@ -190,6 +190,7 @@ func ceRecord(tenant, id, value string) *kgo.Record {
 // Kafka arrives at a real HTTP sink with every SPEC header, its body byte
 // for byte, and exactly the vector's signature.
 func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		clock := testkit.NewClock()
 		clock.Set(time.Unix(1614265330, 0))
@@ -266,6 +267,7 @@ func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {
 // One partition, two tenants interleaved, a healthy sink: each tenant's
 // events arrive once each, in the order produced, with rising sequences.
 func TestEndToEnd_PerTenantOrderOnOnePartition(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		l := startLive(t, d, testkit.NewClock())
 		sink := newRecorder(t)
@@ -300,6 +302,7 @@ func TestEndToEnd_PerTenantOrderOnOnePartition(t *testing.T) {
 // three distinct delivery ids; one that always fails ends dead-lettered,
 // and a replay sends the event again.
 func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		clock := testkit.NewClock()
 		l := startLive(t, d, clock)
@@ -396,6 +399,7 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 // meanwhile, visible on the subscription); verify brings it back in place,
 // and deliveries resume once the breaker's probe succeeds.
 func TestEndToEnd_AutoDisableAndRecoveryThroughVerify(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		clock := testkit.NewClock()
 		l := startLive(t, d, clock)

@@ -15,6 +15,7 @@ import (
 // headers satisfy its filters (set through the API), while a subscription
 // without filters gets every one.
 func TestEndToEnd_FiltersPickWhichProducedEventsAreDelivered(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		l := startLive(t, d, testkit.NewClock())
 		filteredSink, plainSink := newRecorder(t), newRecorder(t)

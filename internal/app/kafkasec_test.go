@@ -152,6 +152,7 @@ func kcatTLS(t *testing.T, broker string, settings []string, id string) {
 // certificate the hub does not trust, fails readiness with the cause
 // named, in /readyz and in one log line, never with the password.
 func TestSecuredKafka_ARefusedConnectionFailsReadinessWithTheCause(t *testing.T) {
+	testkit.Long(t)
 	pki := testkit.NewPKI(t)
 	other := testkit.NewPKI(t)
 	const password = "the-right-password"

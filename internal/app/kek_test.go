@@ -62,6 +62,7 @@ func sealed(t *testing.T, s store.Store, ring *envelope.Keyring, n int) {
 // id, so STREAMING_HUB_KEK_PREVIOUS can drop it, and the new KEK alone
 // opens every row.
 func TestRewrap_MovesEveryRowUnderTheCurrentKEK(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		s := d.Open(t, store.Options{})
@@ -96,6 +97,7 @@ func TestRewrap_MovesEveryRowUnderTheCurrentKEK(t *testing.T) {
 // stored secrets fails naming STREAMING_HUB_KEK; with the old one among the
 // previous KEKs the start goes on.
 func TestCheckKEK_AWrongKEKRefusesTheStart(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		s := d.Open(t, store.Options{})
@@ -117,6 +119,7 @@ func TestCheckKEK_AWrongKEKRefusesTheStart(t *testing.T) {
 // TestServe_WrongKEKDoesNotStart: serve itself refuses a KEK that opens
 // nothing stored, before it reports ready.
 func TestServe_WrongKEKDoesNotStart(t *testing.T) {
+	testkit.Long(t)
 	url := testkit.PostgresURL(t)
 	ctx := context.Background()
 	s, err := app.OpenStore(ctx, url, store.Options{})
@@ -217,6 +220,7 @@ func databaseURL(t *testing.T, driver string) string {
 // none of the stored secrets fails the start naming the variable; the
 // right one starts.
 func TestDev_WrongKEKDoesNotStart(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 		url := databaseURL(t, d.Name)
@@ -251,6 +255,7 @@ func TestDev_WrongKEKDoesNotStart(t *testing.T) {
 // sealed under a KEK dev no longer keeps (its file deleted) fails the start
 // saying where dev keeps it and what to do. On both drivers.
 func TestDev_ItsOwnKEKPassesItsCheck(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		folder := t.TempDir()
 		t.Setenv("XDG_CONFIG_HOME", folder)

@@ -17,6 +17,7 @@ import (
 // its system events reach no one, are counted as discarded and are not in
 // the operators' rejections.
 func TestEndToEnd_LibStreamingV3FactsAreDeliveredAndSystemEventsDiscarded(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		clock := testkit.NewClock()
 		l := startLive(t, d, clock)

@@ -48,6 +48,7 @@ func operationalRequests(t *testing.T, rc *recorder, secret, eventType string) [
 // dead letter of another subscription's exhausted job and then that
 // subscription's auto-disable (on a fake clock: five days of failures).
 func TestEndToEnd_OperationalEventsAreDeliveredToTheirSubscribers(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		clock := testkit.NewClock()
 		l := startLive(t, d, clock)

@@ -40,6 +40,7 @@ func closed(ch <-chan struct{}) bool {
 // event, not another tenant's. Nothing here is timed: on a loaded machine
 // a wake-up is late, never wrong.
 func TestPull_LongPollWakesWhenIngestStoresTheTenantsEvent(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		l := startLive(t, d, testkit.NewClock())
 		for _, id := range []string{"acme", "globex"} {

@@ -18,6 +18,7 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // workers and three hung receivers, every healthy tenant still gets every
 // event, once each, while the hung ones hold their attempts.
 func TestEndToEnd_HungReceiversBesideHealthyOnesDoNotStallThem(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		clock := testkit.NewClock()
 		l := startLiveWith(t, d, clock, map[string]string{"STREAMING_HUB_DISPATCH_WORKERS": "2"})

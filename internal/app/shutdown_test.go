@@ -22,6 +22,7 @@ import (
 // it finished is left for the next start: nothing is claimed after the
 // stop began.
 func TestShutdown_ReleasesLongPollsAndFinishesInFlightWithoutClaiming(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		l := startLive(t, d, testkit.NewClock())
 

@@ -37,6 +37,7 @@ func workedRecord() *kgo.Record {
 // headers passed on; the same record with its value changed is rejected
 // signature_invalid, counted under that reason, never delivered.
 func TestSignedEnvelopes_AcceptedWithTheirKeyTamperedRejected(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		secret := make([]byte, 32)
 		for i := range secret {

@@ -149,6 +149,7 @@ func traceparentOf(t *testing.T, h string) (string, string) {
 // answer shows the trace context; API requests are SERVER spans; no span
 // carries the payload or a secret.
 func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
+	testkit.Long(t)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20") // export within milliseconds
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		otlp := newOTLPReceiver(t)
@@ -301,6 +302,7 @@ func TestTracing_AttemptsAreSpansOfTheProducersTrace(t *testing.T) {
 // every attempt still sends traceparent: retries share the trace id and
 // each has a new span id.
 func TestTracing_WithoutAnEndpointNothingIsExported(t *testing.T) {
+	testkit.Long(t)
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		otlp := newOTLPReceiver(t)

@@ -37,6 +37,7 @@ func mintJWT(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
 // SPEC 26: the console's sign-in takes a JWT that the access manager
 // authorizes; its session ends at the token's exp at the latest.
 func TestSignIn_AccessManagerJWTEndsAtExp(t *testing.T) {
+	testkit.Long(t)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

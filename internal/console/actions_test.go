@@ -21,6 +21,7 @@ import (
 // The console's writes are the API's: what a tenant does in the forms is
 // what the API then shows.
 func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")
@@ -104,6 +105,7 @@ func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
 }
 
 func TestActions_OperatorTenantsAndKeys(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		b := h.signIn(adminToken)
@@ -142,6 +144,7 @@ func TestActions_OperatorTenantsAndKeys(t *testing.T) {
 // Hostile content is text: payloads, response bodies, names, headers and
 // rejection reasons are escaped; only http(s) URLs become links.
 func TestEscaping_HostileContentIsInert(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")
@@ -204,6 +207,7 @@ func assertInert(t *testing.T, where, body string) {
 // filters and a rate limit; editing a broker subscription without typing
 // its URL or SASL password again keeps its credentials.
 func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")
@@ -334,6 +338,7 @@ func (h *hub) secretsOf(id string) hubpkg.SubscriptionSecrets {
 
 // The form starts a backfill and the subscription page shows where it is.
 func TestActions_BackfillThroughTheFormAndItsProgress(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")

@@ -62,6 +62,7 @@ func newWorld(t *testing.T, d testkit.Driver, o options) world {
 }
 
 func TestPages_RenderForAdminAndTenant_OperatorPagesAdminOnly(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		tenantPages := []string{"/console/", "/console/subscriptions", "/console/subscriptions/new",
@@ -114,6 +115,7 @@ func TestPages_RenderForAdminAndTenant_OperatorPagesAdminOnly(t *testing.T) {
 }
 
 func TestPages_AnotherTenantsObjectIsThe404Page(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		globex := w.h.signIn(w.globexKey)
@@ -143,6 +145,7 @@ func TestPages_AnotherTenantsObjectIsThe404Page(t *testing.T) {
 }
 
 func TestCSRF_WritesWithoutTheTokenOrFromAnotherSiteAreRefused(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		b := w.h.signIn(w.acmeKey)
@@ -214,6 +217,7 @@ func TestSecurityHeaders_OnEveryConsoleAnswer(t *testing.T) {
 }
 
 func TestSignIn_CookieAttributesThrottleAndBadTokens(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{authLimit: 3})
 		key := h.tenant("acme")
@@ -320,6 +324,7 @@ func TestSession_ExpiresAfter12HoursIdleSurvivesRestartEndsWithItsKey(t *testing
 }
 
 func TestPortalLinks_OneTenantSessionUntilExpiry(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		h := w.h

@@ -12,6 +12,7 @@ import (
 // The producers' DLQ page (SPEC 27): operator only, newest first, paged,
 // filtered, and whatever a producer put in a record is shown as inert text.
 func TestDLQPage_ListsRecordsInertlyForOperatorsOnly(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")

@@ -15,6 +15,7 @@ import (
 // with U+FFFD. A key twice in the filters typed into the form reaches the
 // API as typed, which refuses it.
 func TestForms_InvalidUTF8Is400NamingTheField(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")

@@ -76,6 +76,7 @@ func TestSession_AdminSessionEndsWhenTheAdminTokenChanges(t *testing.T) {
 // SPEC 28: every session has an absolute lifetime beside the idle limit,
 // 12 h by default (STREAMING_HUB_CONSOLE_SESSION_MAX_AGE).
 func TestSession_AbsoluteLifetime(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")
@@ -108,6 +109,7 @@ func TestSession_AbsoluteLifetime(t *testing.T) {
 // SPEC 28: the CSRF token is stored hashed, never in clear, and the
 // session's own token is the one accepted.
 func TestSession_CSRFTokenStoredHashed(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		b := h.signIn(adminToken)
@@ -128,6 +130,7 @@ func TestSession_CSRFTokenStoredHashed(t *testing.T) {
 // SPEC 28: a link opens one session, once; the GET only asks; the session
 // ends at the link's expiry, whatever its use, or when it is revoked.
 func TestPortal_SingleUseEndsWithTheLinkAndItsRevocation(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		h.tenant("acme")
@@ -200,6 +203,7 @@ func TestPortal_SingleUseEndsWithTheLinkAndItsRevocation(t *testing.T) {
 // CSRF): the GET, even from another site, changes nothing; the POST must
 // come from the link's own page.
 func TestPortal_NeverReplacesASessionUnasked(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		h.tenant("acme")

@@ -14,6 +14,7 @@ import (
 // subscription's page and its edit form show it; emptying it clears it; a
 // program that does not compile is refused naming transform.
 func TestActions_TransformThroughTheForms(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})
 		key := h.tenant("acme")

@@ -20,6 +20,7 @@ import (
 // verified: no new event overtakes the backfill, though the backfill is
 // walked two events per maintenance pass with deliveries in between.
 func TestBackfill_RetainedEventsInOrderThenNewOnes(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
 			c.BackfillChunk, c.BackfillPassChunks = 2, 1 // a chunk of two events per maintenance pass

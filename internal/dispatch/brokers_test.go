@@ -77,6 +77,7 @@ func amqpHeaders(d amqp.Delivery) http.Header {
 // in arrival order, as a persistent message carrying the headers a
 // webhook gets; the signature verifies with consumer.Verify.
 func TestRabbitMQ_QueueReceivesEveryEventOnceSignedAndInOrder(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r, mq, _ := rabbitRig(t, d)
 		const n = 25
@@ -150,6 +151,7 @@ func TestRabbitMQ_QueueReceivesEveryEventOnceSignedAndInOrder(t *testing.T) {
 // rate limit on the fake clock holds the stream half way while the
 // connection is closed, so the close always lands mid-stream.
 func TestRabbitMQ_ForcedCloseMidStreamLosesNothingAndReconnects(t *testing.T) {
+	testkit.Long(t)
 	r, mq, name := rabbitRig(t, testkit.Drivers[len(testkit.Drivers)-1])
 	sub, err := r.store.GetSubscription(r.ctx, "acme", "sub_rabbit")
 	if err != nil {

@@ -118,6 +118,7 @@ func ceIDs(recs []*kgo.Record) []string {
 // event is delivered, the ones attempted once in arrival order, with no
 // restart of the dispatcher.
 func TestKafka_AClusterReplacedBehindTheSameAddressIsDeliveredToAgainInOrder(t *testing.T) {
+	testkit.Long(t)
 	k := testkit.NewReplaceableKafka(t, 1, []string{"tenant.events"})
 	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	prod, err := kafka.New(kafka.Options{Dial: dialer.DialContext, Timeout: testkit.Patience})
@@ -153,6 +154,7 @@ func TestKafka_AClusterReplacedBehindTheSameAddressIsDeliveredToAgainInOrder(t *
 // (and one to spare on a slow machine), where waiting for the heartbeat
 // fails one attempt per delivery timeout until it notices.
 func TestRabbitMQ_ThroughACutThenFrozenNetworkIsDeliveredToAgainInOrder(t *testing.T) {
+	testkit.Long(t)
 	mq := testkit.NewRabbit(t, "acme.#")
 	u, err := url.Parse(mq.URL)
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 // as a binary-mode CloudEvent with every ce-*, X-Lerian-* and webhook-*
 // header; the signature verifies with consumer.Verify.
 func TestKafka_BinaryModeRecordsWithEveryHeaderInOrder(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		cluster := testkit.KafkaWith(t, 3, []string{"tenant.events"},
 			kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "acme", "scram-secret"))
@@ -110,6 +111,7 @@ func scram512(user, pass string) sasl.Mechanism {
 // A Kafka destination that refuses the hub's password fails the attempt:
 // it waits for its retry, nothing is reported delivered.
 func TestKafka_RefusedCredentialsFailTheAttempt(t *testing.T) {
+	testkit.Long(t)
 	cluster := testkit.KafkaWith(t, 1, []string{"tenant.events"},
 		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "acme", "scram-secret"))
 	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: true})

@@ -22,6 +22,7 @@ import (
 // times: maintenance recovers the job four times, then dead-letters it as
 // poison, and no worker is held by it again.
 func TestPoison_FiveExpiredLeasesDeadLetterTheJob(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		r.publish(event("acme", "evt-1"))
@@ -51,6 +52,7 @@ func TestPoison_FiveExpiredLeasesDeadLetterTheJob(t *testing.T) {
 // On stop, attempts in flight finish and are recorded; claimed jobs no
 // worker started are given back, unattempted and due.
 func TestRun_GracefulStopFinishesInFlightAndGivesBackTheRest(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
 			c.Workers, c.ClaimBatch = 2, 10
@@ -100,6 +102,7 @@ func TestRun_GracefulStopFinishesInFlightAndGivesBackTheRest(t *testing.T) {
 // tenants to a sink that always succeeds: each job is attempted exactly
 // once, and each tenant's events arrive in arrival order.
 func TestRun_FourDispatchersOnePostgresEveryJobOnce(t *testing.T) {
+	testkit.Long(t)
 	pg := testkit.Drivers[0]
 	if pg.Name != "postgres" {
 		t.Fatal("expected postgres first")

@@ -39,6 +39,7 @@ func natsRig(t *testing.T, d testkit.Driver, stream string) (*rig, *testkit.NATS
 // Nats-Msg-Id = the ce-id and the headers a webhook gets; the signature
 // verifies with consumer.Verify.
 func TestNATS_StreamReceivesEveryEventOnceSignedAndInOrder(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r, n := natsRig(t, d, "EVENTS")
 		n.CreateStream(t, "EVENTS", "events.>")

@@ -97,6 +97,7 @@ func (o *outageStore) DeadLetterOrphans(ctx context.Context) (int, error) {
 // written, yet the job is not recovered: it is attempted once, and
 // recorded as that one successful attempt.
 func TestOutage_AnAnsweredJobIsNeverAttemptedAgain(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		var o *outageStore
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {

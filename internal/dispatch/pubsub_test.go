@@ -40,6 +40,7 @@ func pubsubRig(t *testing.T, d testkit.Driver) (*rig, *testkit.PubSub) {
 // id, with the ce-*, X-Lerian-* and webhook-* attributes; the signature
 // verifies with consumer.Verify.
 func TestPubSub_TopicReceivesEveryEventOnceSignedAndInOrder(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r, ps := pubsubRig(t, d)
 		ps.CreateTopic(t, "acme-events", "events")

@@ -100,6 +100,7 @@ func (r *rig) allSucceeded(tenant, sub string, n int) bool {
 // process lives, it is attempted once, never recovered beside itself, and
 // never counted toward poison.
 func TestRenewal_AnAttemptLastingThreeLeasesIsAttemptedOnceAndNeverPoisoned(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		const lease = 3 * time.Second
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
@@ -135,6 +136,7 @@ func TestRenewal_AnAttemptLastingThreeLeasesIsAttemptedOnceAndNeverPoisoned(t *t
 // hung destination's further jobs wait without an attempt, and another
 // destination's deliveries go on beside it.
 func TestInFlight_AHungDestinationHoldsOnlyItsShare(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
 			c.MaxPerDestination, c.MaxInFlight, c.Workers = 3, 100, 2
@@ -179,6 +181,7 @@ func TestInFlight_AHungDestinationHoldsOnlyItsShare(t *testing.T) {
 // The in-flight set is bounded: with MaxInFlight attempts waiting for
 // their answers, nothing more is sent until one answers.
 func TestInFlight_TheSetIsBounded(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{maxInFlight: 20, cfg: func(c *dispatch.Config) {
 			c.MaxPerDestination, c.MaxInFlight, c.Workers = 64, 4, 8
@@ -265,6 +268,7 @@ func (l *claimLog) mark() {
 // subscriptions after the wake-up: no hand-off that starts after it goes
 // first, so B waits one claim round, not for A's backlog.
 func TestFairness_ANewTenantsJobIsClaimedInTheNextRoundDespiteHandOffs(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		log := &claimLog{gotB: -1}
 		r := newRig(t, d, rigOptions{maxInFlight: 64, cfg: func(c *dispatch.Config) {
@@ -404,6 +408,7 @@ func (o *ordered) inOrder(t *testing.T, n int) {
 // its place, so when the probe closes the breaker the 200-job backlog
 // drains in arrival order, and a shed never used an attempt.
 func TestBreaker_ABacklogDrainsInArrivalOrderWhenTheBreakerCloses(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r, breakers, o := breakerRig(t, d)
 		r.clock.Advance(31 * time.Second) // the probe is due
@@ -425,6 +430,7 @@ func TestBreaker_ABacklogDrainsInArrivalOrderWhenTheBreakerCloses(t *testing.T) 
 // jobs due now: the backlog drains without waiting for the breaker's own
 // probe time (the clock does not move), in arrival order.
 func TestBreaker_APassingVerifyClosesItAndTheWaitingJobsGoAtOnce(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r, breakers, o := breakerRig(t, d)
 		if err := r.d.Verified(r.ctx, r.sub); err != nil {
@@ -441,6 +447,7 @@ func TestBreaker_APassingVerifyClosesItAndTheWaitingJobsGoAtOnce(t *testing.T) {
 // A timeout is a failure: a destination that never answers in time opens
 // its breaker like one that answers 500.
 func TestBreaker_TimeoutsCountAsFailures(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		var breakers *dispatch.Breakers
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
@@ -476,6 +483,7 @@ func btoi(b bool) int {
 // order without waiting for this breaker's probe (the clock stays within
 // the open period).
 func TestBreaker_AVerifyOnAnotherProcessClosesThisOne(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r, breakers, o := breakerRig(t, d)
 		r.clock.Advance(time.Second)
@@ -502,6 +510,7 @@ func TestBreaker_AVerifyOnAnotherProcessClosesThisOne(t *testing.T) {
 // never hold back another tenant sending to the same host, and the hung
 // tenant gets no attempt beyond what it holds.
 func TestInFlight_AHungTenantNeverHoldsAnotherTenantsRoomOnASharedHost(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
 			c.MaxPerDestination, c.MaxInFlight, c.Workers = 4, 100, 2

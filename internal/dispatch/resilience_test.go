@@ -20,6 +20,7 @@ import (
 // after 30s one probe goes through; when the destination recovers the
 // probe closes the breaker and everything flows again.
 func TestBreaker_ShedsWithoutAttemptsThenProbesAndRecovers(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		var breakers *dispatch.Breakers
 		r := newRig(t, d, rigOptions{maxInFlight: 10, cfg: func(c *dispatch.Config) {
@@ -150,6 +151,7 @@ func (a *autoDisableRig) disabledAt(h float64) bool {
 }
 
 func TestAutoDisable_Gates(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		t.Run("119h sustained: no", func(t *testing.T) {
 			a := newAutoDisableRig(t, d, false)

@@ -36,6 +36,7 @@ func (r *rig) timeline(maxAttempts int) (waits []time.Duration, job hub.Job) {
 }
 
 func TestRetry_DefaultCurveWithFullJitterThenExhausted(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		r.sink.script(failAlways)
@@ -83,6 +84,7 @@ func TestRetry_DefaultCurveWithFullJitterThenExhausted(t *testing.T) {
 }
 
 func TestRetry_FailsTwiceThenSucceedsWithThreeDeliveryIDs(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		r.sink.script(func(n int, _ *http.Request) (int, http.Header, string) {
@@ -111,6 +113,7 @@ func TestRetry_FailsTwiceThenSucceedsWithThreeDeliveryIDs(t *testing.T) {
 }
 
 func TestRetry_SubscriptionCurveOverride(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{retrySchedule: []string{"2s", "3m"}})
 		r.sink.script(failAlways)
@@ -126,6 +129,7 @@ func TestRetry_SubscriptionCurveOverride(t *testing.T) {
 }
 
 func TestRetry_MalformedOverrideFallsBackToTheDefaultCurve(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		// Old or hand-edited data the API would refuse.
 		r := newRig(t, d, rigOptions{retrySchedule: []string{"soon", "0s"}})
@@ -142,6 +146,7 @@ func TestRetry_MalformedOverrideFallsBackToTheDefaultCurve(t *testing.T) {
 }
 
 func TestRetry_RetryAfterOn429And503(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		cases := []struct {

@@ -16,6 +16,7 @@ import (
 // same tenant receives everything at once; the throttled jobs wait without
 // an attempt, and nothing fails or is dead-lettered because of it.
 func TestRateLimit_ReceivesAtItsLimitWhileAnotherIsUnthrottled(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		limited := r.sub

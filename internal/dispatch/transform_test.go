@@ -52,6 +52,7 @@ func verifyStandardWebhooks(t *testing.T, secret string, got received) {
 // JSON as application/json, a string as text/plain, and in both cases the
 // signature verifies over what was received.
 func TestTransform_TheReceiverGetsTheTransformedBodySigned(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		r.withTransform(`{kind: .type, ref: .data.id, tenant: .tenant_id, at: .time}`)
@@ -87,6 +88,7 @@ func TestTransform_TheReceiverGetsTheTransformedBodySigned(t *testing.T) {
 // the limit; the job waits for its retry like any failure, and nothing
 // reaches the receiver.
 func TestTransform_AProgramOverItsTimeLimitFailsTheAttempt(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})
 		r.withTransform(`def spin: spin; spin`)

@@ -36,6 +36,7 @@ func newHousekeeper(t *testing.T, cfg housekeeping.Config) *housekeeping.Houseke
 // A pass works a backlog off in batches, within the bounds, and samples
 // the job counts.
 func TestPass_DeletesPastRetentionInBatchesAndCountsJobs(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		clock := testkit.NewClock()
@@ -118,6 +119,7 @@ func (c countingStore) Prune(ctx context.Context, p store.PruneParams) (store.Pr
 // the lock lets one prune at a time, the other skips, and the skipping one
 // drops its job counts rather than export stale ones.
 func TestPass_OneReplicaAtATime(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		a, b := testkit.OpenTwice(t, d.Name, store.Options{})
 		var now, max atomic.Int32
@@ -187,6 +189,7 @@ func TestNew_AnIncompleteConfigNamesTheField(t *testing.T) {
 
 // Health rollups older than the health window are pruned by a pass.
 func TestPass_PrunesRollupsPastTheHealthWindow(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		clock := testkit.NewClock()
@@ -232,6 +235,7 @@ func TestPass_PrunesRollupsPastTheHealthWindow(t *testing.T) {
 // this week and the next), once whichever replica runs it; SQLite has none
 // to make.
 func TestPartitions_MakesTheWeeksAheadOnce(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		clock := testkit.NewClock()

@@ -87,6 +87,7 @@ func ids(evs []hub.Event) string {
 }
 
 func TestConsumer_VerdictsInboxAndCounters(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		s := d.Open(t, store.Options{})
 		tenants(t, s, "acme", "globex", "sleepy")
@@ -168,6 +169,7 @@ func (f *failingStore) Ingest(ctx context.Context, p store.IngestParams) (store.
 }
 
 func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		s := &failingStore{Store: d.Open(t, store.Options{}), partition: 1}
 		s.failing.Store(true)
@@ -239,6 +241,7 @@ func TestConsumer_FailingPartitionRetriesAloneAndIsNeverCommitted(t *testing.T) 
 }
 
 func TestConsumer_GracefulStopCommitsWhatWasPersisted(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		s := d.Open(t, store.Options{})
 		tenants(t, s, "acme")
@@ -291,6 +294,7 @@ func TestConsumer_NeverReadsCommandOrDeadLetterTopics(t *testing.T) {
 // bounded reason, the metric labels stay few, and the valid record behind
 // them on the same partition is accepted and committed.
 func TestConsumer_HostileRecordsNeverBlockTheirPartition(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		s := d.Open(t, store.Options{})
 		tenants(t, s, "acme")

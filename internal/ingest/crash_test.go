@@ -53,6 +53,7 @@ func init() {
 }
 
 func TestConsumer_CrashBetweenPersistAndCommitLosesNothingAndDuplicatesNothing(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		env := []string{"INGEST_CRASH_CHILD=1"}
 		var s store.Store

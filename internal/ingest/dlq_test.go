@@ -57,6 +57,7 @@ func dlqRows(t *testing.T, s store.Store) []store.DLQRecord {
 // records are kept safely behind it and never block the partition, and a
 // second reading keeps one row per record.
 func TestDLQConsumer_KeepsProducerDeadLettersAndDeliversNone(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		s := d.Open(t, store.Options{})
 		tenants(t, s, "acme")

@@ -18,6 +18,7 @@ import (
 // not stored, not rejected), the hub's reserved prefix and a ce-eventtype
 // that contradicts ce-type are rejected.
 func TestConsumer_LibStreamingV3Records(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		const libTopic = "lerian.streaming.ledger"
 		s := d.Open(t, store.Options{})

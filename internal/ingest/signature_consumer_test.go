@@ -32,6 +32,7 @@ func signedRecord(topic string) *kgo.Record {
 // signature_invalid, one naming an unknown key signature_unknown_key, an
 // unsigned one signature_missing (signatures required).
 func TestConsumer_SignedEnvelopes(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		const libTopic = "lerian.streaming.ledger"
 		s := d.Open(t, store.Options{})

@@ -17,6 +17,7 @@ import (
 // working directory or the user's config folder (the hub gets its own
 // secrets).
 func TestRun_DeliversEveryEventAndReports(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		cwd, config := t.TempDir(), t.TempDir()
 		t.Chdir(cwd)
@@ -92,6 +93,7 @@ func TestRun_CountsHungAndFailingTenantsApart(t *testing.T) {
 // per interval with the database's backlog and the pool's wait, drains,
 // and sums up with nothing lost and the ordered tenants in order.
 func TestRun_SoakPrintsLinesAndASummary(t *testing.T) {
+	testkit.Long(t)
 	if testing.Short() {
 		t.Skip("a soak of a few seconds")
 	}

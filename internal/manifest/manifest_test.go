@@ -63,6 +63,7 @@ func (p *producer) set(body string, slow time.Duration) {
 }
 
 func TestRefresh_KeepsTheLastGoodCopyWhateverGoesWrong(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		clock := testkit.NewClock()
@@ -143,6 +144,7 @@ func TestRefresh_KeepsTheLastGoodCopyWhateverGoesWrong(t *testing.T) {
 }
 
 func TestRefresh_OneReplicaAtATime(t *testing.T) {
+	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()
 		s := d.Open(t, store.Options{})

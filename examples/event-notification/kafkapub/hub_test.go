@@ -36,6 +36,7 @@ type delivered struct {
 // the payments API. The payment.created event is stored by the hub too (a
 // pull reads both) but goes to no webhook: nobody subscribed to it.
 func TestThinEventsThroughTheHubToAWebhookThatFetchesTheDetail(t *testing.T) {
+	testkit.Long(t)
 	rdb, keys := testenv.Redis(t)
 	store := testenv.NewStore(t, rdb, keys)
 	api := testenv.StartAPI(t, store)

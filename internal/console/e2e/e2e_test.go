@@ -30,6 +30,7 @@ import (
 const chromium = "/usr/bin/chromium"
 
 func TestConsoleInChromium(t *testing.T) {
+	testkit.Long(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("browser test skipped: node is not installed (apt-get install nodejs)")

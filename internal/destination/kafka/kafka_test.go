@@ -40,6 +40,7 @@ func send(p *kafka.Producer, tg destination.Target) error {
 // broker whose CA is trusted gets the record; one signed by a CA the
 // producer does not trust (the system roots, in the hub) is refused.
 func TestSend_TLSAndSASLAndAnUntrustedBroker(t *testing.T) {
+	testkit.Long(t)
 	pki := testkit.NewPKI(t)
 	cluster := testkit.KafkaWith(t, 1, []string{"t"}, kfake.TLS(pki.ServerTLS(false)),
 		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "acme", "pw"))
@@ -68,6 +69,7 @@ func TestSend_TLSAndSASLAndAnUntrustedBroker(t *testing.T) {
 // deleted) leaves its old client behind: it is closed once idle for
 // destination.IdleAfter, and a later send to the old brokers opens a new one.
 func TestSend_AnIdleClientIsClosedAndReopenedWhenNeeded(t *testing.T) {
+	testkit.Long(t)
 	clock := testkit.NewClock()
 	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, Now: clock.Now})
@@ -105,6 +107,7 @@ func TestSend_AnIdleClientIsClosedAndReopenedWhenNeeded(t *testing.T) {
 // topic deleted and created again: the attempt that meets the change may
 // fail, the next one dials a new client and is delivered, with no restart.
 func TestSend_AClusterReplacedOrATopicRecreatedIsDeliveredToAgain(t *testing.T) {
+	testkit.Long(t)
 	k := testkit.NewReplaceableKafka(t, 1, []string{"t"})
 	p := producer(t, nil, true)
 	tg := destination.Target{Destination: hub.Destination{Type: hub.DestinationKafka, Brokers: []string{k.Addr}, Topic: "t"}}
@@ -147,6 +150,7 @@ func TestSend_AClusterReplacedOrATopicRecreatedIsDeliveredToAgain(t *testing.T) 
 // broker makes it on the first record, which is delivered; without, the
 // attempt fails and no topic is made.
 func TestSend_AutoCreateTopicsMakesTheTopicInDevOnly(t *testing.T) {
+	testkit.Long(t)
 	cluster := testkit.KafkaWith(t, 1, []string{"t"}) // it allows auto-creation, as dev's broker
 	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
 	at := destination.Target{Destination: hub.Destination{Type: hub.DestinationKafka, Brokers: cluster.ListenAddrs(), Topic: "made.on.first.record"}}

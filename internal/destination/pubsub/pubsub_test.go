@@ -166,6 +166,7 @@ func TestPublish_AnErrorDoesNotLeaveTheOrderingKeyPaused(t *testing.T) {
 // timeout; the publish still going on fails later, and the key is
 // resumed then: a later attempt goes through.
 func TestPublish_TheAttemptsContextBoundsTheWait(t *testing.T) {
+	testkit.Long(t)
 	ps := testkit.NewPubSub(t, pstest.ServerReactorOption{FuncName: "Publish",
 		Reactor: &failOnce{n: 1, code: codes.Internal, wait: 5 * time.Second}})
 	ps.CreateTopic(t, project, "events")

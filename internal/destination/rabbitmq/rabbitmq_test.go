@@ -97,6 +97,7 @@ func TestPublish_UnroutableIsAFailureAndAMissingExchangeDoesNotBreakTheNext(t *t
 }
 
 func TestPublish_ReconnectsAfterTheBrokerClosedTheConnection(t *testing.T) {
+	testkit.Long(t)
 	r := testkit.NewRabbit(t, "#")
 	name := "test-" + testkit.UniqueName()
 	p := publisher(t, name)
@@ -168,6 +169,7 @@ func TestPublish_AnIdleConnectionIsClosed(t *testing.T) {
 // notice, 30 s on). Each time the attempt that met the failure may fail,
 // and the next one dials again and is confirmed, with no restart.
 func TestPublish_ThroughACutOrFrozenNetworkTheNextAttemptDialsAgain(t *testing.T) {
+	testkit.Long(t)
 	r := testkit.NewRabbit(t, "#")
 	u, err := url.Parse(r.URL)
 	if err != nil {

@@ -10,12 +10,14 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // The one send path, with the webhook driver: it signs the message once,
 // gives the attempt the delivery timeout as its deadline (the client has
 // none of its own) and refuses, in one place, a type with no driver.
 func TestRegistrySend_SignsBoundsAndRefusesUnknownTypes(t *testing.T) {
+	testkit.Long(t)
 	got := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

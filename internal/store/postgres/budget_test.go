@@ -94,6 +94,7 @@ func (r *budgetRig) hold(t *testing.T, sql string) (release func()) {
 // row hold at most ingest's share (the others wait for it, and say so in
 // the wait metric), while a claim, a completion and an API read go through.
 func TestBudgets_AStuckIngestDoesNotStarveDispatchOrTheAPI(t *testing.T) {
+	testkit.Long(t)
 	r := newBudgetRig(t)
 	release := r.hold(t, `SELECT * FROM tenants WHERE id = 'acme' FOR UPDATE`)
 	var stuck sync.WaitGroup
@@ -147,6 +148,7 @@ func TestBudgets_AStuckIngestDoesNotStarveDispatchOrTheAPI(t *testing.T) {
 // And the reverse: dispatch calls stuck behind a locked subscription row
 // hold only dispatch's share; ingest and the API go on.
 func TestBudgets_StuckDispatchDoesNotStarveIngestOrTheAPI(t *testing.T) {
+	testkit.Long(t)
 	r := newBudgetRig(t)
 	jobs, err := r.db.ListJobs(r.ctx, store.ListJobsParams{TenantID: "acme", SubscriptionID: "sub_1", Limit: 1})
 	if err != nil || len(jobs) != 1 {

@@ -70,6 +70,7 @@ func partitions(t *testing.T, pool *pgxpool.Pool, parent string) []string {
 // by partition drops whole weeks except the one a pending job holds, where
 // it deletes rows.
 func TestMigrate_PartitionsKeepEveryRowAndTheHubWorksOnThem(t *testing.T) {
+	testkit.Long(t)
 	ctx := context.Background()
 	clock := testkit.NewClock()
 	first := time.Date(2026, 10, 12, 9, 0, 0, 0, time.UTC) // a Monday

@@ -22,6 +22,7 @@ import (
 // of a fresh install are, and no plan may scan the table. (Without
 // enable_seqscan off, both claims' plans do.)
 func TestDispatchPlansOnYoungTablesLookJobsUpByIndex(t *testing.T) {
+	testkit.Long(t)
 	db := testkit.OpenPostgres(t, store.Options{})
 	ctx := context.Background()
 	now := time.Now()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	testkit.Long(t)
 	storetest.Run(t, func(t testing.TB, o store.Options) store.Store { return testkit.OpenPostgres(t, o) })
 }
 
@@ -29,6 +30,7 @@ func BenchmarkIngestFilters(b *testing.B) {
 // The in-flight count lives on the subscription row; should it ever drift
 // from the jobs table, maintenance puts it right.
 func TestInFlightCountDriftIsRepaired(t *testing.T) {
+	testkit.Long(t)
 	ctx := context.Background()
 	db := testkit.OpenPostgres(t, store.Options{})
 	if _, err := db.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
@@ -71,6 +73,7 @@ func BenchmarkDispatch(b *testing.B) {
 // holds is skipped, not waited for, and still counts as held: renewals
 // neither block behind completions nor deadlock with them.
 func TestRenewLeases_NeverWaitsForALockedJob(t *testing.T) {
+	testkit.Long(t)
 	ctx := context.Background()
 	url := testkit.PostgresURL(t)
 	a, err := postgres.Open(ctx, url, store.Options{})
@@ -126,6 +129,7 @@ func TestRenewLeases_NeverWaitsForALockedJob(t *testing.T) {
 // subscriptions' current rollup rows in place; with room on the page those
 // updates write no index entries (the completion path's cost, issue 15).
 func TestRollupsLeaveRoomForHOTUpdates(t *testing.T) {
+	testkit.Long(t)
 	db := testkit.OpenPostgres(t, store.Options{})
 	var opts []string
 	if err := db.Pool().QueryRow(context.Background(),
@@ -141,6 +145,7 @@ func TestRollupsLeaveRoomForHOTUpdates(t *testing.T) {
 // kept in clear, and nothing binds them to the admin token) and gives the
 // portal links of before an id, so they are listed, opened and revoked.
 func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
+	testkit.Long(t)
 	ctx := context.Background()
 	// A schema at version 12, before the migration under test.
 	db, err := postgres.Open(ctx, testkit.PostgresPoolURL(t), store.Options{})

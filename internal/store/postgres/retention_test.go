@@ -13,6 +13,7 @@ import (
 // concerned: the advisory lock lets one run at a time, in the schema only,
 // and a holder whose session dies releases it.
 func TestExclusiveAcrossProcessesAndAfterAHolderDies(t *testing.T) {
+	testkit.Long(t)
 	ctx := context.Background()
 	url := testkit.PostgresPoolURL(t)
 	open := func() *postgres.DB {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	testkit.Long(t)
 	storetest.Run(t, func(t testing.TB, o store.Options) store.Store { return testkit.OpenSQLite(t, o) })
 }
 
@@ -100,6 +101,7 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 // kept in clear, and nothing binds them to the admin token) and gives the
 // portal links of before an id, so they are listed, opened and revoked.
 func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
+	testkit.Long(t)
 	ctx := context.Background()
 	path := testkit.SQLitePath(t)
 	db, err := sqlite.Open(ctx, path, store.Options{})
