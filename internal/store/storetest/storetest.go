@@ -17,31 +17,33 @@ import (
 // file), closed when the test ends.
 type Opener func(t testing.TB, opts store.Options) store.Store
 
-// Run exercises every behaviour of the store contract against open.
+// Run exercises every behaviour of the store contract against open. The
+// areas run in parallel with each other (each opens stores of its own),
+// as many at once as go test's -parallel allows.
 func Run(t *testing.T, open Opener) {
-	t.Run("Migrations", func(t *testing.T) { testMigrations(t, open) })
-	t.Run("Tenants", func(t *testing.T) { testTenants(t, open) })
-	t.Run("Ingest", func(t *testing.T) { testIngest(t, open) })
-	t.Run("Rejections", func(t *testing.T) { testRejections(t, open) })
-	t.Run("Events", func(t *testing.T) { testEvents(t, open) })
-	t.Run("ControlPlane", func(t *testing.T) { testControlPlane(t, open) })
-	t.Run("Dispatch", func(t *testing.T) { testDispatch(t, open) })
-	t.Run("Retention", func(t *testing.T) { testRetention(t, open) })
-	t.Run("Secrets", func(t *testing.T) { testSecrets(t, open) })
-	t.Run("TraceContext", func(t *testing.T) { testTraceContext(t, open) })
-	t.Run("ProducerKey", func(t *testing.T) { testProducerKey(t, open) })
-	t.Run("Operational", func(t *testing.T) { testOperational(t, open) })
-	t.Run("Health", func(t *testing.T) { testHealth(t, open) })
-	t.Run("Lookups", func(t *testing.T) { testLookups(t, open) })
-	t.Run("Console", func(t *testing.T) { testConsole(t, open) })
-	t.Run("Filters", func(t *testing.T) { testFilters(t, open) })
-	t.Run("Reach", func(t *testing.T) { testReach(t, open) })
-	t.Run("Transform", func(t *testing.T) { testTransform(t, open) })
-	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, open) })
-	t.Run("DLQ", func(t *testing.T) { testDLQ(t, open) })
-	t.Run("Backfill", func(t *testing.T) { testBackfill(t, open) })
-	t.Run("Disabled", func(t *testing.T) { testDisabled(t, open) })
-	t.Run("Attempts", func(t *testing.T) { testAttempts(t, open) })
+	t.Run("Migrations", func(t *testing.T) { t.Parallel(); testMigrations(t, open) })
+	t.Run("Tenants", func(t *testing.T) { t.Parallel(); testTenants(t, open) })
+	t.Run("Ingest", func(t *testing.T) { t.Parallel(); testIngest(t, open) })
+	t.Run("Rejections", func(t *testing.T) { t.Parallel(); testRejections(t, open) })
+	t.Run("Events", func(t *testing.T) { t.Parallel(); testEvents(t, open) })
+	t.Run("ControlPlane", func(t *testing.T) { t.Parallel(); testControlPlane(t, open) })
+	t.Run("Dispatch", func(t *testing.T) { t.Parallel(); testDispatch(t, open) })
+	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, open) })
+	t.Run("Secrets", func(t *testing.T) { t.Parallel(); testSecrets(t, open) })
+	t.Run("TraceContext", func(t *testing.T) { t.Parallel(); testTraceContext(t, open) })
+	t.Run("ProducerKey", func(t *testing.T) { t.Parallel(); testProducerKey(t, open) })
+	t.Run("Operational", func(t *testing.T) { t.Parallel(); testOperational(t, open) })
+	t.Run("Health", func(t *testing.T) { t.Parallel(); testHealth(t, open) })
+	t.Run("Lookups", func(t *testing.T) { t.Parallel(); testLookups(t, open) })
+	t.Run("Console", func(t *testing.T) { t.Parallel(); testConsole(t, open) })
+	t.Run("Filters", func(t *testing.T) { t.Parallel(); testFilters(t, open) })
+	t.Run("Reach", func(t *testing.T) { t.Parallel(); testReach(t, open) })
+	t.Run("Transform", func(t *testing.T) { t.Parallel(); testTransform(t, open) })
+	t.Run("Idempotency", func(t *testing.T) { t.Parallel(); testIdempotency(t, open) })
+	t.Run("DLQ", func(t *testing.T) { t.Parallel(); testDLQ(t, open) })
+	t.Run("Backfill", func(t *testing.T) { t.Parallel(); testBackfill(t, open) })
+	t.Run("Disabled", func(t *testing.T) { t.Parallel(); testDisabled(t, open) })
+	t.Run("Attempts", func(t *testing.T) { t.Parallel(); testAttempts(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
