@@ -237,6 +237,9 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 	}
 	jobs, err := collectJobs(db.pool.Query(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs
 		WHERE tenant_id = $1 AND event_id = $2 ORDER BY id DESC LIMIT 1000`, tenantID, ceID))
+	for i := range jobs {
+		jobs[i].EventType = ev.EventType // all of them this event's jobs: no join needed
+	}
 	return ev, jobs, err
 }
 
@@ -272,7 +275,7 @@ func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub
 			ORDER BY j.id DESC LIMIT $7) j
 		WHERE s.tenant_id = $1 AND ($8 = '' OR s.id = $8) ORDER BY j.id DESC LIMIT $7`
 	}
-	return collectJobs(db.pool.Query(ctx, q, args...))
+	return collectTypedJobs(db.pool.Query(ctx, withEventType(q), args...))
 }
 
 func (db *DB) ListAPIKeys(ctx context.Context, tenantID string) (_ []hub.APIKey, err error) {

@@ -24,13 +24,45 @@ var jobCopyColumns = []string{
 	"recoveries", "dead_letter_reason", "last_error", "enqueued_at", "created_at", "updated_at",
 }
 
+// withEventType wraps q, a query of jobReadColumns ordered newest first
+// with a LIMIT, so that each job also carries its event's type: a LEFT
+// JOIN, so a job whose event retention removed still lists. The join is
+// by the primary key's leading columns (tenant_id, sequence): one index
+// probe per partition for each of the page's jobs, never a scan of events.
+// Read its rows with scanTypedJob.
+func withEventType(q string) string {
+	return `SELECT ` + prefixed("j.", jobReadColumns) + `, e.event_type FROM (` + q + `) j
+		LEFT JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+		ORDER BY j.id DESC`
+}
+
 // scanJob reads a row of jobReadColumns.
-func scanJob(row pgx.Row) (hub.Job, error) {
+func scanJob(row pgx.Row) (hub.Job, error) { return scanJobAnd(row) }
+
+// scanTypedJob reads a row of withEventType.
+func scanTypedJob(row pgx.Row) (hub.Job, error) {
+	var t *string
+	j, err := scanJobAnd(row, &t)
+	if t != nil {
+		j.EventType = *t
+	}
+	return j, err
+}
+
+func collectTypedJobs(rows pgx.Rows, err error) ([]hub.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Job, error) { return scanTypedJob(r) })
+}
+
+// scanJobAnd reads a row of jobReadColumns followed by extra columns.
+func scanJobAnd(row pgx.Row, extra ...any) (hub.Job, error) {
 	var j hub.Job
 	var by, as *string
-	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
+	err := row.Scan(append([]any{&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
 		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
-		&j.UpdatedAt, &j.CompletedAt, &j.ReplayedAt, &by, &as)
+		&j.UpdatedAt, &j.CompletedAt, &j.ReplayedAt, &by, &as}, extra...)...)
 	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = j.NextAttemptAt.UTC(), j.EnqueuedAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	for _, t := range []**time.Time{&j.CompletedAt, &j.ReplayedAt} {
 		if *t != nil {
@@ -93,16 +125,16 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 	if before == "" {
 		before = "\U0010FFFF"
 	}
-	return collectJobs(db.pool.Query(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs
+	return collectTypedJobs(db.pool.Query(ctx, withEventType(`SELECT `+jobReadColumns+` FROM delivery_jobs
 		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
-		ORDER BY id DESC LIMIT $5`,
+		ORDER BY id DESC LIMIT $5`),
 		p.SubscriptionID, p.TenantID, string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000)))
 }
 
 func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
 	defer wrap(&err, "GetJob")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
-	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+	j, err := scanTypedJob(db.pool.QueryRow(ctx, withEventType(`SELECT `+jobReadColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`), id, tenantID))
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
@@ -151,9 +183,9 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job
 		}
 		// The share lock keeps retention from deleting the event until the
 		// new job, which needs it, is committed.
-		var exists bool
-		err = tx.QueryRow(ctx, `SELECT true FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
-			tenantID, j.EventSequence).Scan(&exists)
+		var eventType string
+		err = tx.QueryRow(ctx, `SELECT event_type FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
+			tenantID, j.EventSequence).Scan(&eventType)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.EventGone(j.EventID)
 		}
@@ -161,6 +193,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job
 			return err
 		}
 		out = store.Replay(j, now)
+		out.EventType = eventType
 		// Marked, so a later bulk replay does not send it once more, and
 		// so it shows when, by whom and as what it was replayed.
 		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs SET replayed = true, replayed_at = $2, replayed_by = $3, replayed_as = $4
