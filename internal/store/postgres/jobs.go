@@ -26,13 +26,15 @@ var jobCopyColumns = []string{
 
 // withEventType wraps q, a query of jobReadColumns ordered newest first
 // with a LIMIT, so that each job also carries its event's type: a LEFT
-// JOIN, so a job whose event retention removed still lists. The join is
-// by the primary key's leading columns (tenant_id, sequence): one index
-// probe per partition for each of the page's jobs, never a scan of events.
-// Read its rows with scanTypedJob.
+// JOIN, so a job whose event retention removed still lists. LATERAL keeps
+// it a probe of each events partition's primary key by (tenant_id,
+// sequence) per job of the page: a plain join of a few thousand events is
+// planned as a hash join that reads them all. Read its rows with
+// scanTypedJob.
 func withEventType(q string) string {
 	return `SELECT ` + prefixed("j.", jobReadColumns) + `, e.event_type FROM (` + q + `) j
-		LEFT JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+		LEFT JOIN LATERAL (SELECT event_type FROM events
+			WHERE tenant_id = j.tenant_id AND sequence = j.event_sequence LIMIT 1) e ON true
 		ORDER BY j.id DESC`
 }
 
@@ -118,6 +120,16 @@ func deadLetterPending(ctx context.Context, tx pgxtx, subscriptionIDs []string, 
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// listJobsSQL pages subscription $1's jobs of tenant $2 with status $3
+// (” for any) before id $4, $5 of them; getJobSQL reads job $1 of tenant
+// $2. Both with their events' types.
+var (
+	listJobsSQL = withEventType(`SELECT ` + jobReadColumns + ` FROM delivery_jobs
+		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
+		ORDER BY id DESC LIMIT $5`)
+	getJobSQL = withEventType(`SELECT ` + jobReadColumns + ` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`)
+)
+
 func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "ListJobs")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
@@ -125,16 +137,14 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 	if before == "" {
 		before = "\U0010FFFF"
 	}
-	return collectTypedJobs(db.pool.Query(ctx, withEventType(`SELECT `+jobReadColumns+` FROM delivery_jobs
-		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
-		ORDER BY id DESC LIMIT $5`),
+	return collectTypedJobs(db.pool.Query(ctx, listJobsSQL,
 		p.SubscriptionID, p.TenantID, string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000)))
 }
 
 func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
 	defer wrap(&err, "GetJob")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
-	j, err := scanTypedJob(db.pool.QueryRow(ctx, withEventType(`SELECT `+jobReadColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`), id, tenantID))
+	j, err := scanTypedJob(db.pool.QueryRow(ctx, getJobSQL, id, tenantID))
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
