@@ -34,11 +34,15 @@ const (
 
 // Job is one event to deliver to one subscription.
 type Job struct {
-	ID               string
-	TenantID         string
-	SubscriptionID   string
-	EventSequence    int64  // the event's arrival sequence (with TenantID, its key)
-	EventID          string // the ce-id
+	ID             string
+	TenantID       string
+	SubscriptionID string
+	EventSequence  int64  // the event's arrival sequence (with TenantID, its key)
+	EventID        string // the ce-id
+	// EventType is the event's type (e.g. transaction.posted), read with
+	// the job by the listings and GetJob; "" when the event is gone
+	// (retention) or on reads that do not look it up (claims).
+	EventType        string
 	Status           JobStatus
 	Attempts         int // attempts with a recorded result
 	NextAttemptAt    time.Time

@@ -12,9 +12,12 @@ import (
 
 // jobJSON is a delivery job as the API shows it.
 type jobJSON struct {
-	ID               string        `json:"id"`
-	SubscriptionID   string        `json:"subscription_id"`
-	EventID          string        `json:"event_id"`
+	ID             string `json:"id"`
+	SubscriptionID string `json:"subscription_id"`
+	EventID        string `json:"event_id"`
+	// EventType is the event's type (what the events API calls type);
+	// null when retention removed the event.
+	EventType        *string       `json:"event_type"`
 	Sequence         int64         `json:"sequence"`
 	Status           hub.JobStatus `json:"status"`
 	Attempts         int           `json:"attempts"`
@@ -61,7 +64,7 @@ func optional[T comparable](v T) *T {
 
 func toJobJSON(j hub.Job) jobJSON {
 	out := jobJSON{
-		ID: j.ID, SubscriptionID: j.SubscriptionID, EventID: j.EventID, Sequence: j.EventSequence,
+		ID: j.ID, SubscriptionID: j.SubscriptionID, EventID: j.EventID, EventType: optional(j.EventType), Sequence: j.EventSequence,
 		Status: j.Status, Attempts: j.Attempts, DeadLetterReason: optional(j.DeadLetterReason),
 		LastError: optional(j.LastError), CreatedAt: j.CreatedAt, CompletedAt: j.CompletedAt,
 		ReplayedAt: j.ReplayedAt, ReplayedBy: optional(j.ReplayedBy), ReplayedAs: optional(j.ReplayedAs),

@@ -79,3 +79,40 @@ func TestDeliveries_IsolationAndValidation(t *testing.T) {
 		}
 	})
 }
+
+// A delivery names its event's type (SPEC 31, names before ids) wherever
+// the API shows one: a subscription's deliveries, the search, one delivery,
+// the fresh delivery a replay makes.
+func TestDeliveries_NameTheirEventsType(t *testing.T) {
+	testkit.Long(t)
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
+		acme := h.tenant("acme")
+		rc := newReceiver(t)
+		sub, _ := acme.subscription(rc.URL)
+		acme.json("POST", "/v1/subscriptions/"+sub+"/verify", "", 200, nil)
+		ev := storetest.NewEvent("acme", "evt-1")
+		if _, err := h.store.Ingest(context.Background(), store.IngestParams{Events: []hub.Event{ev}}); err != nil {
+			t.Fatal(err)
+		}
+		type delivery struct {
+			ID        string
+			EventType *string `json:"event_type"`
+		}
+		var page struct{ Data []delivery }
+		for _, path := range []string{"/v1/subscriptions/" + sub + "/deliveries", "/v1/deliveries", "/v1/deliveries?event_id=evt-1"} {
+			acme.json("GET", path, "", 200, &page)
+			if len(page.Data) != 1 || page.Data[0].EventType == nil || *page.Data[0].EventType != ev.EventType {
+				t.Fatalf("GET %s = %+v, want one delivery of a %s event", path, page.Data, ev.EventType)
+			}
+		}
+		var one, replayed map[string]any
+		acme.json("GET", "/v1/deliveries/"+page.Data[0].ID, "", 200, &one)
+		acme.json("POST", "/v1/deliveries/"+page.Data[0].ID+"/replay", "", 202, &replayed)
+		for what, got := range map[string]map[string]any{"the delivery": one, "the replay": replayed} {
+			if got["event_type"] != ev.EventType {
+				t.Fatalf("%s = %v, want event_type %q", what, got, ev.EventType)
+			}
+		}
+	})
+}

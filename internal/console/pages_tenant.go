@@ -240,15 +240,16 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	// The names before the ids: the subscription's, the event's type. A
-	// subscription deleted or an event past retention leaves its id.
-	var sub, ev m
+	// The names before the ids: the subscription's, the event's type (the
+	// delivery carries it). A subscription deleted or an event past
+	// retention leaves its id.
+	var sub m
 	subName, eventType := "", ""
+	if t, ok := d["event_type"].(string); ok {
+		eventType = t
+	}
 	if c.call(r, s, "GET", "/v1/subscriptions/"+url.PathEscape(str(d["subscription_id"])), nil, &sub) == nil {
 		subName = str(sub["name"])
-	}
-	if c.call(r, s, "GET", "/v1/events/"+url.PathEscape(str(d["event_id"])), nil, &ev) == nil {
-		eventType = str(ev["type"])
 	}
 	title := "Delivery to " + str(d["subscription_id"])
 	if subName != "" {

@@ -35,6 +35,15 @@ func TestTables_NamesBeforeIDsAndRelativeTimes(t *testing.T) {
 		if m := regexp.MustCompile(`<time datetime="[^"]+" title="([^"]+)">3 min ago</time>`).FindStringSubmatch(list.body); m == nil || !strings.HasPrefix(m[1], strings.TrimSuffix(exact, "Z")) {
 			t.Fatalf("no relative time with the exact time (%s) as its title:\n%s", exact, list.body)
 		}
+		// The event by its type, its ce-id the secondary line, in the
+		// search and in the subscription's recent deliveries.
+		evRef := `<a href="/console/events/evt-1"><code>transaction.posted</code></a><code class="id" title="evt-1">evt-1</code>`
+		if !strings.Contains(list.body, evRef) {
+			t.Fatalf("the deliveries table does not name the event's type (%s):\n%s", evRef, list.body)
+		}
+		if p := b.get("/console/subscriptions/" + sub); !strings.Contains(p.body, evRef) {
+			t.Fatalf("the subscription's recent deliveries do not name the event's type (%s):\n%s", evRef, p.body)
+		}
 		if !strings.Contains(list.body, `<code class="id" title="`+job+`">`) {
 			t.Fatalf("the delivery id is not its row's secondary line:\n%s", list.body)
 		}

@@ -23,3 +23,11 @@ func QueueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time) {
 // MigrateTo applies the migrations up to version upTo, for tests of a
 // migration on a schema filled at an older version.
 func (db *DB) MigrateTo(ctx context.Context, upTo int) error { return db.migrateTo(ctx, upTo) }
+
+// ListJobsSQL, GetJobSQL and SearchJobsSQL are the job reads' statements,
+// for the plan tests.
+var (
+	ListJobsSQL   = listJobsSQL
+	GetJobSQL     = getJobSQL
+	SearchJobsSQL = searchJobsSQL
+)

@@ -237,7 +237,29 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 	}
 	jobs, err := collectJobs(db.pool.Query(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs
 		WHERE tenant_id = $1 AND event_id = $2 ORDER BY id DESC LIMIT 1000`, tenantID, ceID))
+	for i := range jobs {
+		jobs[i].EventType = ev.EventType // all of them this event's jobs: no join needed
+	}
 	return ev, jobs, err
+}
+
+// searchJobsSQL is SearchJobs's query, by event ($9) or not: tenant $1,
+// status $2 (” for any), ids in [$4, $3), created in [$5, $6) (each NULL
+// for unbounded), $7 jobs, of subscription $8 (” for any).
+func searchJobsSQL(byEvent bool) string {
+	// The job filter never names the tenant: a condition on tenant_id
+	// tempts the planner into AND-ing the (tenant, event_id) index, which
+	// reads every job of the tenant. The tenant is the subscriptions'.
+	filter := `($2 = '' OR j.status = $2) AND j.id < $3 AND j.id >= $4
+		AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at < $6)`
+	if byEvent {
+		return withEventType(`SELECT ` + prefixed("j.", jobReadColumns) + ` FROM delivery_jobs j WHERE j.tenant_id = $1 AND ` + filter +
+			` AND j.event_id = $9 AND ($8 = '' OR j.subscription_id = $8) ORDER BY j.id DESC LIMIT $7`)
+	}
+	return withEventType(`SELECT ` + prefixed("j.", jobReadColumns) + ` FROM subscriptions s CROSS JOIN LATERAL (
+			SELECT j.* FROM delivery_jobs j WHERE j.subscription_id = s.id AND ` + filter + `
+			ORDER BY j.id DESC LIMIT $7) j
+		WHERE s.tenant_id = $1 AND ($8 = '' OR s.id = $8) ORDER BY j.id DESC LIMIT $7`)
 }
 
 // SearchJobs answers from an index whatever the filters: by event (the
@@ -255,24 +277,11 @@ func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub
 	if !p.Until.IsZero() {
 		until = &p.Until
 	}
-	// The job filter never names the tenant: a condition on tenant_id
-	// tempts the planner into AND-ing the (tenant, event_id) index, which
-	// reads every job of the tenant. The tenant is the subscriptions'.
-	filter := `($2 = '' OR j.status = $2) AND j.id < $3 AND j.id >= $4
-		AND ($5::timestamptz IS NULL OR j.created_at >= $5) AND ($6::timestamptz IS NULL OR j.created_at < $6)`
 	args := []any{p.TenantID, string(p.Status), before, low, since, until, limit, p.SubscriptionID}
-	var q string
 	if p.EventID != "" {
-		q = `SELECT ` + prefixed("j.", jobReadColumns) + ` FROM delivery_jobs j WHERE j.tenant_id = $1 AND ` + filter +
-			` AND j.event_id = $9 AND ($8 = '' OR j.subscription_id = $8) ORDER BY j.id DESC LIMIT $7`
 		args = append(args, p.EventID)
-	} else {
-		q = `SELECT ` + prefixed("j.", jobReadColumns) + ` FROM subscriptions s CROSS JOIN LATERAL (
-			SELECT j.* FROM delivery_jobs j WHERE j.subscription_id = s.id AND ` + filter + `
-			ORDER BY j.id DESC LIMIT $7) j
-		WHERE s.tenant_id = $1 AND ($8 = '' OR s.id = $8) ORDER BY j.id DESC LIMIT $7`
 	}
-	return collectJobs(db.pool.Query(ctx, q, args...))
+	return collectTypedJobs(db.pool.Query(ctx, searchJobsSQL(p.EventID != ""), args...))
 }
 
 func (db *DB) ListAPIKeys(ctx context.Context, tenantID string) (_ []hub.APIKey, err error) {

@@ -24,13 +24,47 @@ var jobCopyColumns = []string{
 	"recoveries", "dead_letter_reason", "last_error", "enqueued_at", "created_at", "updated_at",
 }
 
+// withEventType wraps q, a query of jobReadColumns ordered newest first
+// with a LIMIT, so that each job also carries its event's type: a LEFT
+// JOIN, so a job whose event retention removed still lists. LATERAL keeps
+// it a probe of each events partition's primary key by (tenant_id,
+// sequence) per job of the page: a plain join of a few thousand events is
+// planned as a hash join that reads them all. Read its rows with
+// scanTypedJob.
+func withEventType(q string) string {
+	return `SELECT ` + prefixed("j.", jobReadColumns) + `, e.event_type FROM (` + q + `) j
+		LEFT JOIN LATERAL (SELECT event_type FROM events
+			WHERE tenant_id = j.tenant_id AND sequence = j.event_sequence LIMIT 1) e ON true
+		ORDER BY j.id DESC`
+}
+
 // scanJob reads a row of jobReadColumns.
-func scanJob(row pgx.Row) (hub.Job, error) {
+func scanJob(row pgx.Row) (hub.Job, error) { return scanJobAnd(row) }
+
+// scanTypedJob reads a row of withEventType.
+func scanTypedJob(row pgx.Row) (hub.Job, error) {
+	var t *string
+	j, err := scanJobAnd(row, &t)
+	if t != nil {
+		j.EventType = *t
+	}
+	return j, err
+}
+
+func collectTypedJobs(rows pgx.Rows, err error) ([]hub.Job, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Job, error) { return scanTypedJob(r) })
+}
+
+// scanJobAnd reads a row of jobReadColumns followed by extra columns.
+func scanJobAnd(row pgx.Row, extra ...any) (hub.Job, error) {
 	var j hub.Job
 	var by, as *string
-	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
+	err := row.Scan(append([]any{&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
 		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
-		&j.UpdatedAt, &j.CompletedAt, &j.ReplayedAt, &by, &as)
+		&j.UpdatedAt, &j.CompletedAt, &j.ReplayedAt, &by, &as}, extra...)...)
 	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = j.NextAttemptAt.UTC(), j.EnqueuedAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	for _, t := range []**time.Time{&j.CompletedAt, &j.ReplayedAt} {
 		if *t != nil {
@@ -86,6 +120,16 @@ func deadLetterPending(ctx context.Context, tx pgxtx, subscriptionIDs []string, 
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// listJobsSQL pages subscription $1's jobs of tenant $2 with status $3
+// (” for any) before id $4, $5 of them; getJobSQL reads job $1 of tenant
+// $2. Both with their events' types.
+var (
+	listJobsSQL = withEventType(`SELECT ` + jobReadColumns + ` FROM delivery_jobs
+		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
+		ORDER BY id DESC LIMIT $5`)
+	getJobSQL = withEventType(`SELECT ` + jobReadColumns + ` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`)
+)
+
 func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job, err error) {
 	defer wrap(&err, "ListJobs")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
@@ -93,16 +137,14 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 	if before == "" {
 		before = "\U0010FFFF"
 	}
-	return collectJobs(db.pool.Query(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs
-		WHERE subscription_id = $1 AND tenant_id = $2 AND ($3 = '' OR status = $3) AND id < $4
-		ORDER BY id DESC LIMIT $5`,
+	return collectTypedJobs(db.pool.Query(ctx, listJobsSQL,
 		p.SubscriptionID, p.TenantID, string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000)))
 }
 
 func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
 	defer wrap(&err, "GetJob")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
-	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobReadColumns+` FROM delivery_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
+	j, err := scanTypedJob(db.pool.QueryRow(ctx, getJobSQL, id, tenantID))
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
@@ -151,9 +193,9 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job
 		}
 		// The share lock keeps retention from deleting the event until the
 		// new job, which needs it, is committed.
-		var exists bool
-		err = tx.QueryRow(ctx, `SELECT true FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
-			tenantID, j.EventSequence).Scan(&exists)
+		var eventType string
+		err = tx.QueryRow(ctx, `SELECT event_type FROM events WHERE tenant_id = $1 AND sequence = $2 FOR SHARE`,
+			tenantID, j.EventSequence).Scan(&eventType)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.EventGone(j.EventID)
 		}
@@ -161,6 +203,7 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job
 			return err
 		}
 		out = store.Replay(j, now)
+		out.EventType = eventType
 		// Marked, so a later bulk replay does not send it once more, and
 		// so it shows when, by whom and as what it was replayed.
 		if _, err := tx.Exec(ctx, `UPDATE delivery_jobs SET replayed = true, replayed_at = $2, replayed_by = $3, replayed_as = $4

@@ -208,6 +208,9 @@ func (db *DB) GetEvent(ctx context.Context, tenantID, ceID string) (_ hub.Event,
 		return hub.Event{}, nil, err
 	}
 	jobs, err := collect(rows, scanJob)
+	for i := range jobs {
+		jobs[i].EventType = ev.EventType // all of them this event's jobs: no join needed
+	}
 	return ev, jobs, err
 }
 
@@ -243,11 +246,11 @@ func (db *DB) SearchJobs(ctx context.Context, p store.SearchJobsParams) (_ []hub
 			WHERE j.subscription_id IN (SELECT id FROM subscriptions WHERE tenant_id = ?1) AND ` + filter +
 			` ORDER BY j.id DESC LIMIT ?7`
 	}
-	rows, err := db.r.QueryContext(ctx, q, args...)
+	rows, err := db.r.QueryContext(ctx, withEventType(q), args...)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, scanJob)
+	return collect(rows, scanTypedJob)
 }
 
 func prefixedColumns(alias string) string {

@@ -16,14 +16,37 @@ const jobColumns = `id, tenant_id, subscription_id, event_sequence, event_id, st
 	recoveries, dead_letter_reason, last_error, enqueued_at, created_at, updated_at, completed_at,
 	replayed_at, replayed_by, replayed_as`
 
-func scanJob(row scanner) (hub.Job, error) {
+// withEventType wraps q, a query of jobColumns ordered newest first with a
+// LIMIT, so that each job also carries its event's type: a LEFT JOIN by the
+// events' primary key, so a job whose event retention removed still lists.
+// Read its rows with scanTypedJob.
+func withEventType(q string) string {
+	return `SELECT ` + prefixedColumns("j.") + `, e.event_type FROM (` + q + `) j
+		LEFT JOIN events e ON e.tenant_id = j.tenant_id AND e.sequence = j.event_sequence
+		ORDER BY j.id DESC`
+}
+
+func scanJob(row scanner) (hub.Job, error) { return scanJobAnd(row) }
+
+// scanTypedJob reads a row of withEventType.
+func scanTypedJob(row scanner) (hub.Job, error) {
+	var t *string
+	j, err := scanJobAnd(row, &t)
+	if t != nil {
+		j.EventType = *t
+	}
+	return j, err
+}
+
+// scanJobAnd reads a row of jobColumns followed by extra columns.
+func scanJobAnd(row scanner, extra ...any) (hub.Job, error) {
 	var j hub.Job
 	var next, enq, created, updated int64
 	var completed, replayedAt *int64
 	var by, as *string
-	err := row.Scan(&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
+	err := row.Scan(append([]any{&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
 		&next, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &enq, &created, &updated, &completed,
-		&replayedAt, &by, &as)
+		&replayedAt, &by, &as}, extra...)...)
 	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = fromMicros(next), fromMicros(enq), fromMicros(created), fromMicros(updated)
 	if completed != nil {
 		t := fromMicros(*completed)
@@ -66,19 +89,19 @@ func (db *DB) ListJobs(ctx context.Context, p store.ListJobsParams) (_ []hub.Job
 	if before == "" {
 		before = "\U0010FFFF"
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs
+	rows, err := db.r.QueryContext(ctx, withEventType(`SELECT `+jobColumns+` FROM delivery_jobs
 		WHERE subscription_id = ? AND tenant_id = ? AND (? = '' OR status = ?) AND id < ?
-		ORDER BY id DESC LIMIT ?`,
+		ORDER BY id DESC LIMIT ?`),
 		p.SubscriptionID, p.TenantID, string(p.Status), string(p.Status), before, store.ClampLimit(p.Limit, 50, 1000))
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, scanJob)
+	return collect(rows, scanTypedJob)
 }
 
 func (db *DB) GetJob(ctx context.Context, tenantID, id string) (_ hub.Job, _ []hub.Attempt, err error) {
 	defer wrap(&err, "GetJob")
-	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs WHERE id = ? AND tenant_id = ?`, id, tenantID))
+	j, err := scanTypedJob(db.r.QueryRowContext(ctx, withEventType(`SELECT `+jobColumns+` FROM delivery_jobs WHERE id = ? AND tenant_id = ?`), id, tenantID))
 	if err != nil {
 		return hub.Job{}, nil, notFound(err, store.DeliveryNotFound, id)
 	}
@@ -123,15 +146,17 @@ func (db *DB) ReplayJob(ctx context.Context, tenantID, id, by string) (_ hub.Job
 		if err := replayable(ctx, tx, tenantID, j.SubscriptionID); err != nil {
 			return err
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE tenant_id = ? AND sequence = ?`,
-			tenantID, j.EventSequence).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
+		var eventType string
+		err = tx.QueryRowContext(ctx, `SELECT event_type FROM events WHERE tenant_id = ? AND sequence = ?`,
+			tenantID, j.EventSequence).Scan(&eventType)
+		if errors.Is(err, sql.ErrNoRows) {
 			return store.EventGone(j.EventID)
 		}
+		if err != nil {
+			return err
+		}
 		out = store.Replay(j, now)
+		out.EventType = eventType
 		// Marked, so a later bulk replay does not send it once more, and
 		// so it shows when, by whom and as what it was replayed.
 		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET replayed = 1, replayed_at = ?, replayed_by = ?, replayed_as = ?

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -403,6 +404,71 @@ func testHealth(t *testing.T, open Opener) {
 }
 
 func testLookups(t *testing.T, open Opener) {
+	// A job as read carries its event's type (SPEC 31, names before ids),
+	// on every read that lists or gets jobs; a job whose event retention
+	// removed still lists, with no type.
+	t.Run("JobsCarryTheirEventsType", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.subscribe(t, "acme", "sub_1", 10)
+		e.publish(t, "acme", "a", 2)
+		cs := e.claim(t, 2)
+		slices.SortFunc(cs, func(a, b store.Claimed) int { return int(a.Job.EventSequence - b.Job.EventSequence) })
+		e.complete(t, e.succeeded(cs[0])) // a-00000's job succeeds; a-00001's stays in flight
+		e.clock.Advance(8 * 24 * time.Hour)
+		if r := e.prune(t, store.PruneParams{EventsBefore: e.clock.Now().Add(-7 * 24 * time.Hour)}); r.Events != 1 {
+			t.Fatalf("Prune = %+v, want a-00000's event gone", r)
+		}
+		gone, live := cs[0].Job.ID, cs[1].Job.ID
+		wantType := NewEvent("acme", "x").EventType
+		check := func(what string, jobs []hub.Job, n int) {
+			t.Helper()
+			if len(jobs) != n {
+				t.Fatalf("%s: %d jobs, want %d", what, len(jobs), n)
+			}
+			for _, j := range jobs {
+				want := wantType
+				if j.ID == gone {
+					want = ""
+				}
+				if j.EventType != want {
+					t.Fatalf("%s: job %s (event %s) has event type %q, want %q", what, j.ID, j.EventID, j.EventType, want)
+				}
+			}
+		}
+		listed, err := e.store.ListJobs(e.ctx, store.ListJobsParams{TenantID: "acme", SubscriptionID: "sub_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("ListJobs", listed, 2)
+		for _, p := range []store.SearchJobsParams{{}, {SubscriptionID: "sub_1"}, {EventID: "a-00001"}, {EventID: "a-00000"}} {
+			p.TenantID, p.Limit = "acme", 10
+			found, err := e.store.SearchJobs(e.ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 2
+			if p.EventID != "" {
+				n = 1
+			}
+			check(fmt.Sprintf("SearchJobs(%+v)", p), found, n)
+		}
+		for _, id := range []string{gone, live} {
+			j, _ := e.job(t, "acme", id)
+			check("GetJob", []hub.Job{j}, 1)
+		}
+		_, jobs, err := e.store.GetEvent(e.ctx, "acme", "a-00001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("GetEvent", jobs, 1)
+		e.complete(t, e.succeeded(cs[1]))
+		fresh, err := e.store.ReplayJob(e.ctx, "acme", live, "admin")
+		if err != nil || fresh.EventType != wantType {
+			t.Fatalf("ReplayJob = %+v, %v; want the fresh job with its event's type", fresh, err)
+		}
+	})
+
 	t.Run("EventsTypesDeliveriesAndKeys", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", "")
