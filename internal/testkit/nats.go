@@ -1,6 +1,8 @@
 package testkit
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -35,12 +37,13 @@ func NATSServerBinary(t testing.TB) string {
 // a free port, its store in a temporary directory; stopped when the test
 // ends.
 type NATS struct {
-	URL  string // nats://127.0.0.1:<port>, without credentials
+	URL  string // nats://127.0.0.1:<port> (tls:// with NewNATSTLS), without credentials
 	User string // required of clients when not empty, with Pass
 	Pass string
 	bin  string
 	port int
 	dir  string
+	pki  *PKI // the server's certificate and the CA that signed it (NewNATSTLS); nil: plaintext
 	cmd  *exec.Cmd
 }
 
@@ -49,7 +52,21 @@ type NATS struct {
 // clients must present.
 func NewNATS(t testing.TB, userPass ...string) *NATS {
 	t.Helper()
-	n := &NATS{bin: NATSServerBinary(t), dir: t.TempDir()}
+	return newNATS(t, nil, userPass)
+}
+
+// NewNATSTLS is NewNATS with TLS required of every client: the server
+// presents pki.Server (signed by pki.CA, valid for 127.0.0.1), and URL is
+// tls://. The test's own clients (JetStream, CreateStream, Messages)
+// trust pki.CA.
+func NewNATSTLS(t testing.TB, pki *PKI, userPass ...string) *NATS {
+	t.Helper()
+	return newNATS(t, pki, userPass)
+}
+
+func newNATS(t testing.TB, pki *PKI, userPass []string) *NATS {
+	t.Helper()
+	n := &NATS{bin: NATSServerBinary(t), dir: t.TempDir(), pki: pki}
 	if len(userPass) == 2 {
 		n.User, n.Pass = userPass[0], userPass[1]
 	}
@@ -59,7 +76,11 @@ func NewNATS(t testing.TB, userPass ...string) *NATS {
 	}
 	n.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	n.URL = fmt.Sprintf("nats://127.0.0.1:%d", n.port)
+	scheme := "nats"
+	if pki != nil {
+		scheme = "tls"
+	}
+	n.URL = fmt.Sprintf("%s://127.0.0.1:%d", scheme, n.port)
 	n.Start(t)
 	t.Cleanup(n.stop)
 	return n
@@ -72,6 +93,9 @@ func (n *NATS) Start(t testing.TB) {
 	if n.User != "" {
 		args = append(args, "--user", n.User, "--pass", n.Pass)
 	}
+	if n.pki != nil {
+		args = append(args, "--tls", "--tlscert", n.pki.Server.CertFile, "--tlskey", n.pki.Server.KeyFile)
+	}
 	n.cmd = exec.Command(n.bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = os.Stderr, os.Stderr
 	if os.Getenv("STREAMING_HUB_TEST_NATS_LOG") == "" {
@@ -81,7 +105,7 @@ func (n *NATS) Start(t testing.TB) {
 		t.Fatalf("nats-server: %v", err)
 	}
 	WaitFor(t, "nats-server to answer with JetStream", func() bool {
-		nc, err := natsgo.Connect(n.URL, natsgo.Timeout(time.Second), natsgo.UserInfo(n.User, n.Pass))
+		nc, err := natsgo.Connect(n.URL, n.clientOptions(natsgo.Timeout(time.Second))...)
 		if err != nil {
 			return false
 		}
@@ -117,10 +141,22 @@ func (n *NATS) stop() {
 	n.cmd = nil
 }
 
+// clientOptions are the options of the test's own clients: the
+// credentials and, with TLS, the CA trusted.
+func (n *NATS) clientOptions(more ...natsgo.Option) []natsgo.Option {
+	opts := append([]natsgo.Option{natsgo.UserInfo(n.User, n.Pass)}, more...)
+	if n.pki != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(n.pki.CA.CertPEM)
+		opts = append(opts, natsgo.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	return opts
+}
+
 // JetStream is a client of the test's own.
 func (n *NATS) JetStream(t testing.TB) jetstream.JetStream {
 	t.Helper()
-	nc, err := natsgo.Connect(n.URL, natsgo.UserInfo(n.User, n.Pass))
+	nc, err := natsgo.Connect(n.URL, n.clientOptions()...)
 	if err != nil {
 		t.Fatalf("nats: %v", err)
 	}

@@ -262,11 +262,9 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 	return &conn{nc: nc, js: js}, nil
 }
 
-// describe is a connect error without the URL or credentials.
+// describe is a connect error as a tenant may read it: without the URL,
+// credentials or addresses, and a TLS failure named as the webhook names
+// it ("TLS: certificate signed by unknown authority").
 func describe(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
+	return destination.Describe(err)
 }

@@ -2,6 +2,8 @@ package nats_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,8 +17,15 @@ import (
 
 func publisher(t testing.TB) *nats.Publisher {
 	t.Helper()
+	return publisherWithTLS(t, nil)
+}
+
+// publisherWithTLS is a publisher whose tls:// connections start from
+// base (nil: the system roots).
+func publisherWithTLS(t testing.TB, base *tls.Config) *nats.Publisher {
+	t.Helper()
 	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
-	p, err := nats.New(nats.Options{Dial: d.DialContext})
+	p, err := nats.New(nats.Options{Dial: d.DialContext, TLS: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,5 +170,76 @@ func TestPublish_ServerDownFailsAndKeepsNoConnection(t *testing.T) {
 	}
 	if p.Conns() != 0 {
 		t.Fatalf("%d connections kept", p.Conns())
+	}
+}
+
+// trusting is a TLS configuration whose roots are ca's certificate alone.
+func trusting(t testing.TB, ca testkit.Cert) *tls.Config {
+	t.Helper()
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca.CertPEM) {
+		t.Fatal("no CA certificate")
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// A tls:// destination on a server whose certificate the publisher's CA
+// signed: the event lands once in the stream, with Nats-Msg-Id = ce-id,
+// however often it is sent.
+func TestPublish_OverTLSWithTheCATrustedLandsOnceWithMsgID(t *testing.T) {
+	pki := testkit.NewPKI(t)
+	n := testkit.NewNATSTLS(t, pki, "hub", "s3cret")
+	if !strings.HasPrefix(n.URL, "tls://") {
+		t.Fatalf("URL %s", n.URL)
+	}
+	n.CreateStream(t, "EVENTS", "events.>")
+	p := publisherWithTLS(t, trusting(t, pki.CA))
+	tg := target(n, "events.acme", "EVENTS")
+	if err := send(t, p, tg, message("evt-1", "att_1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(t, p, tg, message("evt-1", "att_2")); err != nil {
+		t.Fatal(err)
+	}
+	msgs := n.Messages(t, "EVENTS")
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages in the stream, want 1", len(msgs))
+	}
+	m := msgs[0]
+	if m.Subject != "events.acme" || string(m.Data) != `{"id":"evt-1"}` {
+		t.Fatalf("message %s %s", m.Subject, m.Data)
+	}
+	if got := m.Header.Get("Nats-Msg-Id"); got != "evt-1" || got != m.Header.Get("ce-id") {
+		t.Fatalf("Nats-Msg-Id %q, ce-id %q", got, m.Header.Get("ce-id"))
+	}
+	if p.Conns() != 1 {
+		t.Fatalf("%d connections", p.Conns())
+	}
+}
+
+// A server whose certificate no trusted CA signed fails the attempt at
+// connecting, saying so, and nothing reaches the stream: neither with the
+// system roots nor with another CA.
+func TestPublish_OverTLSAnUntrustedCertificateFails(t *testing.T) {
+	pki := testkit.NewPKI(t)
+	n := testkit.NewNATSTLS(t, pki)
+	n.CreateStream(t, "EVENTS", "events.>")
+	for name, base := range map[string]*tls.Config{
+		"system roots": nil,
+		"another CA":   trusting(t, testkit.NewPKI(t).CA),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := publisherWithTLS(t, base)
+			err := send(t, p, target(n, "events.acme", "EVENTS"), message("evt-1", "att_1"))
+			if err == nil || err.Error() != "nats: connect: TLS: certificate signed by unknown authority" {
+				t.Fatalf("err = %v", err)
+			}
+			if p.Conns() != 0 {
+				t.Fatalf("%d connections kept", p.Conns())
+			}
+		})
+	}
+	if got := len(n.Messages(t, "EVENTS")); got != 0 {
+		t.Fatalf("%d messages stored", got)
 	}
 }
