@@ -61,55 +61,57 @@ func optTime(us *int64) *time.Time {
 	return &t
 }
 
-func (db *DB) ListRollups(ctx context.Context, subscriptionID string, from time.Time) (_ []store.Rollup, err error) {
-	defer wrap(&err, "ListRollups")
-	rows, err := db.r.QueryContext(ctx, `SELECT subscription_id, bucket_start, successes, failures, `+
-		strings.Join(histogramColumns, ", ")+`, last_success_at, last_failure_at, last_error
-		FROM subscription_rollups WHERE subscription_id = ? AND bucket_start >= ? ORDER BY bucket_start`,
-		subscriptionID, micros(from))
-	if err != nil {
-		return nil, err
-	}
-	return collect(rows, func(row scanner) (store.Rollup, error) {
-		var r store.Rollup
-		var start int64
-		var ok, fail *int64
-		dest := []any{&r.SubscriptionID, &start, &r.Successes, &r.Failures}
-		for i := range r.Latency {
-			dest = append(dest, &r.Latency[i])
-		}
-		dest = append(dest, &ok, &fail, &r.LastError)
-		err := row.Scan(dest...)
-		r.Start, r.LastSuccessAt, r.LastFailureAt = fromMicros(start), optTime(ok), optTime(fail)
-		return r, err
-	})
-}
+// rollupColumns are a subscription's rollup row as scanRollup reads it.
+var rollupColumns = `subscription_id, bucket_start, successes, failures, ` +
+	strings.Join(histogramColumns, ", ") + `, last_success_at, last_failure_at, last_error`
 
-func (db *DB) ListHubRollups(ctx context.Context, from time.Time) (_ []store.Rollup, err error) {
-	defer wrap(&err, "ListHubRollups")
+// hubRollupColumns are rollupColumns summed over every subscription of a
+// bucket (GROUP BY bucket_start): no subscription and no error of its own.
+var hubRollupColumns = func() string {
 	sums := make([]string, len(histogramColumns))
 	for i, c := range histogramColumns {
 		sums[i] = "sum(" + c + ")"
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT bucket_start, sum(successes), sum(failures), `+
-		strings.Join(sums, ", ")+`, max(last_success_at), max(last_failure_at)
+	return `'', bucket_start, sum(successes), sum(failures), ` +
+		strings.Join(sums, ", ") + `, max(last_success_at), max(last_failure_at), ''`
+}()
+
+func (db *DB) ListRollups(ctx context.Context, subscriptionID string, from time.Time) (_ []store.Rollup, err error) {
+	defer wrap(&err, "ListRollups")
+	return db.queryRollups(ctx, `SELECT `+rollupColumns+`
+		FROM subscription_rollups WHERE subscription_id = ? AND bucket_start >= ? ORDER BY bucket_start`,
+		subscriptionID, micros(from))
+}
+
+func (db *DB) ListHubRollups(ctx context.Context, from time.Time) (_ []store.Rollup, err error) {
+	defer wrap(&err, "ListHubRollups")
+	return db.queryRollups(ctx, `SELECT `+hubRollupColumns+`
 		FROM subscription_rollups WHERE bucket_start >= ? GROUP BY bucket_start ORDER BY bucket_start`, micros(from))
+}
+
+// queryRollups runs query, which selects rollupColumns or
+// hubRollupColumns, and scans its rows.
+func (db *DB) queryRollups(ctx context.Context, query string, args ...any) ([]store.Rollup, error) {
+	rows, err := db.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, func(row scanner) (store.Rollup, error) {
-		var r store.Rollup
-		var start int64
-		var ok, fail *int64
-		dest := []any{&start, &r.Successes, &r.Failures}
-		for i := range r.Latency {
-			dest = append(dest, &r.Latency[i])
-		}
-		dest = append(dest, &ok, &fail)
-		err := row.Scan(dest...)
-		r.Start, r.LastSuccessAt, r.LastFailureAt = fromMicros(start), optTime(ok), optTime(fail)
-		return r, err
-	})
+	return collect(rows, scanRollup)
+}
+
+// scanRollup reads a row of rollupColumns (or hubRollupColumns).
+func scanRollup(row scanner) (store.Rollup, error) {
+	var r store.Rollup
+	var start int64
+	var ok, fail *int64
+	dest := []any{&r.SubscriptionID, &start, &r.Successes, &r.Failures}
+	for i := range r.Latency {
+		dest = append(dest, &r.Latency[i])
+	}
+	dest = append(dest, &ok, &fail, &r.LastError)
+	err := row.Scan(dest...)
+	r.Start, r.LastSuccessAt, r.LastFailureAt = fromMicros(start), optTime(ok), optTime(fail)
+	return r, err
 }
 
 func (db *DB) Backlog(ctx context.Context, subscriptionID string) (_ map[hub.JobStatus]int64, err error) {
