@@ -61,6 +61,8 @@ func benchFlags(args []string, e env) (o loadtest.Options, cpuprofile string, er
 	fs.DurationVar(&o.Timeout, "timeout", 0, "give up after this long (default 10m, or the soak + 10m; a soak then reports what it has)")
 	fs.DurationVar(&o.Progress, "progress", time.Second, "progress line interval; in a soak, 10s unless given")
 	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.DurationVar(&o.Idle, "idle", 0, "before the load, watch the hub idle this long and report its CPU and its PostgreSQL backends'")
+	fs.IntVar(&o.Statements, "statements", 0, "count the statements the hub sends to PostgreSQL during the load and print the N most frequent")
 	db := fs.String("database", e.getenv(config.Prefix+"DATABASE_URL"), "postgres://... (a fresh schema is used, then dropped) or empty for a temporary SQLite file")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: streaming-hub bench [flags]
@@ -84,7 +86,12 @@ It reports, for each class of tenant (healthy, hung, failing): delivered /
 expected, end-to-end latency (producer send to first receipt) p50/p95/p99,
 deliveries per second, whether each tenant's events arrived in order; and
 for the process: CPU milliseconds per delivery (utime + stime from
-/proc/self/stat) and peak RSS (VmHWM).
+/proc/self/stat) and peak RSS (VmHWM). On PostgreSQL (which must run on
+this machine) it also reports the CPU of the hub's backends (found in
+pg_stat_activity by the application_name the bench gives the hub; utime +
+stime of /proc/<pid>/stat) per event produced. -idle D first watches the
+hub idle for D and reports the CPU of both; -statements N counts the
+statements the hub sends (a pgx tracer) and prints the N most frequent.
 
 Soak (-soak DURATION, SPEC 25): produces at -rate (default 200/s) for
 DURATION to -tenants, -ordered 20 of them with max_in_flight 1 and the
@@ -114,6 +121,7 @@ Examples:
   streaming-hub bench -tenants 1 -events 20000 -database postgres://...
   streaming-hub bench -soak 10m -database postgres://...
   streaming-hub bench -tenants 50 -rate 100 -duration 30s -max-in-flight 64 -shared-host -hung-tenants 8 -drain 20s
+  streaming-hub bench -tenants 200 -rate 50 -duration 30s -idle 20s -statements 12 -database postgres://...
 
 `)
 		printFlags(fs)

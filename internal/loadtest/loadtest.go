@@ -79,15 +79,22 @@ type Options struct {
 	// as soon as every event is delivered when every receiver is healthy.
 	// 0 watches until every healthy tenant's event is delivered and every
 	// hung or failing receiver has had a request.
-	Drain    time.Duration
-	Timeout  time.Duration // give up after this long
-	Progress time.Duration // progress line interval; 0 for none
+	Drain   time.Duration
+	Timeout time.Duration // give up after this long
+	// Idle, when set, watches the hub idle (tenants and subscriptions
+	// made, nothing produced) for this long before the load, and reports
+	// the CPU of the bench process and of the hub's PostgreSQL backends.
+	Idle time.Duration
+	// Statements, when set, counts the statements the hub sends to
+	// PostgreSQL during the load and reports the N most frequent.
+	Statements int
+	Progress   time.Duration // progress line interval; 0 for none
 }
 
 // Normalize fills in the defaults and checks the profile.
 func (o Options) Normalize() (Options, error) {
-	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 || o.Soak < 0 {
-		return o, fmt.Errorf("events, duration, soak and rate cannot be negative")
+	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 || o.Soak < 0 || o.Idle < 0 || o.Statements < 0 {
+		return o, fmt.Errorf("events, duration, soak, rate, idle and statements cannot be negative")
 	}
 	if o.Soak > 0 {
 		if o.Duration > 0 {
@@ -244,6 +251,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	h := &app.Hub{Config: cfg, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+	var stmts *statements
+	if o.Statements > 0 {
+		stmts = newStatements()
+		h.OnStatement = stmts.observe
+	}
 	if err := h.Start(ctx); err != nil {
 		return Result{}, err
 	}
@@ -294,6 +306,24 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, describeMishaps(o), o.HungTenants, o.Hang, o.FailingTenants,
 		describeHosts(o, len(servers)), describeMaxInFlight(o))
 
+	var pg *pgCPU
+	if app := appName(db); app != "" {
+		if pg, err = newPGCPU(ctx, o.DatabaseURL, app); err != nil {
+			return Result{}, fmt.Errorf("bench: watch PostgreSQL: %w", err)
+		}
+		defer pg.close()
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go pg.run(sctx)
+	}
+	var idle *IdleResult
+	if o.Idle > 0 {
+		idle = watchIdle(ctx, o.Idle, pg, out)
+	}
+	if stmts != nil {
+		stmts.take() // setup's and the idle window's are not the load's
+	}
+
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.ProducerLinger(2*time.Millisecond),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.MaxBufferedRecords(50_000))
 	if err != nil {
@@ -301,7 +331,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	defer prod.Close()
 
-	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage()}
+	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage(),
+		pg: pg, stmts: stmts, idle: idle}
+	if pg != nil {
+		r.pgWin = pg.begin(ctx)
+	}
 	r.start = time.Now()
 	go func() {
 		if err := produce(ctx, prod, o, tenants, &r.produced, &r.lastSent); err != nil {
@@ -360,6 +394,10 @@ type run struct {
 	start      time.Time
 	cpu0       time.Duration
 	load0      string
+	pg         *pgCPU // nil on SQLite
+	pgWin      pgWindow
+	stmts      *statements // nil unless Options.Statements
+	idle       *IdleResult
 	produced   atomic.Int64 // events the broker acknowledged
 	lastSent   atomic.Int64 // unix ns of the latest send
 	produceErr atomic.Value
@@ -427,7 +465,71 @@ func (r *run) result(lastIngest time.Time) Result {
 	if res.Delivered > 0 {
 		res.CPUPerDelivery = res.CPU / time.Duration(res.Delivered)
 	}
+	r.measureDB(&res)
 	return res
+}
+
+// measureDB adds the PostgreSQL figures of the load (and the idle window
+// before it) to res.
+func (r *run) measureDB(res *Result) {
+	res.Idle = r.idle
+	if r.pg != nil {
+		res.PGCPU, res.PGBackends = r.pgWin.end(context.Background())
+		if r.o.Events > 0 {
+			res.PGCPUPerEvent = res.PGCPU / time.Duration(r.o.Events)
+		}
+	}
+	if r.stmts != nil {
+		all := r.stmts.take()
+		for _, s := range all {
+			res.StatementsRun += s.Count
+		}
+		res.Statements = all[:min(len(all), r.o.Statements)]
+	}
+}
+
+// IdleResult is what the hub cost while idle.
+type IdleResult struct {
+	Duration   time.Duration
+	CPU        time.Duration // the bench process (broker, hub, receivers)
+	PGCPU      time.Duration // the hub's PostgreSQL backends; 0 on SQLite
+	PGBackends int
+}
+
+// watchIdle lets the hub settle, then measures it idle for d.
+func watchIdle(ctx context.Context, d time.Duration, pg *pgCPU, out io.Writer) *IdleResult {
+	select { // the start's one-off work (first housekeeping pass, claims) settles
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
+	fmt.Fprintf(out, "bench: watching the hub idle for %v\n", d)
+	var w pgWindow
+	if pg != nil {
+		w = pg.begin(ctx)
+	}
+	cpu0, t0 := cpuTime(), time.Now()
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	res := &IdleResult{Duration: time.Since(t0), CPU: cpuTime() - cpu0}
+	if pg != nil {
+		res.PGCPU, res.PGBackends = w.end(ctx)
+	}
+	return res
+}
+
+// appName is the application_name the hub's PostgreSQL URL carries ("" for
+// SQLite): its backends are the ones pg_stat_activity lists under it.
+func appName(db string) string {
+	if strings.HasPrefix(db, "sqlite://") {
+		return ""
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("application_name")
 }
 
 // sinkProfile describes the receivers' latency, with its own quantiles.
@@ -537,6 +639,7 @@ func database(ctx context.Context, raw string) (string, func(), error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", "streaming-hub-"+schema) // how the bench finds the hub's backends
 	u.RawQuery = q.Encode()
 	return u.String(), func() {
 		c, err := pgx.Connect(context.Background(), raw)

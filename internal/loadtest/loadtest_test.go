@@ -27,11 +27,22 @@ func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 			Timeout: testkit.Patience, Progress: 200 * time.Millisecond} // the timeout: a safety net, not a speed
 		if d.Name == "postgres" {
 			o.DatabaseURL = testkit.PostgresURL(t)
+			o.Idle, o.Statements = 300*time.Millisecond, 5
 		}
 		var out bytes.Buffer
 		res, err := loadtest.Run(context.Background(), o, &out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if d.Name == "postgres" {
+			// The hub's backends are found and their CPU summed; the
+			// statements it sent are counted, the most frequent listed.
+			var report bytes.Buffer
+			loadtest.Report(&report, res)
+			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
+				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
+				t.Fatalf("result = %+v\n%s", res, report.String())
+			}
 		}
 		if res.Delivered != 300 || res.IngestRate <= 0 || res.DeliveryRate <= 0 || res.P50 <= 0 || res.P99 < res.P50 || res.PeakRSS <= 0 {
 			t.Fatalf("result = %+v", res)
@@ -105,11 +116,22 @@ func TestRun_SoakPrintsLinesAndASummary(t *testing.T) {
 			RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"}, Timeout: testkit.Patience}
 		if d.Name == "postgres" {
 			o.DatabaseURL = testkit.PostgresURL(t)
+			o.Idle, o.Statements = 300*time.Millisecond, 5
 		}
 		var out bytes.Buffer
 		res, err := loadtest.Run(context.Background(), o, &out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if d.Name == "postgres" {
+			// The hub's backends are found and their CPU summed; the
+			// statements it sent are counted, the most frequent listed.
+			var report bytes.Buffer
+			loadtest.Report(&report, res)
+			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
+				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
+				t.Fatalf("result = %+v\n%s", res, report.String())
+			}
 		}
 		loadtest.Report(&out, res)
 		s := res.Soak
