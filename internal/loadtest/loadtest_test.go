@@ -41,7 +41,7 @@ func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 			loadtest.Report(&report, res)
 			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
 				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
-				t.Fatalf("result = %+v\n%s", res, report.String())
+				t.Fatalf("result = %+v idle %+v\n%s", res, res.Idle, report.String())
 			}
 		}
 		if res.Delivered != 300 || res.IngestRate <= 0 || res.DeliveryRate <= 0 || res.P50 <= 0 || res.P99 < res.P50 || res.PeakRSS <= 0 {
@@ -130,7 +130,7 @@ func TestRun_SoakPrintsLinesAndASummary(t *testing.T) {
 			loadtest.Report(&report, res)
 			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
 				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
-				t.Fatalf("result = %+v\n%s", res, report.String())
+				t.Fatalf("result = %+v idle %+v\n%s", res, res.Idle, report.String())
 			}
 		}
 		loadtest.Report(&out, res)
