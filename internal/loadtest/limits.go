@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -211,8 +210,11 @@ func measureCommits(ctx context.Context, d time.Duration, url string, lim *Limit
 			_, derr = c.Exec(dctx, "DROP SCHEMA "+lim.Scratch+" CASCADE")
 			c.Close(dctx)
 		}
-		if derr != nil {
-			err = errors.Join(err, fmt.Errorf("drop the scratch schema %s: %w", lim.Scratch, derr))
+		switch {
+		case derr != nil && err != nil:
+			err = fmt.Errorf("%w; then drop the scratch schema %s: %v", err, lim.Scratch, derr) // one line
+		case derr != nil:
+			err = fmt.Errorf("drop the scratch schema %s: %w", lim.Scratch, derr)
 		}
 	}()
 	if _, err := conn.Exec(ctx, "CREATE TABLE "+table+" (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, client int NOT NULL, body text NOT NULL)"); err != nil {
@@ -280,8 +282,11 @@ func commitFrom(ctx context.Context, cfg *pgx.ConnConfig, table string, n int, d
 			res.BackendCPU, res.BackendRead = *cpu1-*cpu0, true
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return res, err // the connections' own errors are its consequence
+	}
 	close(errs)
-	return res, errors.Join(ctx.Err(), <-errs)
+	return res, <-errs
 }
 
 // backendCPU sums the CPU of the connections' backends, nil when one of
