@@ -89,6 +89,10 @@ type Options struct {
 	// PostgreSQL during the load and reports the N most frequent.
 	Statements int
 	Progress   time.Duration // progress line interval; 0 for none
+	// Limits, when set, first measures the machine's limits for this long
+	// each (MeasureLimits), before the hub starts, so the run's figures
+	// can be read against them (Result.Limits).
+	Limits time.Duration
 }
 
 // Normalize fills in the defaults and checks the profile.
@@ -146,8 +150,11 @@ func (o Options) Normalize() (Options, error) {
 	if o.SlowLatency == 0 {
 		o.SlowLatency = time.Second
 	}
+	if o.Limits != 0 && o.Limits < MinLimits { // negatives too
+		return o, fmt.Errorf("limits %v: want %v or more for each measurement (0: none)", o.Limits, MinLimits)
+	}
 	if o.Timeout <= 0 {
-		o.Timeout = 10*time.Minute + o.Soak
+		o.Timeout = 10*time.Minute + o.Soak + o.limitsTime()
 	}
 	if o.Soak > 0 && o.Progress <= 0 {
 		o.Progress = 10 * time.Second
@@ -163,7 +170,10 @@ func (o Options) Normalize() (Options, error) {
 		return o, fmt.Errorf("slow latency cannot be negative")
 	case o.RetrySchedule != nil && hub.ValidateRetrySchedule(o.RetrySchedule) != nil:
 		return o, fmt.Errorf("retry schedule: %w", hub.ValidateRetrySchedule(o.RetrySchedule))
-	case o.Soak > 0 && o.Timeout <= o.Soak:
+	case o.Soak > 0 && o.Timeout <= o.Soak+o.limitsTime():
+		if o.Limits > 0 {
+			return o, fmt.Errorf("timeout %v is not longer than the limits' %v and the soak %v", o.Timeout, o.limitsTime(), o.Soak)
+		}
 		return o, fmt.Errorf("timeout %v is not longer than the soak %v", o.Timeout, o.Soak)
 	}
 	switch {
@@ -196,6 +206,10 @@ func (o Options) Normalize() (Options, error) {
 	return o, nil
 }
 
+// limitsTime is how long the limits take at most: three measurements on
+// PostgreSQL (HTTP, commits from 1 and from 8 connections).
+func (o Options) limitsTime() time.Duration { return 3 * o.Limits }
+
 // expected counts the events each class's tenants get: event i goes to
 // tenant i mod Tenants.
 func (o Options) expected() [numClasses]int {
@@ -220,6 +234,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+
+	// Before anything of the run starts, so nothing else of it runs
+	// beside the measurements.
+	var limits *Limits
+	if o.Limits > 0 {
+		if limits, err = MeasureLimits(ctx, o.Limits, o.DatabaseURL, out); err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintf(out, "bench: limits: %s\n", limits.Summary())
+	}
 
 	db, cleanup, err := database(ctx, o.DatabaseURL)
 	if err != nil {
@@ -332,7 +356,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	defer prod.Close()
 
 	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage(),
-		pg: pg, stmts: stmts, idle: idle}
+		pg: pg, stmts: stmts, idle: idle, limits: limits}
 	if pg != nil {
 		r.pgWin = pg.begin(ctx)
 	}
@@ -398,6 +422,7 @@ type run struct {
 	pgWin      pgWindow
 	stmts      *statements // nil unless Options.Statements
 	idle       *IdleResult
+	limits     *Limits      // nil without Options.Limits
 	produced   atomic.Int64 // events the broker acknowledged
 	lastSent   atomic.Int64 // unix ns of the latest send
 	produceErr atomic.Value
@@ -431,7 +456,7 @@ func (r *run) result(lastIngest time.Time) Result {
 	o, rec := r.o, r.rec
 	res := Result{Events: o.Events, Database: describeDB(r.db), Settings: r.settings, Drain: o.Drain, SharedHost: o.SharedHost,
 		IngestRate: float64(o.Events) / lastIngest.Sub(r.start).Seconds(), Elapsed: time.Since(r.start),
-		PeakRSS: peakRSS(), CPU: cpuTime() - r.cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{r.load0, loadAverage()}}
+		PeakRSS: peakRSS(), CPU: cpuTime() - r.cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{r.load0, loadAverage()}, Limits: r.limits}
 	lastProduce := time.Unix(0, r.lastSent.Load())
 	var first, last time.Time
 	for c := range numClasses {

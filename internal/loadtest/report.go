@@ -37,6 +37,7 @@ type Result struct {
 	Idle          *IdleResult     // Options.Idle's window; nil without it
 	Statements    []StatementStat // the most frequent statements of the load (Options.Statements)
 	StatementsRun int             // every statement of the load
+	Limits        *Limits         // the machine's limits measured before the run (Options.Limits); nil without
 }
 
 // SinkProfile is what the receivers were told to do.
@@ -72,6 +73,7 @@ func Report(w io.Writer, res Result) {
 	} else {
 		reportTotals(w, res)
 	}
+	ReportLimits(w, res.Limits)
 	reportClasses(w, res)
 }
 
