@@ -104,7 +104,13 @@ func (w pgWindow) end(ctx context.Context) (cpu time.Duration, backends int) {
 	return cpu, backends
 }
 
-func (p *pgCPU) close() { p.conn.Close(context.Background()) }
+// close closes the connection once no sample is using it (the sampler
+// may still be in one when the run ends).
+func (p *pgCPU) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conn.Close(context.Background())
+}
 
 // statements counts the statements the hub sends to PostgreSQL (a pgx
 // tracer, app.Hub.OnStatement) and their time on the client.
