@@ -30,8 +30,25 @@ func (s setFlag) Set(kv string) error {
 	return nil
 }
 
+// benchRun is a checked bench command line: the load's options and what
+// the command does around them.
+type benchRun struct {
+	loadtest.Options
+	cpuprofile string
+	limitsOnly bool // measure the machine's limits and run no load
+}
+
+// defaultLimitsOnly is how long -limits-only measures each limit when
+// -limits does not say.
+const defaultLimitsOnly = 5 * time.Second
+
+// limitsOnlyFlags are the flags -limits-only takes: the others shape a load
+// it does not run.
+var limitsOnlyFlags = map[string]bool{"limits": true, "limits-only": true, "database": true, "cpuprofile": true}
+
 // benchFlags parses the bench command line into a checked run.
-func benchFlags(args []string, e env) (o loadtest.Options, cpuprofile string, err error) {
+func benchFlags(args []string, e env) (r benchRun, err error) {
+	o := &r.Options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	set := setFlag{}
@@ -60,7 +77,11 @@ func benchFlags(args []string, e env) (o loadtest.Options, cpuprofile string, er
 	fs.Var(set, "set", "NAME=VALUE: any other hub variable for the run, e.g. -set DELIVERY_TIMEOUT=5s (repeatable)")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "give up after this long (default 10m, or the soak + 10m; a soak then reports what it has)")
 	fs.DurationVar(&o.Progress, "progress", time.Second, "progress line interval; in a soak, 10s unless given")
-	fs.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&r.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.DurationVar(&o.Idle, "idle", 0, "before the load, watch the hub idle this long and report its CPU and its PostgreSQL backends'")
+	fs.IntVar(&o.Statements, "statements", 0, "count the statements the hub sends to PostgreSQL during the load and print the N most frequent")
+	fs.DurationVar(&o.Limits, "limits", 0, "before the hub starts, measure this machine's limits for this long each (see above) and report them beside the run")
+	fs.BoolVar(&r.limitsOnly, "limits-only", false, "measure the limits (for -limits, default 5s) and exit: no hub, no load")
 	db := fs.String("database", e.getenv(config.Prefix+"DATABASE_URL"), "postgres://... (a fresh schema is used, then dropped) or empty for a temporary SQLite file")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: streaming-hub bench [flags]
@@ -84,7 +105,25 @@ It reports, for each class of tenant (healthy, hung, failing): delivered /
 expected, end-to-end latency (producer send to first receipt) p50/p95/p99,
 deliveries per second, whether each tenant's events arrived in order; and
 for the process: CPU milliseconds per delivery (utime + stime from
-/proc/self/stat) and peak RSS (VmHWM).
+/proc/self/stat) and peak RSS (VmHWM). On PostgreSQL (which must run on
+this machine) it also reports the CPU of the hub's backends (found in
+pg_stat_activity by the application_name the bench gives the hub; utime +
+stime of /proc/<pid>/stat) per event produced. -idle D first watches the
+hub idle for D and reports the CPU of both; -statements N counts the
+statements the hub sends (a pgx tracer) and prints the N most frequent.
+
+The machine's limits (-limits D), measured before the hub starts so the
+run's figures can be read against what this machine does at all, in the
+same run and under the same load average: for D, loopback HTTP (a plain
+net/http server on 127.0.0.1 that reads the body and answers 200; 64
+goroutines POSTing 512 bytes over kept-alive connections): requests per
+second and the process's CPU; then, on PostgreSQL, single-row commits
+(each an INSERT of one row in its own transaction, synchronous_commit on,
+into a table of a scratch schema dropped after) from 1 connection for D,
+then from 8 for D: commits per second and their backends' CPU. They are
+printed as a "machine" block with the load average before and after.
+-limits-only measures them (for 5s each unless -limits says) and exits,
+with no hub and no load; it takes only -limits, -database and -cpuprofile.
 
 Soak (-soak DURATION, SPEC 25): produces at -rate (default 200/s) for
 DURATION to -tenants, -ordered 20 of them with max_in_flight 1 and the
@@ -114,15 +153,18 @@ Examples:
   streaming-hub bench -tenants 1 -events 20000 -database postgres://...
   streaming-hub bench -soak 10m -database postgres://...
   streaming-hub bench -tenants 50 -rate 100 -duration 30s -max-in-flight 64 -shared-host -hung-tenants 8 -drain 20s
+  streaming-hub bench -tenants 200 -rate 50 -duration 30s -idle 20s -statements 12 -database postgres://...
+  streaming-hub bench -tenants 100 -events 100000 -limits 5s -database postgres://...
+  streaming-hub bench -limits-only -database postgres://...
 
 `)
 		printFlags(fs)
 	}
 	if err := parseFlags(fs, args); err != nil {
-		return o, "", err
+		return r, err
 	}
 	if fs.NArg() > 0 {
-		return o, "", badProfile{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return r, badProfile{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	o.DatabaseURL = *db
 	if *retry != "" {
@@ -132,11 +174,29 @@ Examples:
 		o.Set = set
 	}
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var load []string // flags given that shape the load, in order
+	fs.Visit(func(f *flag.Flag) {
+		given[f.Name] = true
+		if !limitsOnlyFlags[f.Name] {
+			load = append(load, f.Name)
+		}
+	})
+	if r.limitsOnly {
+		if len(load) > 0 {
+			return r, badProfile{fmt.Errorf("-limits-only measures the machine and runs no load: give no -%s", load[0])}
+		}
+		if !given["limits"] {
+			o.Limits = defaultLimitsOnly
+		}
+		if o.Limits < loadtest.MinLimits {
+			return r, badProfile{fmt.Errorf("limits %v: want %v or more for each measurement", o.Limits, loadtest.MinLimits)}
+		}
+		return r, nil
+	}
 	if o.Soak > 0 {
 		for _, name := range []string{"events", "duration"} {
 			if given[name] {
-				return o, "", badProfile{fmt.Errorf("-soak produces for its own duration at -rate: give no -%s", name)}
+				return r, badProfile{fmt.Errorf("-soak produces for its own duration at -rate: give no -%s", name)}
 			}
 		}
 		if !given["ordered"] {
@@ -149,10 +209,10 @@ Examples:
 			o.Progress = 10 * time.Second
 		}
 	}
-	if o, err = o.Normalize(); err != nil {
-		return o, "", badProfile{err}
+	if r.Options, err = o.Normalize(); err != nil {
+		return r, badProfile{err}
 	}
-	return o, cpuprofile, nil
+	return r, nil
 }
 
 // badProfile is a run the flags parse but do not describe; the flag
@@ -160,7 +220,7 @@ Examples:
 type badProfile struct{ error }
 
 func runBench(args []string, e env) int {
-	o, cpuprofile, err := benchFlags(args, e)
+	r, err := benchFlags(args, e)
 	if err != nil {
 		if bad, ok := err.(badProfile); ok {
 			printLines(e.stderr, bad.error)
@@ -168,8 +228,8 @@ func runBench(args []string, e env) int {
 		}
 		return flagExit(err)
 	}
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
+	if r.cpuprofile != "" {
+		f, err := os.Create(r.cpuprofile)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "streaming-hub:", err)
 			return exitUsage
@@ -180,7 +240,21 @@ func runBench(args []string, e env) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return bench(ctx, o, e.stdout, e.stderr)
+	if r.limitsOnly {
+		return benchLimits(ctx, r.Options, e.stdout, e.stderr)
+	}
+	return bench(ctx, r.Options, e.stdout, e.stderr)
+}
+
+// benchLimits measures the machine's limits alone (-limits-only).
+func benchLimits(ctx context.Context, o loadtest.Options, stdout, stderr io.Writer) int {
+	lim, err := loadtest.MeasureLimits(ctx, o.Limits, o.DatabaseURL, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "streaming-hub:", err)
+		return exitError
+	}
+	loadtest.ReportLimits(stdout, lim)
+	return exitOK
 }
 
 func bench(ctx context.Context, o loadtest.Options, stdout, stderr io.Writer) int {

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/loadtest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 func TestBenchFlags_ProfilesAtTheHubsDefaults(t *testing.T) {
-	o, _, err := benchFlags([]string{"-tenants", "50", "-rate", "100", "-duration", "30s", "-hung-tenants", "8",
+	o, err := benchFlags([]string{"-tenants", "50", "-rate", "100", "-duration", "30s", "-hung-tenants", "8",
 		"-failing-tenants", "2", "-sink-latency", "100ms", "-drain", "20s", "-set", "DELIVERY_TIMEOUT=10s"}, env{getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +25,7 @@ func TestBenchFlags_ProfilesAtTheHubsDefaults(t *testing.T) {
 	if o.Workers != 0 || o.ClaimBatch != 0 || len(o.Set) != 1 {
 		t.Fatalf("workers %d, claim batch %d, set %v", o.Workers, o.ClaimBatch, o.Set)
 	}
-	if o, _, err := benchFlags(nil, env{getenv: func(string) string { return "" }}); err != nil || o.Events != 100_000 || o.Tenants != 100 {
+	if o, err := benchFlags(nil, env{getenv: func(string) string { return "" }}); err != nil || o.Events != 100_000 || o.Tenants != 100 {
 		t.Fatalf("no flags: %+v, %v", o, err)
 	}
 }
@@ -41,6 +42,7 @@ func TestBench_ProfileMistakesAreUsageErrors(t *testing.T) {
 		{[]string{"-set", "nonsense"}, "want NAME=VALUE"},
 		{[]string{"-sink-latency", "soon"}, "invalid value"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-limits", "soon"}, `invalid value "soon" for flag -limits`},
 	} {
 		code, _, errOut := runCmd(nil, append([]string{"bench"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
@@ -51,7 +53,7 @@ func TestBench_ProfileMistakesAreUsageErrors(t *testing.T) {
 
 func TestBenchFlags_SoakDefaults(t *testing.T) {
 	noEnv := env{getenv: func(string) string { return "" }}
-	o, _, err := benchFlags([]string{"-soak", "60s"}, noEnv)
+	o, err := benchFlags([]string{"-soak", "60s"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestBenchFlags_SoakDefaults(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 	// Whatever is given wins, zeros included.
-	o, _, err = benchFlags([]string{"-soak", "10s", "-rate", "50", "-tenants", "5", "-ordered", "0", "-fail-rate", "0", "-slow-rate", "0.1",
+	o, err = benchFlags([]string{"-soak", "10s", "-rate", "50", "-tenants", "5", "-ordered", "0", "-fail-rate", "0", "-slow-rate", "0.1",
 		"-slow-latency", "2s", "-max-in-flight", "4", "-progress", "2s", "-timeout", "1m", "-shared-host", "-retry-schedule", "1s,2s"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +72,12 @@ func TestBenchFlags_SoakDefaults(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 	// Fewer tenants than the default ordered ones: all of them are.
-	if o, _, err := benchFlags([]string{"-soak", "3s", "-tenants", "5"}, noEnv); err != nil || o.Ordered != 5 {
+	if o, err := benchFlags([]string{"-soak", "3s", "-tenants", "5"}, noEnv); err != nil || o.Ordered != 5 {
 		t.Fatalf("%+v, %v", o, err)
 	}
 	// Outside a soak nothing fails at random and every subscription has
 	// max_in_flight 1.
-	if o, _, err := benchFlags([]string{"-events", "10"}, noEnv); err != nil || o.FailRate != 0 || o.Ordered != 0 || o.MaxInFlight != 1 || o.Progress != time.Second {
+	if o, err := benchFlags([]string{"-events", "10"}, noEnv); err != nil || o.FailRate != 0 || o.Ordered != 0 || o.MaxInFlight != 1 || o.Progress != time.Second {
 		t.Fatalf("%+v, %v", o, err)
 	}
 }
@@ -95,6 +97,13 @@ func TestBench_SoakMistakesAreOneLineEach(t *testing.T) {
 		{[]string{"-slow-rate", "-0.1"}, "slow rate -0.1: want a share from 0 to 1"},
 		{[]string{"-slow-latency", "-1s"}, "slow latency cannot be negative"},
 		{[]string{"-retry-schedule", "1s,soon"}, "retry schedule"},
+		{[]string{"-limits", "50ms"}, "limits 50ms: want 100ms or more for each measurement (0: none)"},
+		{[]string{"-limits", "-5s"}, "limits -5s: want 100ms or more"},
+		{[]string{"-limits-only", "-limits", "10ms"}, "limits 10ms: want 100ms or more for each measurement"},
+		{[]string{"-limits-only", "-events", "100"}, "-limits-only measures the machine and runs no load: give no -events"},
+		{[]string{"-limits-only", "-soak", "1m", "-tenants", "5"}, "give no -soak"},
+		{[]string{"-limits-only", "-set", "DISPATCH_WORKERS=3"}, "give no -set"},
+		{[]string{"-soak", "10s", "-limits", "5s", "-timeout", "20s"}, "timeout 20s is not longer than the limits' 15s and the soak 10s"},
 	} {
 		code, _, errOut := runCmd(nil, append([]string{"bench"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
@@ -115,5 +124,62 @@ func TestBench_SoakThatLostAnEventFails(t *testing.T) {
 	res.Soak.Lost = 0
 	if code := report(res, &out, &errOut); code != exitOK {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+func TestBenchFlags_Limits(t *testing.T) {
+	noEnv := env{getenv: func(string) string { return "" }}
+	// Beside a run: measured first, and the default timeout grows by the
+	// three measurements.
+	r, err := benchFlags([]string{"-limits", "5s", "-events", "1000"}, noEnv)
+	if err != nil || r.Limits != 5*time.Second || r.limitsOnly || r.Events != 1000 || r.Timeout != 10*time.Minute+15*time.Second {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if r, err := benchFlags(nil, noEnv); err != nil || r.Limits != 0 || r.limitsOnly {
+		t.Fatalf("no flags: %+v, %v", r, err)
+	}
+	// Alone: 5 s each unless -limits says, on the database given.
+	r, err = benchFlags([]string{"-limits-only"}, env{getenv: func(k string) string {
+		return map[string]string{"STREAMING_HUB_DATABASE_URL": "postgres://db/x"}[k]
+	}})
+	if err != nil || !r.limitsOnly || r.Limits != 5*time.Second || r.DatabaseURL != "postgres://db/x" {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	r, err = benchFlags([]string{"-limits-only", "-limits", "2s", "-database", "", "-cpuprofile", "cpu.out"}, noEnv)
+	if err != nil || !r.limitsOnly || r.Limits != 2*time.Second || r.DatabaseURL != "" || r.cpuprofile != "cpu.out" {
+		t.Fatalf("%+v, %v", r, err)
+	}
+}
+
+// Alone and without PostgreSQL, -limits-only measures loopback HTTP only,
+// prints the machine block and exits 0 without starting a hub.
+func TestBench_LimitsOnlyWithoutPostgreSQL(t *testing.T) {
+	code, out, errOut := runCmd(nil, "bench", "-limits-only", "-limits", "200ms")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"measuring the machine's limits for 200ms each: loopback HTTP\n", "\nmachine (", " req/s at 64 concurrent\n",
+		"PostgreSQL      not measured"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "bench: 100000 events") {
+		t.Errorf("a load ran:\n%s", out)
+	}
+}
+
+// On PostgreSQL it measures the commits too.
+func TestBench_LimitsOnlyOnPostgreSQL(t *testing.T) {
+	testkit.Long(t)
+	url := testkit.PostgresURL(t)
+	code, out, errOut := runCmd(nil, "bench", "-limits-only", "-limits", "200ms", "-database", url)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"; PostgreSQL commits ", "/s from 1 client, ", "from 8 connections", "synchronous_commit on"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
 	}
 }

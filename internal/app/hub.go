@@ -39,6 +39,9 @@ type Hub struct {
 	// Telemetry is what the OTEL_* variables say (telemetry.FromEnv); the
 	// zero value exports no span.
 	Telemetry telemetry.Config
+	// OnStatement, when set, is told of every PostgreSQL statement (the
+	// bench's statement counts; store.Options.OnStatement).
+	OnStatement func(sql string, took time.Duration)
 
 	Store   store.Store
 	Metrics *metrics.Metrics
@@ -248,8 +251,8 @@ func (h *Hub) verified(ctx context.Context, sub hub.Subscription) error {
 	return err
 }
 
-// wakeDispatcher is ingest's in-process wake-up: a fresh job does not wait
-// for the idle poll.
+// wakeDispatcher is the API's in-process wake-up after it created jobs
+// (replays): they do not wait for the idle poll.
 func (h *Hub) wakeDispatcher() {
 	if h.Dispatcher != nil {
 		h.Dispatcher.Wake()

@@ -47,7 +47,7 @@ func (h *Hub) openStore(ctx context.Context) (err error) {
 	cfg := &h.Config
 	pool := store.PoolOptions{MaxConns: cfg.DatabaseMaxConns, NoIngest: !cfg.Role.Ingests(), NoDelivery: !cfg.Role.Delivers(),
 		OnWait: h.Metrics.ObservePoolWait}
-	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool}); err != nil {
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool, OnStatement: h.OnStatement}); err != nil {
 		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
 	if err := h.Store.Ping(ctx); err != nil {
@@ -136,12 +136,13 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 		kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
 	}
 	h.Consumer, err = ingest.New(ingest.Config{
-		Ingest:   cfg.Ingest,
-		Kafka:    kafka,
-		Store:    h.Store,
-		Metrics:  h.Metrics,
-		Logger:   h.Logger.With("component", "ingest"),
-		OnJobs:   h.wakeDispatcher,
+		Ingest:  cfg.Ingest,
+		Kafka:   kafka,
+		Store:   h.Store,
+		Metrics: h.Metrics,
+		Logger:  h.Logger.With("component", "ingest"),
+		// No OnJobs: the store tells the dispatcher of the jobs ingest
+		// creates, naming their subscriptions (Store.ListenJobs).
 		OnEvents: h.Waiters.Notify,
 		Tracer:   h.Tracing.Tracer(),
 	})
@@ -199,6 +200,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		IdempotencyTTL:    cfg.IdempotencyTTL,
 		Tracer:            h.Tracing.Tracer(),
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
+		InboxRetention:    cfg.Housekeeping.InboxRetention,
 		Auth:              cfg.Auth,
 	})
 	if err != nil {

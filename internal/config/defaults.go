@@ -37,7 +37,7 @@ func Defaults(mode Mode) Config {
 		Dispatch: Dispatch{
 			Workers:             8,
 			ClaimBatch:          16,
-			IdleInterval:        250 * time.Millisecond,
+			IdleInterval:        time.Second,
 			Lease:               30 * time.Second,
 			MaxInFlight:         1024,
 			MaxPerDestination:   64,
@@ -212,9 +212,15 @@ type Kafka struct {
 
 // Dispatch configures the dispatcher.
 type Dispatch struct {
-	Workers         int           // DISPATCH_WORKERS: claim, prepare and send
-	ClaimBatch      int           // DISPATCH_CLAIM_BATCH: jobs per claim
-	IdleInterval    time.Duration // DISPATCH_IDLE_INTERVAL_MS: poll interval when idle
+	Workers    int // DISPATCH_WORKERS: claim, prepare and send
+	ClaimBatch int // DISPATCH_CLAIM_BATCH: jobs per claim
+	// IdleInterval (DISPATCH_IDLE_INTERVAL_MS) is the safety poll: a claim
+	// across all subscriptions at least this often. New jobs wake dispatch
+	// at once (in process, and through LISTEN/NOTIFY on PostgreSQL), and
+	// the jobs a process puts back to wait wake it when they are due; the
+	// poll finds what neither announces (another replica's retries once
+	// that replica is gone, jobs a replica gave back as it stopped).
+	IdleInterval    time.Duration
 	Lease           time.Duration // DISPATCH_LEASE: lease of a claimed job, renewed while it is worked on
 	PoisonThreshold int           // POISON_THRESHOLD: recoveries before poison
 	// MaxInFlight (DISPATCH_MAX_IN_FLIGHT) bounds the attempts of a process

@@ -68,15 +68,18 @@ const maxResultWait = 5 * time.Second
 // unless the stop began (Stop waits for a hand-off in progress).
 func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 	var next *store.ClaimParams
+	var seq uint64
 	claimed := func() {}
 	// No hand-off to a destination whose breaker is shedding, nor while a
 	// claim across all subscriptions is due: that one goes first.
-	if subs, room := handOff(batch), d.room(); len(subs) > 0 && room > 0 && !d.fullWanted.Load() {
+	// Nor to a subscription known drained: the claim would find nothing.
+	if subs, room := d.undrained(handOff(batch)), d.room(); len(subs) > 0 && room > 0 && !d.fullWanted.Load() {
 		if done, ok := d.mayClaim(); ok {
 			claimed = done
 			// A hand-off may take a whole run of an ordered subscription.
 			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.cfg.Lease, Subscriptions: subs,
 				Run: d.cfg.RunLength, Exclude: d.dests.excluded()}
+			seq = d.hintSeq.Load()
 		}
 	}
 	// Not canceled by the stop: the results of attempts in flight are
@@ -89,10 +92,12 @@ func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 		return err
 	}
 	if next != nil {
+		d.noteDrained(res.Claimed, *next, seq)
 		d.enqueue(q, res.Claimed)
 	} else {
-		// Their next jobs can be claimed now, not at the next idle poll.
-		d.hint(batch)
+		// Their next jobs can be claimed now, not at the next idle poll
+		// (unless they have none).
+		d.hintSubs(d.undrained(store.SubscriptionsOf(batch)))
 	}
 	return nil
 }
@@ -110,9 +115,16 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 		fenced[id] = true
 	}
 	m := d.cfg.Metrics
+	now := d.now()
 	for _, c := range cs {
 		if fenced[c.JobID] {
 			continue
+		}
+		if c.Status == hub.JobPending {
+			d.undrain([]string{c.SubscriptionID}) // it has a job again
+			if c.NextAttemptAt.After(now) {
+				d.due.add(c.NextAttemptAt) // the claim loop wakes then
+			}
 		}
 		switch c.Status {
 		case hub.JobSucceeded:

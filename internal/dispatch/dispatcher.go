@@ -33,6 +33,7 @@ type Store interface {
 	DeadLetterOrphans(ctx context.Context) (int, error)
 	AutoDisable(ctx context.Context, g store.AutoDisable) ([]store.Disabled, error)
 	AdvanceBackfills(ctx context.Context, p store.AdvanceBackfillsParams) (store.AdvanceBackfillsResult, error)
+	ListenJobs(ctx context.Context, p store.ListenParams) error
 }
 
 // Config configures a Dispatcher; config.Defaults fills the settings.
@@ -113,6 +114,12 @@ type Dispatcher struct {
 	hintMu    sync.Mutex
 	freedSubs map[string]struct{}
 	hinted    chan struct{}
+	// drained are ordered subscriptions whose last claim here took every
+	// job they had due: when their jobs finish, no claim is made for them
+	// (it would find nothing) until new jobs are announced. hintSeq counts
+	// announcements and hints: a claim that overlapped one marks nothing.
+	drained map[string]struct{}
+	hintSeq atomic.Uint64
 
 	randMu sync.Mutex
 	rand   *mrand.Rand
@@ -133,9 +140,14 @@ type Dispatcher struct {
 	// after it (Maintain).
 	lastStoreFailure atomic.Int64
 
-	// after is the clock's timer for retry waits (time.After unless a
-	// test replaces it).
-	after func(time.Duration) <-chan time.Time
+	// after is the clock's timer for retry waits, idleAfter the claim
+	// loop's (time.After unless a test replaces them).
+	after, idleAfter func(time.Duration) <-chan time.Time
+
+	// due holds when the jobs this process put back to wait (retries,
+	// throttled and shed jobs) become due: the claim loop wakes then
+	// instead of polling.
+	due dueTimes
 }
 
 // New returns a dispatcher; Run starts it.
@@ -155,10 +167,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1),
+		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1), drained: make(map[string]struct{}),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
 		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
-		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After}, nil
+		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
 }
 
 // Stop stops claiming: it returns once no claim of Run is in progress, and
@@ -216,9 +228,13 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 	}
 }
 
-// Wake tells an idle dispatcher new jobs exist, so a fresh event does not
-// wait for the idle poll.
+// Wake tells an idle dispatcher new jobs may exist anywhere: it claims
+// across all subscriptions.
 func (d *Dispatcher) Wake() {
+	d.hintMu.Lock()
+	d.hintSeq.Add(1)
+	clear(d.drained)
+	d.hintMu.Unlock()
 	d.fullWanted.Store(true)
 	select {
 	case d.wake <- struct{}{}:
@@ -353,8 +369,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	maintDone := make(chan struct{})
 	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
+	listenCtx, stopListening := context.WithCancel(ctx)
+	listenDone, listening := make(chan struct{}), make(chan struct{})
+	go func() { defer close(listenDone); d.listen(listenCtx, listening) }()
+	// The first claim (across all subscriptions) starts once new jobs are
+	// told: nothing falls between the two.
+	select {
+	case <-listening:
+	case <-listenDone:
+	case <-ctx.Done():
+	}
 
 	d.claimLoop(ctx, q)
+	stopListening()
+	<-listenDone
 
 	// Stopping: give back what no worker has started.
 	d.Stop(context.Background()) // no hand-off claims from here on
@@ -462,13 +490,40 @@ func (d *Dispatcher) release(cs []store.Claimed) {
 	}
 }
 
-// claimLoop keeps the local queue fed. Claims across all subscriptions
-// (costing in proportion to them) run when woken by new jobs and on the
-// idle poll; in between, claims target the subscriptions whose jobs just
-// finished, which is what keeps a busy hub busy.
+// listen hears of the jobs ingest creates (in this process, and on
+// PostgreSQL in every process sharing the database) and wakes the claim
+// loop with their subscriptions: a targeted claim, costing in proportion
+// to them, not to every subscription.
+func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
+	var once sync.Once
+	ready := func() { once.Do(func() { close(listening) }) }
+	defer ready()
+	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
+		Ready: ready,
+		OnJobs: func(subs []string) {
+			if subs == nil {
+				d.Wake()
+				return
+			}
+			d.hintSubs(subs)
+		},
+		OnLost: func(err error) {
+			d.cfg.Logger.Warn("listening for new jobs failed; dialing again (meanwhile the idle poll finds them)", "err", err)
+		},
+	})
+	if err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Error("listening for new jobs stopped; the idle poll finds them", "err", err)
+	}
+}
+
+// claimLoop keeps the local queue fed. New jobs wake it with their
+// subscriptions (ListenJobs), and claims then target those, as they
+// target the subscriptions whose jobs just finished, which is what keeps
+// a busy hub busy. Claims across all subscriptions (costing in proportion
+// to them) run at the start, when the listening connection was lost, when
+// a job put back to wait here becomes due, and on the slow idle poll
+// (IdleInterval), the safety net for jobs made due by time elsewhere.
 func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
-	idle := time.NewTimer(0)
-	defer idle.Stop()
 	d.fullWanted.Store(true)
 	more := false // the last full claim filled its batch
 	for !d.isStopping() {
@@ -484,7 +539,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		full := d.fullWanted.Swap(false) || more
 		if !full {
 			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
-				d.waitForWork(idle)
+				d.waitForWork()
 				continue
 			}
 		}
@@ -493,6 +548,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		if !ok {
 			return
 		}
+		seq := d.hintSeq.Load()
 		// Not canceled by the stop: a claim cut off after the database
 		// committed it would strand its jobs until their leases expire.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -503,43 +559,104 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			d.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
+		if err == nil {
+			d.noteDrained(claimed, p, seq)
+		}
 		d.enqueue(q, claimed)
-		// A full claim that filled its batch may have left more: go on.
+		// A claim that filled its batch may have left more: go on.
 		more = full && err == nil && len(claimed) == p.Batch
+		if !full && err == nil && len(claimed) == p.Batch {
+			d.hintSubs(p.Subscriptions)
+		}
 		if err != nil {
-			d.waitForWork(idle)
+			d.waitForWork()
 		}
 	}
 }
 
-// waitForWork waits for new jobs or the idle poll (then a full claim is
-// wanted) or freed subscriptions (a targeted claim).
-func (d *Dispatcher) waitForWork(idle *time.Timer) {
-	idle.Reset(d.cfg.IdleInterval)
+// waitForWork waits for new jobs (a targeted claim, or a full one when
+// any subscription may have them), freed subscriptions (a targeted
+// claim), or the time a job put back to wait here becomes due or the idle
+// poll, whichever is first (a full claim).
+func (d *Dispatcher) waitForWork() {
+	wait := d.cfg.IdleInterval
+	if next, ok := d.due.next(); ok {
+		wait = min(wait, max(next.Sub(d.now()), 0))
+	}
 	select {
 	case <-d.stopping:
 	case <-d.wake:
 		d.fullWanted.Store(true)
-	case <-idle.C:
+	case <-d.idleAfter(wait):
+		d.due.pass(d.now())
 		d.fullWanted.Store(true)
 	case <-d.hinted:
 	}
 }
 
-// hint records subscriptions whose jobs finished here.
-func (d *Dispatcher) hint(cs []store.Completion) {
-	d.hintSubs(store.SubscriptionsOf(cs))
-}
-
 func (d *Dispatcher) hintSubs(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
 	d.hintMu.Lock()
+	d.hintSeq.Add(1)
 	for _, id := range ids {
 		d.freedSubs[id] = struct{}{}
+		delete(d.drained, id)
 	}
 	d.hintMu.Unlock()
 	select {
 	case d.hinted <- struct{}{}:
 	default:
+	}
+}
+
+// noteDrained marks the ordered subscriptions a claim took fewer jobs of
+// than a run may hold: it took every job they had due (at its snapshot).
+// A claim that filled its batch, or that an announcement or hint
+// overlapped (seq is hintSeq before it), marks nothing.
+func (d *Dispatcher) noteDrained(claimed []store.Claimed, p store.ClaimParams, seq uint64) {
+	if len(claimed) == 0 || len(claimed) >= p.Batch {
+		return
+	}
+	n := make(map[string]int)
+	for _, c := range claimed {
+		if c.Subscription.MaxInFlight <= 1 {
+			n[c.Job.SubscriptionID]++
+		}
+	}
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	if d.hintSeq.Load() != seq {
+		return
+	}
+	for id, k := range n {
+		if k < p.Run {
+			d.drained[id] = struct{}{}
+		}
+	}
+}
+
+// undrained drops the drained subscriptions from ids.
+func (d *Dispatcher) undrained(ids []string) []string {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	out := ids[:0:0]
+	for _, id := range ids {
+		if _, ok := d.drained[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// undrain forgets that subscriptions were drained: jobs of theirs went
+// back to pending here.
+func (d *Dispatcher) undrain(ids []string) {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	for _, id := range ids {
+		delete(d.drained, id)
 	}
 }
 
@@ -584,6 +701,11 @@ func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
 	}
 	if len(rest) > 0 {
 		d.release(rest)
+		subs := make([]string, len(rest))
+		for i, c := range rest {
+			subs[i] = c.Job.SubscriptionID
+		}
+		d.undrain(subs) // their jobs are pending again
 		d.answered(len(rest))
 	}
 }

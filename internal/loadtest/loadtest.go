@@ -79,15 +79,26 @@ type Options struct {
 	// as soon as every event is delivered when every receiver is healthy.
 	// 0 watches until every healthy tenant's event is delivered and every
 	// hung or failing receiver has had a request.
-	Drain    time.Duration
-	Timeout  time.Duration // give up after this long
-	Progress time.Duration // progress line interval; 0 for none
+	Drain   time.Duration
+	Timeout time.Duration // give up after this long
+	// Idle, when set, watches the hub idle (tenants and subscriptions
+	// made, nothing produced) for this long before the load, and reports
+	// the CPU of the bench process and of the hub's PostgreSQL backends.
+	Idle time.Duration
+	// Statements, when set, counts the statements the hub sends to
+	// PostgreSQL during the load and reports the N most frequent.
+	Statements int
+	Progress   time.Duration // progress line interval; 0 for none
+	// Limits, when set, first measures the machine's limits for this long
+	// each (MeasureLimits), before the hub starts, so the run's figures
+	// can be read against them (Result.Limits).
+	Limits time.Duration
 }
 
 // Normalize fills in the defaults and checks the profile.
 func (o Options) Normalize() (Options, error) {
-	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 || o.Soak < 0 {
-		return o, fmt.Errorf("events, duration, soak and rate cannot be negative")
+	if o.Duration < 0 || o.Events < 0 || o.Rate < 0 || o.Soak < 0 || o.Idle < 0 || o.Statements < 0 {
+		return o, fmt.Errorf("events, duration, soak, rate, idle and statements cannot be negative")
 	}
 	if o.Soak > 0 {
 		if o.Duration > 0 {
@@ -139,8 +150,11 @@ func (o Options) Normalize() (Options, error) {
 	if o.SlowLatency == 0 {
 		o.SlowLatency = time.Second
 	}
+	if o.Limits != 0 && o.Limits < MinLimits { // negatives too
+		return o, fmt.Errorf("limits %v: want %v or more for each measurement (0: none)", o.Limits, MinLimits)
+	}
 	if o.Timeout <= 0 {
-		o.Timeout = 10*time.Minute + o.Soak
+		o.Timeout = 10*time.Minute + o.Soak + o.limitsTime()
 	}
 	if o.Soak > 0 && o.Progress <= 0 {
 		o.Progress = 10 * time.Second
@@ -156,7 +170,10 @@ func (o Options) Normalize() (Options, error) {
 		return o, fmt.Errorf("slow latency cannot be negative")
 	case o.RetrySchedule != nil && hub.ValidateRetrySchedule(o.RetrySchedule) != nil:
 		return o, fmt.Errorf("retry schedule: %w", hub.ValidateRetrySchedule(o.RetrySchedule))
-	case o.Soak > 0 && o.Timeout <= o.Soak:
+	case o.Soak > 0 && o.Timeout <= o.Soak+o.limitsTime():
+		if o.Limits > 0 {
+			return o, fmt.Errorf("timeout %v is not longer than the limits' %v and the soak %v", o.Timeout, o.limitsTime(), o.Soak)
+		}
 		return o, fmt.Errorf("timeout %v is not longer than the soak %v", o.Timeout, o.Soak)
 	}
 	switch {
@@ -189,6 +206,10 @@ func (o Options) Normalize() (Options, error) {
 	return o, nil
 }
 
+// limitsTime is how long the limits take at most: three measurements on
+// PostgreSQL (HTTP, commits from 1 and from 8 connections).
+func (o Options) limitsTime() time.Duration { return 3 * o.Limits }
+
 // expected counts the events each class's tenants get: event i goes to
 // tenant i mod Tenants.
 func (o Options) expected() [numClasses]int {
@@ -213,6 +234,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+
+	// Before anything of the run starts, so nothing else of it runs
+	// beside the measurements.
+	var limits *Limits
+	if o.Limits > 0 {
+		if limits, err = MeasureLimits(ctx, o.Limits, o.DatabaseURL, out); err != nil {
+			return Result{}, err
+		}
+		fmt.Fprintf(out, "bench: limits: %s\n", limits.Summary())
+	}
 
 	db, cleanup, err := database(ctx, o.DatabaseURL)
 	if err != nil {
@@ -244,6 +275,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	h := &app.Hub{Config: cfg, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+	var stmts *statements
+	if o.Statements > 0 {
+		stmts = newStatements()
+		h.OnStatement = stmts.observe
+	}
 	if err := h.Start(ctx); err != nil {
 		return Result{}, err
 	}
@@ -294,6 +330,24 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, describeMishaps(o), o.HungTenants, o.Hang, o.FailingTenants,
 		describeHosts(o, len(servers)), describeMaxInFlight(o))
 
+	var pg *pgCPU
+	if app := appName(db); app != "" {
+		if pg, err = newPGCPU(ctx, o.DatabaseURL, app); err != nil {
+			return Result{}, fmt.Errorf("bench: watch PostgreSQL: %w", err)
+		}
+		defer pg.close()
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go pg.run(sctx)
+	}
+	var idle *IdleResult
+	if o.Idle > 0 {
+		idle = watchIdle(ctx, o.Idle, pg, out)
+	}
+	if stmts != nil {
+		stmts.take() // setup's and the idle window's are not the load's
+	}
+
 	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.ProducerLinger(2*time.Millisecond),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.MaxBufferedRecords(50_000))
 	if err != nil {
@@ -301,7 +355,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	defer prod.Close()
 
-	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage()}
+	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage(),
+		pg: pg, stmts: stmts, idle: idle, limits: limits}
+	if pg != nil {
+		r.pgWin = pg.begin(ctx)
+	}
 	r.start = time.Now()
 	go func() {
 		if err := produce(ctx, prod, o, tenants, &r.produced, &r.lastSent); err != nil {
@@ -360,6 +418,11 @@ type run struct {
 	start      time.Time
 	cpu0       time.Duration
 	load0      string
+	pg         *pgCPU // nil on SQLite
+	pgWin      pgWindow
+	stmts      *statements // nil unless Options.Statements
+	idle       *IdleResult
+	limits     *Limits      // nil without Options.Limits
 	produced   atomic.Int64 // events the broker acknowledged
 	lastSent   atomic.Int64 // unix ns of the latest send
 	produceErr atomic.Value
@@ -393,7 +456,7 @@ func (r *run) result(lastIngest time.Time) Result {
 	o, rec := r.o, r.rec
 	res := Result{Events: o.Events, Database: describeDB(r.db), Settings: r.settings, Drain: o.Drain, SharedHost: o.SharedHost,
 		IngestRate: float64(o.Events) / lastIngest.Sub(r.start).Seconds(), Elapsed: time.Since(r.start),
-		PeakRSS: peakRSS(), CPU: cpuTime() - r.cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{r.load0, loadAverage()}}
+		PeakRSS: peakRSS(), CPU: cpuTime() - r.cpu0, Sink: sinkProfile(o), LoadAverage: [2]string{r.load0, loadAverage()}, Limits: r.limits}
 	lastProduce := time.Unix(0, r.lastSent.Load())
 	var first, last time.Time
 	for c := range numClasses {
@@ -427,7 +490,71 @@ func (r *run) result(lastIngest time.Time) Result {
 	if res.Delivered > 0 {
 		res.CPUPerDelivery = res.CPU / time.Duration(res.Delivered)
 	}
+	r.measureDB(&res)
 	return res
+}
+
+// measureDB adds the PostgreSQL figures of the load (and the idle window
+// before it) to res.
+func (r *run) measureDB(res *Result) {
+	res.Idle = r.idle
+	if r.pg != nil {
+		res.PGCPU, res.PGBackends = r.pgWin.end(context.Background())
+		if r.o.Events > 0 {
+			res.PGCPUPerEvent = res.PGCPU / time.Duration(r.o.Events)
+		}
+	}
+	if r.stmts != nil {
+		all := r.stmts.take()
+		for _, s := range all {
+			res.StatementsRun += s.Count
+		}
+		res.Statements = all[:min(len(all), r.o.Statements)]
+	}
+}
+
+// IdleResult is what the hub cost while idle.
+type IdleResult struct {
+	Duration   time.Duration
+	CPU        time.Duration // the bench process (broker, hub, receivers)
+	PGCPU      time.Duration // the hub's PostgreSQL backends; 0 on SQLite
+	PGBackends int
+}
+
+// watchIdle lets the hub settle, then measures it idle for d.
+func watchIdle(ctx context.Context, d time.Duration, pg *pgCPU, out io.Writer) *IdleResult {
+	select { // the start's one-off work (first housekeeping pass, claims) settles
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
+	fmt.Fprintf(out, "bench: watching the hub idle for %v\n", d)
+	var w pgWindow
+	if pg != nil {
+		w = pg.begin(ctx)
+	}
+	cpu0, t0 := cpuTime(), time.Now()
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	res := &IdleResult{Duration: time.Since(t0), CPU: cpuTime() - cpu0}
+	if pg != nil {
+		res.PGCPU, res.PGBackends = w.end(ctx)
+	}
+	return res
+}
+
+// appName is the application_name the hub's PostgreSQL URL carries ("" for
+// SQLite): its backends are the ones pg_stat_activity lists under it.
+func appName(db string) string {
+	if strings.HasPrefix(db, "sqlite://") {
+		return ""
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("application_name")
 }
 
 // sinkProfile describes the receivers' latency, with its own quantiles.
@@ -537,6 +664,7 @@ func database(ctx context.Context, raw string) (string, func(), error) {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("application_name", "streaming-hub-"+schema) // how the bench finds the hub's backends
 	u.RawQuery = q.Encode()
 	return u.String(), func() {
 		c, err := pgx.Connect(context.Background(), raw)

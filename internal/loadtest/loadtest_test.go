@@ -24,14 +24,37 @@ func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 		t.Setenv("XDG_CONFIG_HOME", config)
 		t.Setenv("HOME", config)
 		o := loadtest.Options{Events: 300, Tenants: 10, Partitions: 2, Rate: 1000, Workers: 8, ClaimBatch: 16,
-			Timeout: testkit.Patience, Progress: 200 * time.Millisecond} // the timeout: a safety net, not a speed
+			Timeout: testkit.Patience, Progress: 200 * time.Millisecond, // the timeout: a safety net, not a speed
+			Limits: 200 * time.Millisecond}
 		if d.Name == "postgres" {
 			o.DatabaseURL = testkit.PostgresURL(t)
+			o.Idle, o.Statements = 300*time.Millisecond, 5
 		}
 		var out bytes.Buffer
 		res, err := loadtest.Run(context.Background(), o, &out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if d.Name == "postgres" {
+			// The hub's backends are found and their CPU summed; the
+			// statements it sent are counted, the most frequent listed.
+			var report bytes.Buffer
+			loadtest.Report(&report, res)
+			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
+				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
+				t.Fatalf("result = %+v idle %+v\n%s", res, res.Idle, report.String())
+			}
+		}
+		// The machine's limits were measured first: commits only on
+		// PostgreSQL.
+		commits := map[string]int{"postgres": 2, "sqlite": 0}[d.Name]
+		if res.Limits == nil || res.Limits.HTTP.Requests <= 0 || len(res.Limits.Commits) != commits || !strings.Contains(out.String(), "bench: limits: loopback HTTP") {
+			t.Fatalf("limits %+v\n%s", res.Limits, out.String())
+		}
+		var report bytes.Buffer
+		loadtest.Report(&report, res)
+		if !strings.Contains(report.String(), "\nmachine (") || !strings.Contains(report.String(), "  limits          loopback HTTP ") {
+			t.Fatalf("report:\n%s", report.String())
 		}
 		if res.Delivered != 300 || res.IngestRate <= 0 || res.DeliveryRate <= 0 || res.P50 <= 0 || res.P99 < res.P50 || res.PeakRSS <= 0 {
 			t.Fatalf("result = %+v", res)
@@ -105,11 +128,22 @@ func TestRun_SoakPrintsLinesAndASummary(t *testing.T) {
 			RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"}, Timeout: testkit.Patience}
 		if d.Name == "postgres" {
 			o.DatabaseURL = testkit.PostgresURL(t)
+			o.Idle, o.Statements = 300*time.Millisecond, 5
 		}
 		var out bytes.Buffer
 		res, err := loadtest.Run(context.Background(), o, &out)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if d.Name == "postgres" {
+			// The hub's backends are found and their CPU summed; the
+			// statements it sent are counted, the most frequent listed.
+			var report bytes.Buffer
+			loadtest.Report(&report, res)
+			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
+				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
+				t.Fatalf("result = %+v idle %+v\n%s", res, res.Idle, report.String())
+			}
 		}
 		loadtest.Report(&out, res)
 		s := res.Soak

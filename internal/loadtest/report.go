@@ -29,6 +29,15 @@ type Result struct {
 	Sink                          SinkProfile
 	SharedHost                    bool        // every receiver was one host, each tenant at its own path
 	Soak                          *SoakResult // a soak's lines and summary; nil for other runs
+	// PGCPU is the CPU of the hub's PostgreSQL backends during the load
+	// (utime + stime of their /proc/<pid>/stat); 0 on SQLite.
+	PGCPU         time.Duration
+	PGCPUPerEvent time.Duration // PGCPU / events produced
+	PGBackends    int
+	Idle          *IdleResult     // Options.Idle's window; nil without it
+	Statements    []StatementStat // the most frequent statements of the load (Options.Statements)
+	StatementsRun int             // every statement of the load
+	Limits        *Limits         // the machine's limits measured before the run (Options.Limits); nil without
 }
 
 // SinkProfile is what the receivers were told to do.
@@ -64,6 +73,7 @@ func Report(w io.Writer, res Result) {
 	} else {
 		reportTotals(w, res)
 	}
+	ReportLimits(w, res.Limits)
 	reportClasses(w, res)
 }
 
@@ -86,7 +96,12 @@ func reportTotals(w io.Writer, res Result) {
 	}
 	fmt.Fprintf(w, "  CPU             %.2f ms per delivery (%v in all, %.0f%% of one core; bench process: broker, hub, receivers)\n",
 		float64(res.CPUPerDelivery)/float64(time.Millisecond), res.CPU.Round(10*time.Millisecond), share)
+	if res.PGBackends > 0 {
+		fmt.Fprintf(w, "  PostgreSQL      %.3f ms CPU per event (%v in all, %.1f%% of one core; %d backends of the hub)\n",
+			ms(res.PGCPUPerEvent), res.PGCPU.Round(10*time.Millisecond), 100*res.PGCPU.Seconds()/res.Elapsed.Seconds(), res.PGBackends)
+	}
 	fmt.Fprintf(w, "  peak RSS        %d MB\n", res.PeakRSS>>20)
+	reportDB(w, res)
 	if res.LoadAverage[0] != "" {
 		fmt.Fprintf(w, "  machine         load average %s at the start, %s at the end (%d CPUs)\n", res.LoadAverage[0], res.LoadAverage[1], runtime.NumCPU())
 	}
@@ -218,4 +233,25 @@ func parseStatCPU(stat string) time.Duration {
 		return 0
 	}
 	return time.Duration(utime+stime) * time.Second / userHZ
+}
+
+// reportDB prints the idle window and the statement counts.
+func reportDB(w io.Writer, res Result) {
+	if i := res.Idle; i != nil && i.Duration > 0 {
+		pg := ""
+		if i.PGBackends > 0 {
+			pg = fmt.Sprintf(", PostgreSQL %.2f%% (%d backends); together %.2f%%", 100*i.PGCPU.Seconds()/i.Duration.Seconds(), i.PGBackends,
+				100*(i.CPU+i.PGCPU).Seconds()/i.Duration.Seconds())
+		}
+		fmt.Fprintf(w, "  idle            %v: bench process %.2f%% of one core%s\n", i.Duration.Round(100*time.Millisecond),
+			100*i.CPU.Seconds()/i.Duration.Seconds(), pg)
+	}
+	if len(res.Statements) == 0 {
+		return
+	}
+	per := float64(res.StatementsRun) / float64(max(res.Events, 1))
+	fmt.Fprintf(w, "  statements      %d in the load, %.1f per event; the most frequent (count, per event, client time):\n", res.StatementsRun, per)
+	for _, s := range res.Statements {
+		fmt.Fprintf(w, "    %8d %6.2f %9v  %s\n", s.Count, float64(s.Count)/float64(max(res.Events, 1)), s.Time.Round(time.Millisecond), s.SQL)
+	}
 }

@@ -271,6 +271,10 @@ func reportSoak(w io.Writer, res Result) {
 			ms(s.PoolWait)/float64(s.PoolCalls))
 	}
 	fmt.Fprintf(w, "  CPU             %.2f ms per delivery (bench process)\n", float64(s.CPUPerDelivery)/float64(time.Millisecond))
+	if res.PGBackends > 0 {
+		fmt.Fprintf(w, "  PostgreSQL      %.3f ms CPU per event (%v in all; %d backends of the hub)\n",
+			ms(res.PGCPUPerEvent), res.PGCPU.Round(10*time.Millisecond), res.PGBackends)
+	}
 	fmt.Fprintf(w, "  peak RSS        %d MB\n", s.PeakRSS>>20)
 	if s.Ordered > 0 {
 		order := "in order"

@@ -49,6 +49,13 @@ type Dispatch interface {
 	// CountJobs counts live jobs by status (pending, in_flight,
 	// dead_lettered).
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
+	// ListenJobs tells p.OnJobs of the jobs ingest creates, as soon as
+	// their transaction commits, until ctx ends: those of this process,
+	// and on PostgreSQL those of every process sharing the database (one
+	// LISTEN connection of its own, outside the pool's budgets, dialed
+	// again when lost). It is how new jobs wake dispatch instead of
+	// dispatch polling for them (SPEC 25).
+	ListenJobs(ctx context.Context, p ListenParams) error
 
 	// ListJobs pages a subscription's jobs, newest first.
 	ListJobs(ctx context.Context, p ListJobsParams) ([]hub.Job, error)

@@ -55,6 +55,10 @@ type Options struct {
 	MaxRejections int
 	// Pool sizes the connection pool and divides it between budgets.
 	Pool PoolOptions
+	// OnStatement, when set, is told of every statement the PostgreSQL
+	// driver runs and its time on the client: the bench counts statements
+	// per event with it. SQLite ignores it.
+	OnStatement func(sql string, took time.Duration)
 }
 
 // WithDefaults fills zero fields.
@@ -102,6 +106,8 @@ type IngestResult struct {
 	Outcomes []Outcome
 	Jobs     int
 	Tenants  []string
+	// Subscriptions are those of the jobs created, once each.
+	Subscriptions []string
 }
 
 // Outcome is the verdict for one event that passed the wire contract:

@@ -30,7 +30,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 		w := &pgx.Batch{}
 		if len(p.Events) > 0 {
 			var err error
-			if res.Outcomes, res.Jobs, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
+			if res.Outcomes, res.Jobs, res.Subscriptions, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
 				return err
 			}
 			res.Tenants = store.AcceptedTenants(p.Events, res.Outcomes)
@@ -48,6 +48,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 	if err != nil {
 		return store.IngestResult{}, err
 	}
+	db.wakes.Notify(res.Subscriptions)
 	return res, nil
 }
 
@@ -55,19 +56,25 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 // and queues the events' writes in w: the inbox rows, the sequences, the
 // jobs and the types seen. It serves Ingest and the operational events a
 // store change emits.
-func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch) ([]store.Outcome, int, error) {
+//
+// It returns the subscriptions of the jobs, and queues the notification
+// that tells the dispatchers of other processes sharing the database
+// (ListenJobs); the caller tells this process's after the commit.
+func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch) ([]store.Outcome, int, []string, error) {
 	r, err := db.readForIngest(ctx, q, events)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	outcomes := store.Admit(events, r.roster, r.stored)
 	jobs := store.Match(events, outcomes, r.subs, now)
 	if err := queueEvents(w, events, outcomes, r.roster, now); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	queueJobs(w, jobs)
 	queueTypesSeen(w, events, outcomes, now)
-	return outcomes, len(jobs), nil
+	subs := store.SubscriptionsOfJobs(jobs)
+	db.queueNotify(w, subs)
+	return outcomes, len(jobs), subs, nil
 }
 
 // ingestReads is what admission and matching read in the transaction.
@@ -108,8 +115,10 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 			})
 			return err
 		})
-	b.Queue("SET LOCAL enable_seqscan = off")
-	b.Queue("SET LOCAL enable_hashjoin = off")
+	// Planned once, not at every batch (see queueDispatchSettings); one
+	// statement for the settings.
+	b.Queue(`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+		set_config('plan_cache_mode', 'force_generic_plan', true)`)
 	b.Queue(dedupStored, keyTenants, keyIDs).Query(func(rows pgx.Rows) error {
 		var k store.EventKey
 		_, err := pgx.ForEachRow(rows, []any{&k.TenantID, &k.ID}, func() error {
@@ -118,8 +127,7 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 		})
 		return err
 	})
-	b.Queue("SET LOCAL enable_seqscan = on")
-	b.Queue("SET LOCAL enable_hashjoin = on")
+	b.Queue(`SELECT set_config('enable_seqscan', 'on', true), set_config('enable_hashjoin', 'on', true)`)
 	b.Queue(`SELECT id, tenant_id, event_types, filters FROM subscriptions
 		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants).
 		Query(func(rows pgx.Rows) error {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,6 +28,13 @@ type DB struct {
 	locks      sessionLocks
 	opts       store.Options
 	migrations []migrate.Migration
+
+	// wakes are this process's listeners of new jobs (ListenJobs); origin
+	// tells this process's notifications from others'; listener is the
+	// backend pid of the listening connection (tests kill it).
+	wakes    store.Wakes
+	origin   string
+	listener atomic.Uint32
 }
 
 var _ store.Store = (*DB)(nil)
@@ -51,12 +59,16 @@ func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error
 	if cfg.MaxConns < 2 {
 		return nil, fmt.Errorf("pool_max_conns must be at least 2, got %d", cfg.MaxConns)
 	}
+	if opts.OnStatement != nil {
+		cfg.ConnConfig.Tracer = observer{on: opts.OnStatement}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	shares := store.SplitPool(int(cfg.MaxConns), !opts.Pool.NoIngest, !opts.Pool.NoDelivery)
-	return &DB{pool: pool, budgets: newBudgets(shares, opts.Pool.OnWait), opts: opts.WithDefaults(), migrations: migrations}, nil
+	return &DB{pool: pool, budgets: newBudgets(shares, opts.Pool.OnWait), opts: opts.WithDefaults(), migrations: migrations,
+		origin: newOrigin()}, nil
 }
 
 func (db *DB) Close() error { db.pool.Close(); return nil }

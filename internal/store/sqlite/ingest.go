@@ -25,7 +25,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 				return err
 			}
 			res.Outcomes, res.Tenants = outcomes, store.AcceptedTenants(p.Events, outcomes)
-			if res.Jobs, err = match(ctx, tx, p.Events, res.Tenants, outcomes, fromMicros(now)); err != nil {
+			if res.Jobs, res.Subscriptions, err = match(ctx, tx, p.Events, res.Tenants, outcomes, fromMicros(now)); err != nil {
 				return err
 			}
 			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
@@ -40,7 +40,19 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 	if err != nil {
 		return store.IngestResult{}, err
 	}
+	db.wakes.Notify(res.Subscriptions)
 	return res, nil
+}
+
+// ListenJobs tells p.OnJobs of the jobs ingest creates, after their
+// commit. SQLite is one process's: no other process creates jobs.
+func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
+	defer db.wakes.Add(p.OnJobs)()
+	if p.Ready != nil {
+		p.Ready()
+	}
+	<-ctx.Done()
+	return nil
 }
 
 func (db *DB) admit(ctx context.Context, tx *sql.Tx, events []hub.Event, now int64) ([]store.Outcome, error) {
@@ -163,16 +175,17 @@ func anys[T any](s []T) []any {
 
 // match creates the delivery jobs of the batch's accepted events, of
 // tenants (AcceptedTenants), in the ingest transaction: an event is never
-// stored without its jobs.
-func match(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string, outcomes []store.Outcome, now time.Time) (int, error) {
+// stored without its jobs. It returns how many it made and their
+// subscriptions, once each.
+func match(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string, outcomes []store.Outcome, now time.Time) (int, []string, error) {
 	if len(tenants) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, tenant_id, event_types, filters FROM subscriptions
 		WHERE tenant_id IN (`+placeholders(len(tenants))+`) AND enabled = 1 AND verification_state = 'active' AND deleted_at IS NULL`,
 		anys(tenants)...)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	subs, err := collect(rows, func(r scanner) (hub.Subscription, error) {
 		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
@@ -187,8 +200,8 @@ func match(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string
 		return s, json.Unmarshal([]byte(et), &s.EventTypes)
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	jobs := store.Match(events, outcomes, subs, now)
-	return len(jobs), insertJobs(ctx, tx, jobs)
+	return len(jobs), store.SubscriptionsOfJobs(jobs), insertJobs(ctx, tx, jobs)
 }

@@ -328,7 +328,7 @@ func (db *DB) report(ctx context.Context, tx *sql.Tx, r store.Report, now int64)
 	if err != nil {
 		return err
 	}
-	_, err = match(ctx, tx, events, store.AcceptedTenants(events, outcomes), outcomes, fromMicros(now))
+	_, _, err = match(ctx, tx, events, store.AcceptedTenants(events, outcomes), outcomes, fromMicros(now))
 	return err
 }
 

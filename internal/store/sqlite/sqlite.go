@@ -29,6 +29,7 @@ type DB struct {
 	path       string
 	opts       store.Options
 	migrations []migrate.Migration
+	wakes      store.Wakes // this process's listeners of new jobs (ListenJobs)
 }
 
 var _ store.Store = (*DB)(nil)

@@ -1,0 +1,174 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgCPU measures the CPU the hub's PostgreSQL backends spend: the backends
+// are the ones pg_stat_activity lists with the hub's application_name (the
+// bench sets it in the hub's URL), their CPU is utime + stime of
+// /proc/<pid>/stat (PostgreSQL runs on this machine). A sampler reads them
+// every 250 ms, so a backend that exits loses at most its last 250 ms.
+type pgCPU struct {
+	conn *pgx.Conn
+	app  string
+
+	mu   sync.Mutex
+	last map[int32]time.Duration // the latest reading of every backend seen
+}
+
+func newPGCPU(ctx context.Context, url, app string) (*pgCPU, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = app + "-monitor"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &pgCPU{conn: conn, app: app, last: make(map[int32]time.Duration)}, nil
+}
+
+// run samples until ctx ends.
+func (p *pgCPU) run(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		p.sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *pgCPU) sample(ctx context.Context) {
+	p.mu.Lock() // one query on the connection at a time
+	defer p.mu.Unlock()
+	rows, err := p.conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, p.app)
+	if err != nil {
+		return
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		p.last[pid] = parseStatCPU(string(b))
+	}
+}
+
+// pgWindow is a stretch of the run the CPU of the backends is summed over.
+type pgWindow struct {
+	p     *pgCPU
+	start map[int32]time.Duration
+}
+
+// begin samples now and starts a window.
+func (p *pgCPU) begin(ctx context.Context) pgWindow {
+	p.sample(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := make(map[int32]time.Duration, len(p.last))
+	for pid, c := range p.last {
+		start[pid] = c
+	}
+	return pgWindow{p: p, start: start}
+}
+
+// end samples now and returns the CPU the backends spent in the window
+// (a backend started within it counts from its start) and how many there
+// were.
+func (w pgWindow) end(ctx context.Context) (cpu time.Duration, backends int) {
+	w.p.sample(ctx)
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	for pid, c := range w.p.last {
+		cpu += c - w.start[pid]
+		backends++
+	}
+	return cpu, backends
+}
+
+// close closes the connection once no sample is using it (the sampler
+// may still be in one when the run ends).
+func (p *pgCPU) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conn.Close(context.Background())
+}
+
+// statements counts the statements the hub sends to PostgreSQL (a pgx
+// tracer, app.Hub.OnStatement) and their time on the client.
+type statements struct {
+	mu sync.Mutex
+	by map[string]*StatementStat
+}
+
+// StatementStat is one statement's count and client time in a window.
+type StatementStat struct {
+	SQL   string // whitespace collapsed, cut to 120 characters
+	Count int
+	Time  time.Duration
+}
+
+func newStatements() *statements { return &statements{by: make(map[string]*StatementStat)} }
+
+func (s *statements) observe(sql string, took time.Duration) {
+	s.mu.Lock()
+	st := s.by[sql]
+	if st == nil {
+		st = &StatementStat{SQL: shortSQL(sql)}
+		s.by[sql] = st
+	}
+	st.Count++
+	st.Time += took
+	s.mu.Unlock()
+}
+
+// take returns the counts so far, most frequent first, and starts again.
+func (s *statements) take() []StatementStat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]StatementStat, 0, len(s.by))
+	for _, st := range s.by {
+		out = append(out, *st)
+	}
+	s.by = make(map[string]*StatementStat)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Time > out[j].Time
+	})
+	return out
+}
+
+func shortSQL(sql string) string {
+	s := strings.Join(strings.Fields(sql), " ")
+	// The claims share their first lines: name which is which.
+	switch {
+	case strings.Contains(s, "CROSS JOIN LATERAL (SELECT 1 FROM delivery_jobs j"):
+		s = "[claim across all subscriptions] " + s
+	case strings.Contains(s, "c.id = ANY($7)"):
+		s = "[claim of named subscriptions] " + s
+	}
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
