@@ -1,7 +1,7 @@
 package main
 
 // insight.go: the insight subcommands (SPEC 20): keys list, events get and
-// types, deliveries search, subscriptions health and test.
+// types, deliveries search, subscriptions health and test, admin health.
 
 import (
 	"encoding/json"
@@ -118,6 +118,49 @@ func deliveriesSearch(args []string, e env) int {
 		})
 }
 
+// healthView is what a subscription's health and the hub's share: the
+// attempts over a window, their latency and the window's buckets.
+type healthView struct {
+	Window      string   `json:"window"`
+	Attempts    int64    `json:"attempts"`
+	Successes   int64    `json:"successes"`
+	Failures    int64    `json:"failures"`
+	SuccessRate *float64 `json:"success_rate"`
+	LatencyMS   struct {
+		P50, P95, P99 *float64
+	} `json:"latency_ms"`
+	LastSuccessAt *string `json:"last_success_at"`
+	LastFailureAt *string `json:"last_failure_at"`
+	BucketSeconds int64   `json:"bucket_seconds"`
+	Buckets       []struct {
+		Start     string   `json:"start"`
+		Successes int64    `json:"successes"`
+		Failures  int64    `json:"failures"`
+		P99MS     *float64 `json:"p99_ms"`
+	} `json:"buckets"`
+}
+
+// fields are the summary's "key: value" pairs, in the API's order.
+func (h *healthView) fields() []string {
+	var rate *float64
+	if h.SuccessRate != nil {
+		r := *h.SuccessRate * 100
+		rate = &r
+	}
+	return []string{"window", h.Window, "attempts", itoa(h.Attempts), "successes", itoa(h.Successes), "failures", itoa(h.Failures),
+		"success_rate", optFloat(rate, "%.1f%%"),
+		"latency_ms", strings.TrimSpace(optFloat(h.LatencyMS.P50, "p50 %.0f") + " " + optFloat(h.LatencyMS.P95, "p95 %.0f") + " " + optFloat(h.LatencyMS.P99, "p99 %.0f")),
+		"last_success_at", str(h.LastSuccessAt), "last_failure_at", str(h.LastFailureAt)}
+}
+
+// optFloat formats f, or is empty for none.
+func optFloat(f *float64, format string) string {
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf(format, *f)
+}
+
 func subscriptionsHealth(args []string, e env) int {
 	c := newAPICmd(e, "subscriptions health", "<id> [--window D] [flags]",
 		"Shows a subscription's health over a window: attempts, success rate, latency, the last\nerror, its backlog and breaker.", true, "<id>")
@@ -125,47 +168,64 @@ func subscriptionsHealth(args []string, e env) int {
 	if code, ok := c.parse(args); !ok {
 		return code
 	}
-	q := url.Values{}
-	if *window != "" {
-		q.Set("window", *window)
-	}
 	var h struct {
-		Window      string   `json:"window"`
-		Attempts    int64    `json:"attempts"`
-		Successes   int64    `json:"successes"`
-		Failures    int64    `json:"failures"`
-		SuccessRate *float64 `json:"success_rate"`
-		LatencyMS   struct {
-			P50, P95, P99 *float64
-		} `json:"latency_ms"`
-		LastSuccessAt *string `json:"last_success_at"`
-		LastFailureAt *string `json:"last_failure_at"`
-		LastError     *string `json:"last_error"`
-		Backlog       struct {
+		healthView
+		LastError *string `json:"last_error"`
+		Backlog   struct {
 			Pending      int64 `json:"pending"`
 			InFlight     int64 `json:"in_flight"`
 			DeadLettered int64 `json:"dead_lettered"`
 		} `json:"backlog"`
 		BreakerState string `json:"breaker_state"`
 	}
-	num := func(f *float64, format string) string {
-		if f == nil {
-			return ""
-		}
-		return fmt.Sprintf(format, *f)
-	}
-	return c.do("GET", "/v1/subscriptions/"+pathEscape(c.args[0])+"/health", q, nil, &h, func(w io.Writer) {
-		var rate *float64
-		if h.SuccessRate != nil {
-			r := *h.SuccessRate * 100
-			rate = &r
-		}
-		fields(w, "window", h.Window, "attempts", itoa(h.Attempts), "successes", itoa(h.Successes), "failures", itoa(h.Failures),
-			"success_rate", num(rate, "%.1f%%"),
-			"latency_ms", strings.TrimSpace(num(h.LatencyMS.P50, "p50 %.0f")+" "+num(h.LatencyMS.P95, "p95 %.0f")+" "+num(h.LatencyMS.P99, "p99 %.0f")),
-			"last_success_at", str(h.LastSuccessAt), "last_failure_at", str(h.LastFailureAt), "last_error", str(h.LastError),
+	return c.do("GET", "/v1/subscriptions/"+pathEscape(c.args[0])+"/health", windowQuery(*window), nil, &h, func(w io.Writer) {
+		fields(w, append(h.fields(), "last_error", str(h.LastError),
 			"backlog", fmt.Sprintf("pending %d, in_flight %d, dead_lettered %d", h.Backlog.Pending, h.Backlog.InFlight, h.Backlog.DeadLettered),
-			"breaker_state", h.BreakerState)
+			"breaker_state", h.BreakerState)...)
+	})
+}
+
+func windowQuery(window string) url.Values {
+	q := url.Values{}
+	if window != "" {
+		q.Set("window", window)
+	}
+	return q
+}
+
+var adminGroup = group{
+	name: "admin",
+	about: "Looks at the whole hub through the admin API: STREAMING_HUB_TOKEN must be the admin token\n" +
+		"(or an operator's JWT, with Lerian's access manager).",
+	subs: []subcommand{
+		{"health", "[--window D]", "every tenant's delivery attempts over a window: success rate, latency, busy buckets", adminHealth},
+	},
+}
+
+func runAdmin(args []string, e env) int { return adminGroup.run(args, e) }
+
+// adminHealth: GET /v1/admin/health, printed as subscriptions health is,
+// then the buckets that had attempts (-o json shows every bucket).
+func adminHealth(args []string, e env) int {
+	c := newAPICmd(e, "admin health", "[--window D] [flags]",
+		"Shows every tenant's delivery attempts over a window, from the same rollups as a\n"+
+			"subscription's health: attempts, success rate, latency (p50, p95, p99 in ms), the last\n"+
+			"success and failure, then each bucket that had attempts. Needs the admin token.", false)
+	window := c.fs.String("window", "", "Go duration up to STREAMING_HUB_HEALTH_WINDOW (default 24h)")
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	var h healthView
+	return c.do("GET", "/v1/admin/health", windowQuery(*window), nil, &h, func(w io.Writer) {
+		fields(w, append(h.fields(), "bucket_seconds", itoa(h.BucketSeconds))...)
+		var rows [][]string
+		for _, b := range h.Buckets {
+			if b.Successes+b.Failures > 0 {
+				rows = append(rows, []string{b.Start, itoa(b.Successes), itoa(b.Failures), optFloat(b.P99MS, "%.0f")})
+			}
+		}
+		fmt.Fprintf(w, "\nbuckets with attempts (%d of %d):\n", len(rows), len(h.Buckets))
+		table(w, []string{"START", "SUCCESSES", "FAILURES", "P99_MS"}, rows)
 	})
 }
 

@@ -50,6 +50,7 @@ var commands = map[string]command{
 	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
 	"events":        {"pull a tenant's events (API)", runEvents},
 	"rejections":    {"list the records ingest rejected (admin API)", runRejections},
+	"admin":         {"the whole hub's delivery health (admin API)", runAdmin},
 	"produce":       {"send one CloudEvent to Kafka, as a producer would (no kcat needed)", runProduce},
 	"listen":        {"forward a tenant's events to a local URL, signed like a delivery (receivers behind NAT)", runListen},
 	"config":        {"keep named contexts (hub URL, token, tenant) for the client commands", runConfig}}
@@ -68,6 +69,7 @@ var groups = map[string]*group{
 	"deliveries":    &deliveriesGroup,
 	"events":        &eventsGroup,
 	"rejections":    &rejectionsGroup,
+	"admin":         &adminGroup,
 	"config":        &configGroup,
 }
 

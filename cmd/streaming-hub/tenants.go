@@ -7,11 +7,12 @@ import (
 )
 
 var tenantsGroup = group{
-	name:  "tenants",
-	about: "Manages the tenant roster through the admin API: STREAMING_HUB_TOKEN must be the admin token.",
+	name: "tenants",
+	about: "Manages the tenant roster through the admin API: STREAMING_HUB_TOKEN must be the admin token\n" +
+		"(get also takes a tenant API key, for its own tenant).",
 	subs: []subcommand{
 		{"list", "[--cursor C] [--limit N] [--all]", "list tenants, one page", tenantsList},
-		{"get", "<id>", "show one tenant", tenantsGet},
+		{"get", "<id>", "show one tenant (a tenant key: its own)", tenantsGet},
 		{"create", "--id ID [--name NAME]", "add a tenant to the roster", tenantsCreate},
 		{"update", "<id> [--name NAME] [--status active|inactive]", "rename, deactivate or reactivate a tenant", tenantsUpdate},
 		{"portal-link", "<id> [--ttl 1h]", "make a console link that opens a one-tenant session (as portal-links create)", tenantsPortalLink},
@@ -45,7 +46,8 @@ func tenantsList(args []string, e env) int {
 }
 
 func tenantsGet(args []string, e env) int {
-	c := newAPICmd(e, "tenants get", "<id> [flags]", "Shows one tenant. Needs the admin token.", false, "<id>")
+	c := newAPICmd(e, "tenants get", "<id> [flags]",
+		"Shows one tenant. The admin token reads any tenant; a tenant API key reads its own (any\nother id is not found).", false, "<id>")
 	if code, ok := c.parse(args); !ok {
 		return code
 	}

@@ -333,6 +333,20 @@ func TestAccessManager_Decisions(t *testing.T) {
 			t.Fatalf("tenant token on an operator route = %d, want 403", status)
 		}
 		h.am.calls()
+		// Its own tenant it may read (asked as tenants/get); another is
+		// the unknown id's 404.
+		if status, body := h.do("GET", "/v1/tenants/acme", tenantTok, peer); status != 200 || !strings.Contains(body, `"id":"acme"`) {
+			t.Fatalf("tenant token reading its tenant = %d %s", status, body)
+		}
+		if c := h.am.calls(); len(c) != 1 || c[0].Body["resource"] != "tenants" || c[0].Body["action"] != "get" {
+			t.Fatalf("tenant token reading its tenant: calls %+v", c)
+		}
+		other, _ := h.do("GET", "/v1/tenants/gone", tenantTok, peer)
+		unknown, _ := h.do("GET", "/v1/tenants/nobody", tenantTok, peer)
+		if other != 404 || unknown != 404 {
+			t.Fatalf("tenant token reading another tenant = %d, an unknown one = %d, want 404", other, unknown)
+		}
+		h.am.calls()
 		for _, id := range []string{"gone", "nobody"} {
 			tok := mint(t, good, "RS256", h.claims(map[string]any{"tenantId": id}))
 			if status, body := h.do("GET", "/v1/subscriptions", tok, peer); status != 403 {
@@ -344,7 +358,7 @@ func TestAccessManager_Decisions(t *testing.T) {
 		}
 
 		got := h.decisions()
-		wantM := map[string]string{"allowed": "11", "denied": "4", "unavailable": "10", "cached": "0", "invalid_token": "10"}
+		wantM := map[string]string{"allowed": "14", "denied": "4", "unavailable": "10", "cached": "0", "invalid_token": "10"}
 		for k, v := range wantM {
 			if got[k] != v {
 				t.Errorf("decisions %s = %s, want %s (all: %v)", k, got[k], v, got)

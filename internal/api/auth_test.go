@@ -24,11 +24,12 @@ func TestAuthMatrix(t *testing.T) {
 			{"GET", "/v1/admin/dlq", ""},
 			{"POST", "/v1/tenants", `{"id":"new"}`},
 			{"GET", "/v1/tenants", ""},
-			{"GET", "/v1/tenants/acme", ""},
 			{"PATCH", "/v1/tenants/acme", `{"name":"x"}`},
 			{"POST", "/v1/tenants/acme/keys", ""},
 			{"DELETE", "/v1/tenants/acme/keys/key_0", ""},
 		}
+		// A tenant key reads its own tenant (TestTenants_AKeyReadsItsOwnTenantOnly).
+		ownTenant := call{"GET", "/v1/tenants/acme", ""}
 		tenantScoped := []call{
 			{"POST", "/v1/subscriptions", `{}`},
 			{"GET", "/v1/subscriptions", ""},
@@ -38,7 +39,7 @@ func TestAuthMatrix(t *testing.T) {
 			{"POST", "/v1/subscriptions/sub_x/verify", ""},
 			{"POST", "/v1/subscriptions/sub_x/rotate-secret", ""},
 		}
-		for _, c := range append(adminOnly, tenantScoped...) {
+		for _, c := range append(append(adminOnly, tenantScoped...), ownTenant) {
 			for name, cl := range map[string]client{"no token": anon, "unknown key": bad, "garbage token": garbage} {
 				status, _, body := cl.do(c.method, c.path, c.body)
 				if status != 401 || !strings.Contains(string(body), `"code":"unauthorized"`) {
@@ -151,6 +152,62 @@ func TestTenants_API(t *testing.T) {
 		if len(p.Data) != 1 || p.Data[0].ID != "c" || p.NextCursor != nil {
 			t.Fatalf("last page = %+v", p)
 		}
+	})
+}
+
+// TestTenants_AKeyReadsItsOwnTenantOnly: a tenant key reads its own tenant
+// (its name, for the console's badge) as the admin sees it; asking for
+// another tenant's id is answered exactly as an unknown id is, so a key
+// learns nothing of other tenants, and it still changes nothing.
+func TestTenants_AKeyReadsItsOwnTenantOnly(t *testing.T) {
+	testkit.Long(t)
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{})
+		acme := h.tenant("acme")
+		h.tenant("globex")
+		h.admin.json("PATCH", "/v1/tenants/acme", `{"name":"Acme Corp"}`, 200, nil)
+		status, _, own := acme.do("GET", "/v1/tenants/acme", "")
+		_, _, asAdmin := h.admin.do("GET", "/v1/tenants/acme", "")
+		if status != 200 || string(own) != string(asAdmin) || !strings.Contains(string(own), `"name":"Acme Corp"`) {
+			t.Fatalf("acme reading acme = %d %s; the admin sees %s", status, own, asAdmin)
+		}
+
+		// globex exists, nobody does: acme's key cannot tell them apart.
+		otherStatus, otherHeader, other := acme.do("GET", "/v1/tenants/globex", "")
+		unknownStatus, unknownHeader, unknown := acme.do("GET", "/v1/tenants/nobody", "")
+		wantError(t, otherStatus, other, 404, "not_found")
+		if otherStatus != unknownStatus || string(other) != strings.ReplaceAll(string(unknown), "nobody", "globex") ||
+			otherHeader.Get("Content-Type") != unknownHeader.Get("Content-Type") {
+			t.Fatalf("another tenant: %d %s; an unknown id: %d %s", otherStatus, other, unknownStatus, unknown)
+		}
+		if strings.Contains(string(other), "Globex") || strings.Contains(string(other), "active") {
+			t.Fatalf("another tenant's answer tells about it: %s", other)
+		}
+		// The admin's answer for an unknown id is the same too.
+		_, _, adminUnknown := h.admin.do("GET", "/v1/tenants/nobody", "")
+		if string(adminUnknown) != string(unknown) {
+			t.Fatalf("unknown id: the admin gets %s, a key %s", adminUnknown, unknown)
+		}
+		long := strings.Repeat("g", 300)
+		_, _, longAsKey := acme.do("GET", "/v1/tenants/"+long, "")
+		_, _, longAsAdmin := h.admin.do("GET", "/v1/tenants/"+long, "")
+		if string(longAsKey) != string(longAsAdmin) {
+			t.Fatalf("a long unknown id: a key gets %s, the admin %s", longAsKey, longAsAdmin)
+		}
+
+		// Reading is all: the roster and changes stay the admin's.
+		for _, c := range []struct{ method, path, body string }{
+			{"PATCH", "/v1/tenants/acme", `{"name":"mine"}`},
+			{"GET", "/v1/tenants", ""},
+			{"GET", "/v1/tenants/acme/keys", ""},
+		} {
+			status, _, body := acme.do(c.method, c.path, c.body)
+			wantError(t, status, body, 403, "forbidden")
+		}
+		// An inactive tenant's key is refused, as everywhere.
+		h.admin.json("PATCH", "/v1/tenants/acme", `{"status":"inactive"}`, 200, nil)
+		status, _, body := acme.do("GET", "/v1/tenants/acme", "")
+		wantError(t, status, body, 403, "forbidden")
 	})
 }
 

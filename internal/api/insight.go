@@ -19,21 +19,44 @@ import (
 
 const defaultHealthWindow = 24 * time.Hour
 
+// healthJSON is a health answer: the hub's (GET /v1/admin/health) and a
+// subscription's, which adds what only a subscription has in the middle
+// (its last error, backlog, breaker). The hub's leaves that part nil, and
+// encoding/json writes no field of a nil embedded pointer: one type, the
+// keys in one order.
 type healthJSON struct {
-	Window        string           `json:"window"`
-	Attempts      int64            `json:"attempts"`
-	Successes     int64            `json:"successes"`
-	Failures      int64            `json:"failures"`
-	SuccessRate   *float64         `json:"success_rate"`
-	LatencyMS     latencyJSON      `json:"latency_ms"`
-	LastSuccessAt *time.Time       `json:"last_success_at"`
-	LastFailureAt *time.Time       `json:"last_failure_at"`
-	LastError     *string          `json:"last_error"`
-	Backlog       backlogJSON      `json:"backlog"`
-	BreakerState  string           `json:"breaker_state"`
-	FailureSpan   *failureSpanJSON `json:"failure_span"`
-	BucketSeconds int64            `json:"bucket_seconds"`
-	Buckets       []bucketJSON     `json:"buckets"`
+	Window        string      `json:"window"`
+	Attempts      int64       `json:"attempts"`
+	Successes     int64       `json:"successes"`
+	Failures      int64       `json:"failures"`
+	SuccessRate   *float64    `json:"success_rate"`
+	LatencyMS     latencyJSON `json:"latency_ms"`
+	LastSuccessAt *time.Time  `json:"last_success_at"`
+	LastFailureAt *time.Time  `json:"last_failure_at"`
+	*subscriptionHealthJSON
+	BucketSeconds int64        `json:"bucket_seconds"`
+	Buckets       []bucketJSON `json:"buckets"`
+}
+
+// subscriptionHealthJSON is the part of a subscription's health that the
+// hub's health has not.
+type subscriptionHealthJSON struct {
+	LastError    *string          `json:"last_error"`
+	Backlog      backlogJSON      `json:"backlog"`
+	BreakerState string           `json:"breaker_state"`
+	FailureSpan  *failureSpanJSON `json:"failure_span"`
+}
+
+// toHealthJSON is the health over a window labelled label; sub, when not
+// nil, makes it a subscription's.
+func toHealthJSON(label string, h store.HealthSummary, sub *subscriptionHealthJSON) healthJSON {
+	return healthJSON{
+		Window: label, Attempts: h.Attempts, Successes: h.Successes, Failures: h.Failures, SuccessRate: h.SuccessRate,
+		LatencyMS:     latencyJSON{h.P50, h.P95, h.P99},
+		LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt,
+		subscriptionHealthJSON: sub,
+		BucketSeconds:          int64(h.Width / time.Second), Buckets: bucketsJSON(h),
+	}
 }
 
 type latencyJSON struct {
@@ -77,19 +100,6 @@ func (s *Server) healthWindow(r *http.Request) (time.Duration, string, error) {
 	return min(window, s.deps.HealthWindow), label, nil
 }
 
-type hubHealthJSON struct {
-	Window        string       `json:"window"`
-	Attempts      int64        `json:"attempts"`
-	Successes     int64        `json:"successes"`
-	Failures      int64        `json:"failures"`
-	SuccessRate   *float64     `json:"success_rate"`
-	LatencyMS     latencyJSON  `json:"latency_ms"`
-	LastSuccessAt *time.Time   `json:"last_success_at"`
-	LastFailureAt *time.Time   `json:"last_failure_at"`
-	BucketSeconds int64        `json:"bucket_seconds"`
-	Buckets       []bucketJSON `json:"buckets"`
-}
-
 // hubHealth: GET /v1/admin/health?window=1h, every tenant's attempts over
 // the window, from the same rollups as a subscription's health.
 func (s *Server) hubHealth(w http.ResponseWriter, r *http.Request) error {
@@ -105,13 +115,7 @@ func (s *Server) hubHealth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	h := store.Summarize(rollups, now, window)
-	writeJSON(w, http.StatusOK, hubHealthJSON{
-		Window: label, Attempts: h.Attempts, Successes: h.Successes, Failures: h.Failures, SuccessRate: h.SuccessRate,
-		LatencyMS:     latencyJSON{h.P50, h.P95, h.P99},
-		LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt,
-		BucketSeconds: int64(h.Width / time.Second), Buckets: bucketsJSON(h),
-	})
+	writeJSON(w, http.StatusOK, toHealthJSON(label, store.Summarize(rollups, now, window), nil))
 	return nil
 }
 
@@ -141,16 +145,12 @@ func (s *Server) subscriptionHealth(w http.ResponseWriter, r *http.Request) erro
 	}
 	h := store.Summarize(rollups, now, window)
 	view := s.toSubscriptionJSON(sub)
-	out := healthJSON{
-		Window: label, Attempts: h.Attempts, Successes: h.Successes, Failures: h.Failures, SuccessRate: h.SuccessRate,
-		LatencyMS:     latencyJSON{h.P50, h.P95, h.P99},
-		LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt, LastError: optional(h.LastError),
+	writeJSON(w, http.StatusOK, toHealthJSON(label, h, &subscriptionHealthJSON{
+		LastError: optional(h.LastError),
 		Backlog: backlogJSON{Pending: backlog[hub.JobPending], InFlight: backlog[hub.JobInFlight],
 			DeadLettered: backlog[hub.JobDeadLettered]},
 		BreakerState: view.BreakerState, FailureSpan: view.FailureSpan,
-		BucketSeconds: int64(h.Width / time.Second), Buckets: bucketsJSON(h),
-	}
-	writeJSON(w, http.StatusOK, out)
+	}))
 	return nil
 }
 

@@ -219,6 +219,78 @@ func TestHubHealth_AdminSeesEveryTenantsAttemptsPerBucket(t *testing.T) {
 	})
 }
 
+// TestHealth_HubAndSubscriptionShareFieldsInOneOrder: the hub's health
+// is a subscription's health less what only a subscription has (its last
+// error, backlog, breaker and failure span), its keys in the same order;
+// with one subscription's attempts in the hub, the shared fields agree.
+func TestHealth_HubAndSubscriptionShareFieldsInOneOrder(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
+		acme := h.tenant("acme")
+		id, _ := verified(acme, newReceiver(t))
+		ctx := context.Background()
+		ingestEvents(t, h.store, storetest.NewEvent("acme", "e1"))
+		claimed, err := h.store.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d, %v", len(claimed), err)
+		}
+		now := h.clock.Now()
+		if _, err := h.store.CompleteJobs(ctx, store.CompleteParams{Completions: []store.Completion{{
+			JobLease: store.JobLease{JobID: claimed[0].Job.ID, LeaseToken: claimed[0].LeaseToken}, Status: hub.JobSucceeded,
+			SubscriptionID: id,
+			Attempt:        &hub.Attempt{ID: hub.NewID("att", now), StartedAt: now, Duration: 120 * time.Millisecond, StatusCode: 200},
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, subBody := acme.do("GET", "/v1/subscriptions/"+id+"/health?window=1h", "")
+		_, _, hubBody := h.admin.do("GET", "/v1/admin/health?window=1h", "")
+		shared := []string{"window", "attempts", "successes", "failures", "success_rate", "latency_ms", "last_success_at", "last_failure_at"}
+		buckets := []string{"bucket_seconds", "buckets"}
+		wantSub := append(append(append([]string{}, shared...), "last_error", "backlog", "breaker_state", "failure_span"), buckets...)
+		wantHub := append(append([]string{}, shared...), buckets...)
+		if got := topLevelKeys(t, subBody); strings.Join(got, ",") != strings.Join(wantSub, ",") {
+			t.Errorf("subscription health keys %v, want %v", got, wantSub)
+		}
+		if got := topLevelKeys(t, hubBody); strings.Join(got, ",") != strings.Join(wantHub, ",") {
+			t.Errorf("hub health keys %v, want %v", got, wantHub)
+		}
+		var sub, all map[string]json.RawMessage
+		if json.Unmarshal(subBody, &sub) != nil || json.Unmarshal(hubBody, &all) != nil {
+			t.Fatalf("bodies %s / %s", subBody, hubBody)
+		}
+		for _, k := range append(shared, buckets...) {
+			if string(sub[k]) != string(all[k]) {
+				t.Errorf("%s: subscription %s, hub %s", k, sub[k], all[k])
+			}
+		}
+		if string(all["attempts"]) != "1" || string(all["last_success_at"]) == "null" {
+			t.Errorf("hub health %s", hubBody)
+		}
+	})
+}
+
+// topLevelKeys are a JSON object's keys in the order sent.
+func topLevelKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", body)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%v in %s", err, body)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatalf("%v in %s", err, body)
+		}
+	}
+	return keys
+}
+
 func TestLookups_EventWithDeliveriesAndSearch(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true})

@@ -63,11 +63,32 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// getTenant: the admin reads any tenant; a tenant's key (or session) reads
+// its own, as a Svix application key reads its own application, so that a
+// tenant's tools can show its name. Any other id is to a tenant key what an
+// unknown id is (404, the same message), and is never looked up; an
+// inactive tenant's key is refused (403) as on every tenant endpoint.
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	p, err := s.authenticate(r)
+	if err != nil {
 		return err
 	}
-	t, err := s.deps.Store.GetTenant(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	if !p.Admin {
+		own, err := s.deps.Store.GetTenant(r.Context(), p.TenantID)
+		if err != nil {
+			return err
+		}
+		if own.Status != hub.TenantActive {
+			return hub.Errorf(hub.EFORBIDDEN, "tenant %q is inactive", own.ID)
+		}
+		if id != own.ID {
+			return store.TenantNotFound(id)
+		}
+		writeJSON(w, http.StatusOK, toTenantJSON(own))
+		return nil
+	}
+	t, err := s.deps.Store.GetTenant(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func TestPages_RenderForAdminAndTenant_OperatorPagesAdminOnly(t *testing.T) {
 			"/console/subscriptions/" + w.acmeSub + "?window=1h",
 			"/console/deliveries", "/console/deliveries?status=pending&event_id=evt-1",
 			"/console/deliveries/" + w.job, "/console/events", "/console/events/evt-1", "/console/event-types"}
-		operatorPages := []string{"/console/tenants", "/console/tenants/acme", "/console/rejections", "/console/dlq", "/console/manifests"}
+		operatorPages := []string{"/console/tenants", "/console/tenants/acme", "/console/tenants/globex", "/console/rejections", "/console/dlq", "/console/manifests"}
 
 		tenant := w.h.signIn(w.acmeKey)
 		for _, p := range tenantPages {

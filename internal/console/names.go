@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"sort"
 )
 
@@ -63,4 +64,16 @@ func byName(names map[string]string) []subscriptionChoice {
 		return out[i].ID < out[j].ID
 	})
 	return out
+}
+
+// tenantName is a tenant session's own tenant's name, for its badge on
+// every page: read as the tenant may read it (GET /v1/tenants/{id} of its
+// own tenant), one call a page, so a rename shows at once. Its id when
+// the call fails (the page still shows who it is).
+func (c *Console) tenantName(r *http.Request, s *session) string {
+	var t struct{ Name string }
+	if s.Tenant == "" || c.call(r, s, "GET", "/v1/tenants/"+url.PathEscape(s.Tenant), nil, &t) != nil || t.Name == "" {
+		return s.Tenant
+	}
+	return t.Name
 }

@@ -35,6 +35,12 @@ func (c *Console) createTenant(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (c *Console) tenant(w http.ResponseWriter, r *http.Request, s *session) {
+	// A tenant may read its own tenant from the API (its badge's name), but
+	// this page is the operator's, whichever tenant it names.
+	if !s.Admin() {
+		c.renderError(w, r, s, http.StatusForbidden, "this endpoint needs the admin token")
+		return
+	}
 	id := url.PathEscape(r.PathValue("id"))
 	var t m
 	var keys struct{ Data []m }

@@ -25,8 +25,10 @@ type view struct {
 	Path  string // this page's path (the admin's tenant picker returns to it)
 	// Tenants are the admin's choices of tenant (tenant pages only).
 	Tenants []map[string]any
-	Flash   string
-	Data    any
+	// TenantName names a tenant session's own tenant in its badge.
+	TenantName string
+	Flash      string
+	Data       any
 }
 
 var funcs = template.FuncMap{
@@ -83,6 +85,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, sta
 func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	if v.S != nil {
 		v.CSRF = v.S.CSRF
+		if !v.S.Admin() {
+			v.TenantName = c.tenantName(r, v.S)
+		}
 	}
 	if v.Path == "" {
 		v.Path = r.URL.Path

@@ -236,22 +236,89 @@ async function tablesChecks(browser, tp, subURL) {
   }
 }
 
+// noOverflow: the page does not scroll sideways at its width.
+async function noOverflow(page, width, what) {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert(overflow <= 1, what + " scrolls sideways at " + width + " px by " + overflow + " px");
+}
+
+// Dead letters (SPEC 31), at one width: eventID's delivery is dead-lettered
+// (and the receiver healed); the subscription's bulk replay says what it
+// queued, what it matched and skipped (matched in all, one of them new),
+// and, replayed again, why it queued none; then the marks and headers.
+async function deadLetterJourney(page, w, subURL, eventID, width, matched) {
+  await page.goto(subURL);
+  await page.getByRole("button", { name: "Replay dead letters" }).click();
+  assert(await page.getByText("Queued 1 dead letter again.").isVisible(), width + ": bulk replay queued 1");
+  const counts = "Matching dead letters: " + matched + "; already replayed, so skipped: " + (matched - 1) + ".";
+  assert(await page.getByText(counts).isVisible(), width + ": the bulk replay's counts: " + counts);
+  assert((await page.getByText(/^Why none/).count()) === 0, width + ": a bulk replay that queued one says no why-none");
+  await noOverflow(page, width, "the bulk replay's result");
+  await snap(page, w, "bulk-replay-" + width);
+  await page.goto(subURL);
+  await page.getByRole("button", { name: "Replay dead letters" }).click();
+  assert(await page.getByText("Queued 0 dead letters again.").isVisible(), width + ": a bulk replay of nothing left queues 0");
+  const why = matched === 1 ? "Why none: the 1 matching dead letter was already replayed."
+    : "Why none: all " + matched + " matching dead letters were already replayed.";
+  assert(await page.getByText(why).isVisible(), width + ": the bulk replay says why it queued none: " + why);
+  await noOverflow(page, width, "the empty bulk replay's result");
+  await snap(page, w, "bulk-replay-none-" + width);
+  await attemptHeadersAndReplayMarks(page, w, eventID, width);
+}
+
 // Attempt headers and replay marks (SPEC 31): a dead letter replayed in
 // bulk says "replayed", when and by whom, in its row; its page shows the
-// request headers its attempts sent, and links to the fresh delivery.
-async function attemptHeadersAndReplayMarks(page) {
-  await page.goto(HUB + "/console/deliveries?event_id=fail-e2e-1&status=dead_lettered");
+// request and response headers its attempts sent and got, and links to the
+// fresh delivery; no page scrolls sideways.
+async function attemptHeadersAndReplayMarks(page, w, eventID, width) {
+  await page.goto(HUB + "/console/deliveries?event_id=" + eventID + "&status=dead_lettered");
   const mark = page.locator("td .replayed").first();
-  assert(await mark.isVisible(), "the replayed dead letter's row is marked");
+  assert(await mark.isVisible(), width + ": the replayed dead letter's row is marked");
   const text = (await mark.textContent()).replace(/\s+/g, " ");
-  assert(/^replayed .+ by \S+$/.test(text.trim()), "replayed, when and by whom: " + text);
+  assert(/^replayed .+ by \S+$/.test(text.trim()), width + ": replayed, when and by whom: " + text);
+  await noOverflow(page, width, "the dead letters' list");
+  await snap(page, w, "replay-marks-" + width);
   await page.locator("tbody tr td a").first().click(); // the dead letter
-  assert(await page.getByText("Request headers").first().isVisible(), "the attempt's request headers");
-  assert((await page.locator("dl.headers dt", { hasText: /^webhook-signature$/i }).count()) > 0, "the signature among them");
-  assert((await page.getByText("Response headers").count()) > 0, "the attempt's response headers");
+  assert(await page.getByText("Request headers").first().isVisible(), width + ": the attempt's request headers");
+  assert((await page.locator("dl.headers dt", { hasText: /^webhook-signature$/i }).count()) > 0, width + ": the signature among them");
+  assert((await page.getByText("Response headers").count()) > 0, width + ": the attempt's response headers");
   await inert(page, "replayed dead letter");
+  const first = page.locator(".attempts li").first();
+  await first.locator("summary", { hasText: "Request headers" }).click();
+  await first.locator("summary", { hasText: "Response headers" }).click();
+  assert(await first.locator("dl.headers dt", { hasText: /^webhook-signature$/i }).isVisible(), width + ": the request headers open");
+  assert(await first.locator("dl.headers dt", { hasText: /^content-type$/i }).last().isVisible(), width + ": the response headers open");
+  await noOverflow(page, width, "a dead letter's page with its headers open");
+  await snap(page, w, "delivery-headers-" + width);
   await page.locator("dd.replayed a").click();
-  assert(/\/console\/deliveries\/dlv_/.test(page.url()), "the mark links to the fresh delivery: " + page.url());
+  assert(/\/console\/deliveries\/dlv_/.test(page.url()), width + ": the mark links to the fresh delivery: " + page.url());
+  await noOverflow(page, width, "the fresh delivery's page");
+}
+
+// producerDLQ: the operator's producer DLQ page (SPEC 27) lists the record
+// the test produced to a DLQ topic, its producer-made text inert, filtered
+// by tenant, at 1280 and 390 px without sideways scrolling.
+async function producerDLQ(admin, aw) {
+  for (const width of [1280, 390]) {
+    await admin.setViewportSize({ width, height: width === 390 ? 844 : 800 });
+    await admin.goto(HUB + "/console/dlq");
+    await until(admin, "the producer DLQ record", async (p) => (await p.locator("tbody tr", { hasText: "dlq-e2e-1" }).count()) > 0);
+    const row = admin.locator("tbody tr", { hasText: "dlq-e2e-1" });
+    assert(await row.locator("code", { hasText: /^lerian\.streaming\.ledger_transaction\.posted\.dlq$/ }).isVisible(), width + ": the DLQ record's topic");
+    assert(/\[0\] @7/.test(await row.locator("td").nth(2).textContent()), width + ": the record's source partition and offset");
+    assert((await row.locator("td").nth(4).textContent()).includes("Acme Corp"), width + ": the record's tenant by name");
+    await row.locator("summary", { hasText: "first 4 KiB" }).click();
+    const value = await row.locator("pre").first().textContent();
+    assert(value.includes("<script>") && value.includes("onerror"), width + ": the record's value shown as text: " + value);
+    await row.locator("summary", { hasText: /^headers$/ }).click();
+    assert((await row.locator("pre").last().textContent()).includes("x-lerian-dlq-error-message"), width + ": the record's headers");
+    await inert(admin, "producer DLQ");
+    await noOverflow(admin, width, "the producer DLQ page");
+    await snap(admin, aw, "producer-dlq-" + width);
+    await admin.goto(HUB + "/console/dlq?tenant_id=globex");
+    assert(await admin.getByText("No DLQ records.").isVisible(), width + ": the tenant filter leaves out acme's record");
+  }
+  await admin.setViewportSize({ width: 1280, height: 800 });
 }
 
 (async () => {
@@ -303,7 +370,9 @@ async function attemptHeadersAndReplayMarks(page) {
     await tp.getByRole("button", { name: "Continue as tenant acme" }).click();
     await tp.waitForURL(HUB + "/console/");
     assert(tp.url() === HUB + "/console/", "portal link lands on the overview: " + tp.url());
-    assert(await tp.getByText("tenant acme").isVisible(), "portal session is acme's");
+    const badge = tp.locator(".who .badge");
+    assert((await badge.textContent()) === "tenant Acme Corp", "the portal session's badge names acme: " + (await badge.textContent()));
+    assert((await badge.getAttribute("title")) === "Acme Corp (tenant id acme)", "the badge's id on hover: " + (await badge.getAttribute("title")));
     await snap(tp, tw, "overview-tenant-empty");
 
     // 4. A subscription to the local receiver, verified, tested.
@@ -365,11 +434,25 @@ async function attemptHeadersAndReplayMarks(page) {
     await until(tp, "the dead letter", async (p) => (await p.getByRole("button", { name: "Replay dead letters" }).count()) > 0);
     await snap(tp, tw, "subscription-dead-letter");
     await control("/heal");
-    await tp.getByRole("button", { name: "Replay dead letters" }).click();
-    assert(await tp.getByText("Queued 1 dead letter again.").isVisible(), "bulk replay");
-    await attemptHeadersAndReplayMarks(tp);
+    await deadLetterJourney(tp, tw, subURL, "fail-e2e-1", 1280, 1);
     await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-1&status=succeeded");
     await until(tp, "the replayed dead letter to succeed", async (p) => (await p.locator("td .state-succeeded").count()) > 0);
+
+    // 7b. The same at 390 px, with a second dead letter: the bulk replay
+    // queues it and counts the first as already replayed.
+    await tp.setViewportSize({ width: 390, height: 844 });
+    await control("/break");
+    await control("/produce?tenant=acme&id=fail-e2e-2");
+    await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-2");
+    await until(tp, "fail-e2e-2's first failed attempt", async (p) => (await p.locator("tbody tr").count()) > 0 && (await p.locator("td", { hasText: "500" }).count()) > 0);
+    await control("/advance?d=2s");
+    await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-2&status=dead_lettered");
+    await until(tp, "fail-e2e-2's dead letter", async (p) => (await p.locator("tbody tr").count()) > 0);
+    await control("/heal");
+    await deadLetterJourney(tp, tw, subURL, "fail-e2e-2", 390, 2);
+    await tp.goto(HUB + "/console/deliveries?event_id=fail-e2e-2&status=succeeded");
+    await until(tp, "the second replayed dead letter to succeed", async (p) => (await p.locator("td .state-succeeded").count()) > 0);
+    await tp.setViewportSize({ width: 1280, height: 800 });
     await tp.goto(subURL);
     assert((await tp.locator("svg rect").count()) > 0, "the health chart has bars");
     await inert(tp, "subscription");
@@ -414,6 +497,8 @@ async function attemptHeadersAndReplayMarks(page) {
       await inert(admin, p);
       await snap(admin, aw, "operator" + p.replace(/\//g, "-"));
     }
+
+    await producerDLQ(admin, aw);
 
     await tablesChecks(browser, tp, subURL);
 

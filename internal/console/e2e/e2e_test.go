@@ -46,7 +46,7 @@ func TestConsoleInChromium(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "hub.db") // seedDeliveries writes to it
 	h := devhub.Start(t, devhub.Options{Now: clock.Now, Env: map[string]string{"STREAMING_HUB_DISPATCH_IDLE_INTERVAL_MS": "20",
 		"STREAMING_HUB_DATABASE_URL": "sqlite://" + dbPath}})
-	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(h.KafkaAddrs()...), kgo.AllowAutoTopicCreation()) // the DLQ topic is new
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,7 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("POST /heal", func(w http.ResponseWriter, r *http.Request) { failing.Store(false) })
+	mux.HandleFunc("POST /break", func(w http.ResponseWriter, r *http.Request) { failing.Store(true) })
 	mux.HandleFunc("POST /produce", func(w http.ResponseWriter, r *http.Request) {
 		id, tenant := r.URL.Query().Get("id"), r.URL.Query().Get("tenant")
 		rec := testkit.CERecord(app.DevTopic, 0, tenant, id, kgo.RecordHeader{Key: "ce-subject", Value: []byte(hostile("subject"))})
@@ -130,6 +131,20 @@ func TestConsoleInChromium(t *testing.T) {
 	if st := h.Do("POST", "/v1/subscriptions", "globex", `{"name":"globex-secret-hooks","event_types":[{"type":"transaction.posted","schema_major":1}],
 		"destination":{"type":"webhook","url":"`+receiver.URL+`"}}`, &other); st != 201 {
 		t.Fatalf("globex subscription: %d", st)
+	}
+
+	// A record a producer quarantined on its DLQ topic, for the operator's
+	// producer DLQ page: acme's, with hostile text in a header and the
+	// value. The hub's DLQ consumer keeps it (SPEC 27); the script waits
+	// for it.
+	dlq := testkit.CERecord(app.DevTopic+".dlq", 0, "acme", "dlq-e2e-1",
+		kgo.RecordHeader{Key: "x-lerian-dlq-source-topic", Value: []byte(app.DevTopic)},
+		kgo.RecordHeader{Key: "x-lerian-dlq-source-partition", Value: []byte("0")},
+		kgo.RecordHeader{Key: "x-lerian-dlq-source-offset", Value: []byte("7")},
+		kgo.RecordHeader{Key: "x-lerian-dlq-error-message", Value: []byte(hostile("dlq-header"))})
+	dlq.Value = []byte(`{"note":"` + strings.ReplaceAll(hostile("dlq-value"), `"`, `\"`) + `"}`)
+	if err := prod.ProduceSync(context.Background(), dlq).FirstErr(); err != nil {
+		t.Fatalf("produce the DLQ record: %v", err)
 	}
 
 	shots, err := filepath.Abs("screenshots")
