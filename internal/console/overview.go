@@ -9,6 +9,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // rates turns the process's counters into per-second rates: each operator
@@ -182,7 +184,7 @@ const overviewDisabled = 1000
 // autoDisabled lists subscriptions the hub disabled (disabled_reason set),
 // across tenants, in one store query.
 func (c *Console) autoDisabled(r *http.Request) []m {
-	subs, err := c.deps.Store.ListDisabledSubscriptions(r.Context(), overviewDisabled)
+	subs, err := c.deps.Store.ListDisabledSubscriptions(r.Context(), store.ListDisabledSubscriptionsParams{Limit: overviewDisabled})
 	if err != nil {
 		c.deps.Logger.Warn("listing disabled subscriptions for the console failed", "err", err)
 		return nil
