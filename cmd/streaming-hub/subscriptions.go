@@ -27,6 +27,7 @@ var subscriptionsGroup = group{
 		{"rotate-secret", "<id> [--overlap 24h]", "make a new signing secret; the old one signs until the overlap ends", subscriptionsRotate},
 		{"health", "<id> [--window 24h]", "show a subscription's health: success rate, latency, last error, backlog", subscriptionsHealth},
 		{"test", "<id> [--type T] [--data JSON]", "send one signed test event to the destination now (nothing stored)", subscriptionsTest},
+		{"disabled", "[--cursor C] [--limit N] [--all]", "list every tenant's disabled subscriptions, most recently disabled first (admin)", subscriptionsDisabled},
 	},
 }
 
@@ -172,6 +173,23 @@ func subscriptionsList(args []string, e env) int {
 	return listCmd(c, "/v1/subscriptions", p, nil, []string{"ID", "NAME", "URL", "ENABLED", "STATE", "BREAKER"}, func(s subscriptionView) []string {
 		return []string{s.ID, s.Name, s.where(), strconv.FormatBool(s.Enabled), s.VerificationState, s.BreakerState}
 	})
+}
+
+// subscriptionsDisabled: GET /v1/admin/disabled-subscriptions.
+func subscriptionsDisabled(args []string, e env) int {
+	c := newAPICmd(e, "subscriptions disabled", "[--cursor C] [--limit N] [flags]",
+		"Lists every tenant's subscriptions disabled with a reason (auto-disabled, a failed\n"+
+			"verification probe, disabled through the API), most recently disabled first, one\n"+
+			"page; when there are more, the last line on stderr says which --cursor to pass\n"+
+			"next. Needs the admin token.", false)
+	p := c.pageFlags()
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	return listCmd(c, "/v1/admin/disabled-subscriptions", p, nil, []string{"TENANT", "ID", "NAME", "DISABLED", "REASON"},
+		func(s subscriptionView) []string {
+			return []string{s.TenantID, s.ID, s.Name, str(s.DisabledAt), truncate(str(s.DisabledReason), 80)}
+		})
 }
 
 func subscriptionsGet(args []string, e env) int {

@@ -161,3 +161,30 @@ func TestCLI_SubscriptionDestinationFlags(t *testing.T) {
 		}
 	}
 }
+
+// subscriptions disabled lists GET /v1/admin/disabled-subscriptions: one
+// page, its cursor passed on, a row per subscription with its tenant and
+// reason.
+func TestSubscriptionsDisabledListsTheAdminRoute(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("X-Tenant-Id"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"data":[{"id":"sub_1","tenant_id":"acme","name":"hooks","enabled":false,
+			"disabled_reason":"auto-disabled: failing for 120h","disabled_at":"2026-11-30T12:00:00Z",
+			"event_types":[],"destination":{"type":"webhook","url":"https://e.com"}}],"next_cursor":"abc"}`)
+	}))
+	defer srv.Close()
+	c := newCLI(t, srv.URL, "admin-token", "STREAMING_HUB_TENANT", "globex")
+	code, out, errOut := runCmd(c.vars, "subscriptions", "disabled", "--limit", "1", "--cursor", "xyz")
+	if code != exitOK || strings.TrimSpace(errOut) != "more: --cursor abc" {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if want := "GET /v1/admin/disabled-subscriptions?cursor=xyz&limit=1 "; len(asked) != 1 || asked[0] != want {
+		t.Fatalf("asked %q, want %q (no tenant: the list is every tenant's)", asked, want)
+	}
+	if r := row(t, out, "acme"); r[1] != "sub_1" || r[2] != "hooks" || r[3] != "2026-11-30T12:00:00Z" ||
+		!strings.Contains(out, "auto-disabled: failing for 120h") {
+		t.Fatalf("table:\n%s", out)
+	}
+}

@@ -33,11 +33,12 @@ func init() { statuses[CodeAuthUnavailable] = http.StatusServiceUnavailable }
 // refused 403 to a JWT; TestAccessManager_EveryRouteHasAResource keeps the
 // table whole. DLQ routes are "dlq".
 var routeResources = map[string]string{
-	"GET /v1/admin/rejections": "rejections",
-	"GET /v1/admin/manifests":  "manifests",
-	"GET /v1/admin/dlq":        "dlq",
-	"GET /v1/admin/health":     "deliveries", // the hub's delivery attempts; SPEC 26 lists no resource of its own
-	"GET /v1/admin/lookup":     "tenants",
+	"GET /v1/admin/rejections":             "rejections",
+	"GET /v1/admin/manifests":              "manifests",
+	"GET /v1/admin/dlq":                    "dlq",
+	"GET /v1/admin/health":                 "deliveries", // the hub's delivery attempts; SPEC 26 lists no resource of its own
+	"GET /v1/admin/lookup":                 "tenants",
+	"GET /v1/admin/disabled-subscriptions": "subscriptions",
 
 	"POST /v1/tenants":                               "tenants",
 	"GET /v1/tenants":                                "tenants",

@@ -161,6 +161,7 @@ func New(deps Deps) (*Server, error) {
 	s.handle("GET", "/v1/admin/manifests", s.listManifests)
 	s.handle("GET", "/v1/admin/health", s.hubHealth)
 	s.handle("GET", "/v1/admin/lookup", s.lookup) // SPEC 31
+	s.handle("GET", "/v1/admin/disabled-subscriptions", s.listDisabledSubscriptions)
 	return s, nil
 }
 

@@ -7,6 +7,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
@@ -30,10 +32,19 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
+// Store is all the console reads and writes itself: its sessions and
+// portal links, and the key or tenant a session stands for. What its pages
+// show comes from the API.
+type Store interface {
+	store.Console
+	GetAPIKey(ctx context.Context, id string) (hub.APIKey, error)
+	GetTenant(ctx context.Context, id string) (hub.Tenant, error)
+}
+
 // Deps are what the console serves from.
 type Deps struct {
 	API     *api.Server
-	Store   store.Store
+	Store   Store
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// FrameAncestors is the CSP frame-ancestors source list

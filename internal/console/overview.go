@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -94,8 +95,8 @@ func (c *Console) sampleRates() {
 }
 
 // operatorStats reads the overview's figures of this process from its
-// metrics, and the auto-disabled subscriptions from the store.
-func (c *Console) operatorStats(r *http.Request) m {
+// metrics, and the auto-disabled subscriptions from the API.
+func (c *Console) operatorStats(r *http.Request, s *session) m {
 	byName, counters, verdicts := c.processCounters()
 	perSec, over := c.rates.observe(c.now(), counters)
 
@@ -130,7 +131,7 @@ func (c *Console) operatorStats(r *http.Request) m {
 			out["P99"] = duration(time.Duration(q * float64(time.Second)))
 		}
 	}
-	out["Disabled"] = c.autoDisabled(r)
+	out["Disabled"], out["DisabledError"] = c.autoDisabled(r, s)
 	return out
 }
 
@@ -176,22 +177,50 @@ func quantile(h *dto.Histogram, q float64) (float64, bool) {
 }
 
 // overviewDisabled is how many disabled subscriptions the overview lists,
-// the most recently disabled first.
-const overviewDisabled = 1000
+// the most recently disabled first; disabledPage is the API's largest page.
+const (
+	overviewDisabled = 1000
+	disabledPage     = 500
+)
 
-// autoDisabled lists subscriptions the hub disabled (disabled_reason set),
-// across tenants, in one store query.
-func (c *Console) autoDisabled(r *http.Request) []m {
-	subs, err := c.deps.Store.ListDisabledSubscriptions(r.Context(), overviewDisabled)
-	if err != nil {
-		c.deps.Logger.Warn("listing disabled subscriptions for the console failed", "err", err)
-		return nil
+// autoDisabled lists the subscriptions the hub disabled (disabled_reason
+// set), across tenants, as the API answers the signed-in operator
+// (GET /v1/admin/disabled-subscriptions, page by page); a failure is the
+// message the overview shows instead.
+func (c *Console) autoDisabled(r *http.Request, s *session) ([]m, string) {
+	out := []m{}
+	query := url.Values{}
+	for len(out) < overviewDisabled {
+		query.Set("limit", strconv.Itoa(min(disabledPage, overviewDisabled-len(out))))
+		var list struct {
+			Data []struct {
+				ID             string  `json:"id"`
+				TenantID       string  `json:"tenant_id"`
+				Name           string  `json:"name"`
+				DisabledReason *string `json:"disabled_reason"`
+			} `json:"data"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := c.call(r, s, "GET", "/v1/admin/disabled-subscriptions?"+query.Encode(), nil, &list); err != nil {
+			if ae, ok := err.(*apiError); ok && ae.Status < 500 {
+				return nil, ae.Message
+			}
+			c.deps.Logger.Warn("listing disabled subscriptions for the console failed", "err", err)
+			return nil, "the disabled subscriptions could not be read; the log says why."
+		}
+		for _, sub := range list.Data {
+			reason := ""
+			if sub.DisabledReason != nil {
+				reason = *sub.DisabledReason
+			}
+			out = append(out, m{"Tenant": sub.TenantID, "ID": sub.ID, "Name": sub.Name, "Reason": reason})
+		}
+		if list.NextCursor == nil {
+			break
+		}
+		query.Set("cursor", *list.NextCursor)
 	}
-	out := make([]m, 0, len(subs))
-	for _, s := range subs {
-		out = append(out, m{"Tenant": s.TenantID, "ID": s.ID, "Name": s.Name, "Reason": s.DisabledReason})
-	}
-	return out
+	return out, ""
 }
 
 // overviewWindow is the operator overview's default window: the overview

@@ -90,7 +90,7 @@ func flash(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	if s.Admin() {
-		stats := c.operatorStats(r)
+		stats := c.operatorStats(r, s)
 		c.hubHealth(r, s, stats)
 		c.show(w, r, s, http.StatusOK, "overview_operator", "overview", "Overview", stats)
 		return

@@ -152,16 +152,32 @@ type ControlPlane interface {
 	// subscription: the two are indistinguishable to the caller.
 	GetSubscription(ctx context.Context, tenantID, id string) (hub.Subscription, error)
 	ListSubscriptions(ctx context.Context, p ListSubscriptionsParams) ([]hub.Subscription, error)
-	// ListDisabledSubscriptions lists, across tenants, the subscriptions
+	// ListDisabledSubscriptions pages, across tenants, the subscriptions
 	// the hub disabled (not enabled, disabled_reason set; not deleted),
-	// most recently disabled first, at most limit (1..1000): the operator
-	// overview's, in one query.
-	ListDisabledSubscriptions(ctx context.Context, limit int) ([]hub.Subscription, error)
+	// most recently disabled first (then by id), at most p.Limit
+	// (1..1000): GET /v1/admin/disabled-subscriptions, which the operator
+	// overview reads.
+	ListDisabledSubscriptions(ctx context.Context, p ListDisabledSubscriptionsParams) ([]hub.Subscription, error)
 	// UpdateSubscription writes every mutable field of s if the stored
 	// Version still equals s.Version (else ECONFLICT), and bumps it.
 	UpdateSubscription(ctx context.Context, s hub.Subscription) (hub.Subscription, error)
 	// DeleteSubscription marks it deleted; it stops matching at once.
 	DeleteSubscription(ctx context.Context, tenantID, id string) error
+}
+
+// ListDisabledSubscriptionsParams pages the disabled subscriptions: After,
+// when set, is the last one of the previous page, and the page starts
+// after it in that order.
+type ListDisabledSubscriptionsParams struct {
+	After *DisabledPosition
+	Limit int
+}
+
+// DisabledPosition is a disabled subscription's place in that order: when
+// it was disabled (nil sorts last) and its id.
+type DisabledPosition struct {
+	At *time.Time
+	ID string
 }
 
 // ListSubscriptionsParams pages one tenant's subscriptions by id.

@@ -123,12 +123,23 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Subscription, error) { return scanSubscription(r) })
 }
 
-func (db *DB) ListDisabledSubscriptions(ctx context.Context, limit int) (_ []hub.Subscription, err error) {
+func (db *DB) ListDisabledSubscriptions(ctx context.Context, p store.ListDisabledSubscriptionsParams) (_ []hub.Subscription, err error) {
 	defer wrap(&err, "ListDisabledSubscriptions")
 	defer db.budgets.use(ctx, store.BudgetAPI)()
+	// After the previous page's last row in the order below: an earlier
+	// time, the same time and a greater id, or no time (those sort last).
+	after, args := "", []any{store.ClampLimit(p.Limit, 50, 1000)}
+	switch {
+	case p.After != nil && p.After.At != nil:
+		after = ` AND (disabled_at < $2 OR (disabled_at = $2 AND id > $3) OR disabled_at IS NULL)`
+		args = append(args, *p.After.At, p.After.ID)
+	case p.After != nil:
+		after = ` AND disabled_at IS NULL AND id > $2`
+		args = append(args, p.After.ID)
+	}
 	rows, err := db.pool.Query(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
-		WHERE NOT enabled AND disabled_reason <> '' AND deleted_at IS NULL
-		ORDER BY disabled_at DESC NULLS LAST, id LIMIT $1`, store.ClampLimit(limit, 50, 1000))
+		WHERE NOT enabled AND disabled_reason <> '' AND deleted_at IS NULL`+after+`
+		ORDER BY disabled_at DESC NULLS LAST, id LIMIT $1`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -170,11 +170,24 @@ func (db *DB) ListSubscriptions(ctx context.Context, p store.ListSubscriptionsPa
 	return collect(rows, scanSubscription)
 }
 
-func (db *DB) ListDisabledSubscriptions(ctx context.Context, limit int) (_ []hub.Subscription, err error) {
+func (db *DB) ListDisabledSubscriptions(ctx context.Context, p store.ListDisabledSubscriptionsParams) (_ []hub.Subscription, err error) {
 	defer wrap(&err, "ListDisabledSubscriptions")
+	// After the previous page's last row in the order below: an earlier
+	// time, the same time and a greater id, or no time (those sort last).
+	after, args := "", []any{}
+	switch {
+	case p.After != nil && p.After.At != nil:
+		at := micros(*p.After.At)
+		after = ` AND (disabled_at < ? OR (disabled_at = ? AND id > ?) OR disabled_at IS NULL)`
+		args = append(args, at, at, p.After.ID)
+	case p.After != nil:
+		after = ` AND disabled_at IS NULL AND id > ?`
+		args = append(args, p.After.ID)
+	}
+	args = append(args, store.ClampLimit(p.Limit, 50, 1000))
 	rows, err := db.r.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions
-		WHERE enabled = 0 AND disabled_reason <> '' AND deleted_at IS NULL
-		ORDER BY disabled_at IS NULL, disabled_at DESC, id LIMIT ?`, store.ClampLimit(limit, 50, 1000))
+		WHERE enabled = 0 AND disabled_reason <> '' AND deleted_at IS NULL`+after+`
+		ORDER BY disabled_at IS NULL, disabled_at DESC, id LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
 	}

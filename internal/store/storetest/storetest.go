@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("DLQ", func(t *testing.T) { t.Parallel(); testDLQ(t, open) })
 	t.Run("Backfill", func(t *testing.T) { t.Parallel(); testBackfill(t, open) })
 	t.Run("Disabled", func(t *testing.T) { t.Parallel(); testDisabled(t, open) })
+	t.Run("DisabledPages", func(t *testing.T) { t.Parallel(); testDisabledPages(t, open) })
 	t.Run("Attempts", func(t *testing.T) { t.Parallel(); testAttempts(t, open) })
 }
 
