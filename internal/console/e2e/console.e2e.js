@@ -236,6 +236,27 @@ async function tablesChecks(browser, tp, subURL) {
   }
 }
 
+// phoneSignIn: at 390 px, in a browser of its own, the sign-in page and
+// the overview it leads to, neither scrolling sideways.
+async function phoneSignIn(browser, token, who, check) {
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  try {
+    const page = await ctx.newPage();
+    const w = watch(page, "signin-390-" + who);
+    await page.goto(HUB + "/console/");
+    assert(page.url().endsWith("/console/signin"), who + " at 390 px: not sent to sign-in: " + page.url());
+    await noOverflow(page, 390, "the sign-in page");
+    await page.getByLabel("Token or API key").fill(token);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(HUB + "/console/");
+    await check(page);
+    await noOverflow(page, 390, "the " + who + "'s overview");
+    await snap(page, w, "overview-" + who + "-390px");
+  } finally {
+    await ctx.close();
+  }
+}
+
 // noOverflow: the page does not scroll sideways at its width.
 async function noOverflow(page, width, what) {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -351,6 +372,16 @@ async function producerDLQ(admin, aw) {
     const key = await admin.locator("#secret").inputValue();
     assert(key.startsWith("shk_"), "API key shown: " + key);
     await snap(admin, aw, "key-created");
+
+    // 2b. Both sign in on a phone: the operator with the token, the
+    // tenant with its key.
+    await phoneSignIn(browser, ADMIN, "operator", async (page) => {
+      assert(await page.getByText("Ingest verdicts").isVisible(), "operator overview at 390 px");
+    });
+    await phoneSignIn(browser, key, "tenant", async (page) => {
+      const b = page.locator(".who .badge");
+      assert((await b.textContent()) === "tenant Acme Corp", "the tenant's badge at 390 px: " + (await b.textContent()));
+    });
 
     // 3. A portal link, opened in a fresh browser.
     await admin.goto(HUB + "/console/tenants/acme");
