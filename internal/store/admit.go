@@ -46,14 +46,7 @@ func Admit(events []hub.Event, roster map[string]*RosterEntry, stored map[EventK
 // Tenants returns the distinct tenant ids of events, sorted, so that every
 // transaction locks tenants in the same order and none deadlocks.
 func Tenants(events []hub.Event) []string {
-	set := make(map[string]bool)
-	var ids []string
-	for _, ev := range events {
-		if !set[ev.TenantID] {
-			set[ev.TenantID] = true
-			ids = append(ids, ev.TenantID)
-		}
-	}
+	ids := distinct(events, func(ev hub.Event) string { return ev.TenantID })
 	slices.Sort(ids)
 	return ids
 }

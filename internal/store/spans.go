@@ -87,15 +87,7 @@ func Fenced(cs []Completion, written []string) []string {
 
 // SubscriptionsOf returns the distinct subscriptions of cs.
 func SubscriptionsOf(cs []Completion) []string {
-	seen := make(map[string]bool, len(cs))
-	var out []string
-	for _, c := range cs {
-		if !seen[c.SubscriptionID] {
-			seen[c.SubscriptionID] = true
-			out = append(out, c.SubscriptionID)
-		}
-	}
-	return out
+	return distinct(cs, func(c Completion) string { return c.SubscriptionID })
 }
 
 // NextTargets are the subscriptions a completion batch hands off to: those

@@ -1,7 +1,7 @@
 package store
 
 import (
-	"sort"
+	"slices"
 	"sync"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -65,14 +65,7 @@ func (w *Wakes) Notify(subscriptionIDs []string) {
 
 // SubscriptionsOfJobs lists the subscriptions of jobs, once each, sorted.
 func SubscriptionsOfJobs(jobs []hub.Job) []string {
-	seen := make(map[string]bool, len(jobs))
-	var out []string
-	for _, j := range jobs {
-		if !seen[j.SubscriptionID] {
-			seen[j.SubscriptionID] = true
-			out = append(out, j.SubscriptionID)
-		}
-	}
-	sort.Strings(out)
+	out := distinct(jobs, func(j hub.Job) string { return j.SubscriptionID })
+	slices.Sort(out)
 	return out
 }
