@@ -13,6 +13,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/destination/nats"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func publisher(t testing.TB) *nats.Publisher {
@@ -56,23 +57,7 @@ func send(t testing.TB, p *nats.Publisher, tg destination.Target, m destination.
 func TestPublish_LandsInTheStreamWithMsgIDAndHeaders_AndARedeliveryIsDeduplicated(t *testing.T) {
 	n := testkit.NewNATS(t, "hub", "s3cret")
 	n.CreateStream(t, "EVENTS", "events.>")
-	p := publisher(t)
-	tg := target(n, "events.acme", "EVENTS")
-	if err := send(t, p, tg, message("evt-1", "att_1")); err != nil {
-		t.Fatal(err)
-	}
-	// A redelivery of the same event (another attempt, same ce-id).
-	if err := send(t, p, tg, message("evt-1", "att_2")); err != nil {
-		t.Fatal(err)
-	}
-	msgs := n.Messages(t, "EVENTS")
-	if len(msgs) != 1 {
-		t.Fatalf("%d messages in the stream, want 1 (the redelivery de-duplicated)", len(msgs))
-	}
-	m := msgs[0]
-	if m.Subject != "events.acme" || string(m.Data) != `{"id":"evt-1"}` {
-		t.Fatalf("message %s %s", m.Subject, m.Data)
-	}
+	m := sendTwiceLandsOnce(t, n, publisher(t))
 	for k, want := range map[string]string{"Nats-Msg-Id": "evt-1", "ce-id": "evt-1", "ce-type": "com.lerian.transaction.posted.v1",
 		"X-Lerian-Delivery-Id": "att_1", "webhook-signature": "v1,abc", "content-type": "application/json"} {
 		if got := m.Header.Get(k); got != want {
@@ -194,21 +179,7 @@ func TestPublish_OverTLSWithTheCATrustedLandsOnceWithMsgID(t *testing.T) {
 	}
 	n.CreateStream(t, "EVENTS", "events.>")
 	p := publisherWithTLS(t, trusting(t, pki.CA))
-	tg := target(n, "events.acme", "EVENTS")
-	if err := send(t, p, tg, message("evt-1", "att_1")); err != nil {
-		t.Fatal(err)
-	}
-	if err := send(t, p, tg, message("evt-1", "att_2")); err != nil {
-		t.Fatal(err)
-	}
-	msgs := n.Messages(t, "EVENTS")
-	if len(msgs) != 1 {
-		t.Fatalf("%d messages in the stream, want 1", len(msgs))
-	}
-	m := msgs[0]
-	if m.Subject != "events.acme" || string(m.Data) != `{"id":"evt-1"}` {
-		t.Fatalf("message %s %s", m.Subject, m.Data)
-	}
+	m := sendTwiceLandsOnce(t, n, p)
 	if got := m.Header.Get("Nats-Msg-Id"); got != "evt-1" || got != m.Header.Get("ce-id") {
 		t.Fatalf("Nats-Msg-Id %q, ce-id %q", got, m.Header.Get("ce-id"))
 	}
@@ -242,4 +213,26 @@ func TestPublish_OverTLSAnUntrustedCertificateFails(t *testing.T) {
 	if got := len(n.Messages(t, "EVENTS")); got != 0 {
 		t.Fatalf("%d messages stored", got)
 	}
+}
+
+// sendTwiceLandsOnce sends evt-1 to events.acme (stream EVENTS) twice, as
+// two attempts of one event, and returns the one message the stream keeps
+// (the redelivery de-duplicated by Nats-Msg-Id).
+func sendTwiceLandsOnce(t *testing.T, n *testkit.NATS, p *nats.Publisher) *jetstream.RawStreamMsg {
+	t.Helper()
+	tg := target(n, "events.acme", "EVENTS")
+	for _, att := range []string{"att_1", "att_2"} {
+		if err := send(t, p, tg, message("evt-1", att)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := n.Messages(t, "EVENTS")
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages in the stream, want 1 (the redelivery de-duplicated)", len(msgs))
+	}
+	m := msgs[0]
+	if m.Subject != "events.acme" || string(m.Data) != `{"id":"evt-1"}` {
+		t.Fatalf("message %s %s", m.Subject, m.Data)
+	}
+	return m
 }
