@@ -41,7 +41,7 @@ func TestRun_DeliversEveryEventAndReports(t *testing.T) {
 			var report bytes.Buffer
 			loadtest.Report(&report, res)
 			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
-				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
+				len(res.Statements) != 5 || !statementsCounted(res) || !strings.Contains(report.String(), "ms CPU per event") {
 				t.Fatalf("result = %+v idle %+v\n%s", res, res.Idle, report.String())
 			}
 		}
@@ -141,7 +141,7 @@ func TestRun_SoakPrintsLinesAndASummary(t *testing.T) {
 			var report bytes.Buffer
 			loadtest.Report(&report, res)
 			if res.PGBackends == 0 || res.PGCPU <= 0 || res.Idle == nil || res.Idle.PGBackends == 0 ||
-				len(res.Statements) != 5 || res.StatementsRun < 300 || !strings.Contains(report.String(), "ms CPU per event") {
+				len(res.Statements) != 5 || !statementsCounted(res) || !strings.Contains(report.String(), "ms CPU per event") {
 				t.Fatalf("result = %+v idle %+v\n%s", res, res.Idle, report.String())
 			}
 		}
@@ -201,4 +201,19 @@ func TestRun_SharedHost(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
 	}
+}
+
+// statementsCounted: the most frequent statements are listed most frequent
+// first and are part of all the statements counted. How many there are
+// depends on how the load batched (a loaded machine batches more), so no
+// total is asserted.
+func statementsCounted(res loadtest.Result) bool {
+	sum := 0
+	for i, st := range res.Statements {
+		if st.Count <= 0 || (i > 0 && st.Count > res.Statements[i-1].Count) {
+			return false
+		}
+		sum += st.Count
+	}
+	return sum > 0 && sum <= res.StatementsRun
 }
