@@ -67,6 +67,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address strin
 		}
 		if ok, retryAt := b.AllowFor(c.Job.TenantID, a.address, c.Job.SubscriptionID); !ok {
 			d.shed(a, retryAt)
+			a.out.Hold = true // an ordered subscription waits with it, in every process
 			d.cfg.Metrics.Shed.Inc()
 			return a
 		}

@@ -46,6 +46,7 @@ WITH locked AS (
 		FROM subscriptions c %s
 		WHERE c.enabled AND c.verification_state = 'active' AND c.deleted_at IS NULL
 		  AND c.in_flight < c.max_in_flight AND NOT (c.id = ANY($6)) %s
+		  AND (c.held_until IS NULL OR c.held_until <= $1) -- a breaker shed its oldest job until then
 	) r ON r.id = s.id
 	WHERE s.in_flight < s.max_in_flight
 	ORDER BY r.rn, s.tenant_id
@@ -431,6 +432,10 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		return 0, nil
 	}
 	now := db.opts.Stamp()
+	if _, err := db.pool.Exec(ctx, `UPDATE subscriptions SET held_until = NULL WHERE id = ANY($1) AND held_until IS NOT NULL`,
+		subscriptionIDs); err != nil {
+		return 0, err
+	}
 	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs SET next_attempt_at = $2, updated_at = $2
 		WHERE subscription_id = ANY($1) AND status = 'pending' AND next_attempt_at > $2`, subscriptionIDs, now)
 	if err != nil || tag.RowsAffected() == 0 {
