@@ -172,7 +172,8 @@ type orderFigures struct {
 func checkOrder(receipts []receipt, attempts map[string]int) orderFigures {
 	var f orderFigures
 	seen := make(map[string]bool)
-	top := make(map[string]int64) // tenant -> highest sequence first received so far
+	top := make(map[string]int64)       // tenant -> highest sequence first received so far
+	topEvent := make(map[string]string) // tenant -> its event
 	lateTenants := make(map[string]bool)
 	for _, r := range receipts {
 		k := r.tenant + "/" + r.event
@@ -187,12 +188,13 @@ func checkOrder(receipts []receipt, attempts map[string]int) orderFigures {
 				f.neverFailed++
 			}
 			if f.first == "" {
-				f.first = fmt.Sprintf("%s: sequence %d first received after sequence %d", r.tenant, r.seq, top[r.tenant])
+				f.first = fmt.Sprintf("%s: sequence %d first received after sequence %d (their jobs' attempts: %d and %d)",
+					r.tenant, r.seq, top[r.tenant], attempts[k], attempts[r.tenant+"/"+topEvent[r.tenant]])
 			}
 			lateTenants[r.tenant] = true
 			continue
 		}
-		top[r.tenant] = r.seq
+		top[r.tenant], topEvent[r.tenant] = r.seq, r.event
 	}
 	for tenant := range lateTenants {
 		f.tenants = append(f.tenants, tenant)
@@ -335,7 +337,7 @@ func TestOrderedRabbitMQFIFOAfterOutage(t *testing.T) {
 	pass, _ := u.User.Password()
 	creds := hub.Credentials{Username: u.User.Username(), Password: pass}
 	u.User, u.Host = nil, px.Addr
-	const tenants, perTenant, outage = 6, 40, 15 * time.Second
+	const tenants, perTenant, outage = 10, 40, 10 * time.Second
 	for i := range tenants {
 		w.addOrderedTenant(fmt.Sprintf("rmq-%02d", i), hub.Destination{Type: hub.DestinationRabbitMQ, URL: u.String(),
 			Exchange: mq.Exchange, RoutingKey: "{tenant}.{type}"}, creds, holdRetry)
@@ -388,7 +390,7 @@ func TestOrderedNATSFIFOAfterOutage(t *testing.T) {
 	w := newWorld(t, 0, 4, 0)
 	n := testkit.NewNATS(t)
 	n.CreateStream(t, "HOLD", "hold.>")
-	const tenants, perTenant, outage = 6, 40, 15 * time.Second
+	const tenants, perTenant, outage = 10, 40, 10 * time.Second
 	for i := range tenants {
 		id := fmt.Sprintf("nats-%02d", i)
 		w.addOrderedTenant(id, hub.Destination{Type: hub.DestinationNATS, URL: n.URL, Subject: "hold." + id, Stream: "HOLD"},
