@@ -322,7 +322,7 @@ func TestOrderedWebhookFIFOAfterOutageThreeReplicas(t *testing.T) {
 }
 
 // An ordered RabbitMQ subscription per tenant, reached through a proxy that
-// refuses every connection for 15 s while the backlog waits, two replicas:
+// refuses every connection for 10 s while the backlog waits, two replicas:
 // every event reaches the queue, and each tenant's events first reach it in
 // sequence order.
 func TestOrderedRabbitMQFIFOAfterOutage(t *testing.T) {
@@ -382,7 +382,7 @@ func TestOrderedRabbitMQFIFOAfterOutage(t *testing.T) {
 }
 
 // An ordered NATS JetStream subscription per tenant, the server stopped for
-// 15 s while the backlog waits and started again with its stream intact,
+// 10 s while the backlog waits and started again with its stream intact,
 // two replicas: every event reaches the stream, and each tenant's events
 // first reach it in sequence order.
 func TestOrderedNATSFIFOAfterOutage(t *testing.T) {
