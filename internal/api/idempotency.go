@@ -63,7 +63,7 @@ func (s *Server) idempotent(fn func(http.ResponseWriter, *http.Request) error) f
 		}
 		// The handler finds the principal here instead of authenticating
 		// (and counting a key's use) again.
-		r = r.WithContext(WithPrincipal(r.Context(), p))
+		r = r.WithContext(withDecided(r.Context(), p))
 		if len(values) != 1 || !validIdempotencyKey(values[0]) {
 			return hub.Errorf(hub.EINVALID, "%s: must be given once, 1 to %d printable ASCII characters", idempotencyHeader, maxIdempotencyKey)
 		}

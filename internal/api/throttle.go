@@ -82,6 +82,11 @@ func (t *throttle) fail(keys ...string) {
 	}
 }
 
+// clientKey is the throttle's key of the request's client.
+func (s *Server) clientKey(r *http.Request) string {
+	return clientAddr(r)
+}
+
 // clientAddr is the connection's address: X-Forwarded-For is the caller's to
 // write, so it cannot decide who is throttled.
 func clientAddr(r *http.Request) string {
