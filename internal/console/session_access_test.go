@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -211,5 +212,30 @@ func TestConsoleJWTSession_SharesTheAPIsDecisionCache(t *testing.T) {
 	}
 	if c := am.calls(); len(c) != 1 {
 		t.Fatalf("past the TTL: %d questions, want 1 (the page's, kept for its calls)", len(c))
+	}
+}
+
+// Console sign-in is throttled per client address resolved through
+// TRUSTED_PROXIES, as the API is: one client behind the proxy failing too
+// often is refused 429, the admin behind the same proxy signs in.
+func TestSignIn_ThrottledByTheResolvedClientAddress(t *testing.T) {
+	_, proxies, _ := net.ParseCIDR("127.0.0.1/32") // the test's browsers come from it
+	const limit = 4
+	h := newHub(t, testkit.Drivers[1], options{authLimit: limit, auth: config.Auth{TrustedProxies: []*net.IPNet{proxies}}})
+	signIn := func(b *browser, xff, token string) page {
+		t.Helper()
+		return b.post("/console/signin", url.Values{"csrf": {b.csrf("/console/signin")}, "token": {token}}, "X-Forwarded-For", xff)
+	}
+	attacker := h.browser()
+	for i := range limit + 1 {
+		if got := signIn(attacker, "198.51.100.66", "shk_nope.wrong"); got.status != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i+1, got.status)
+		}
+	}
+	if got := signIn(attacker, "198.51.100.66", adminToken); got.status != http.StatusTooManyRequests {
+		t.Fatalf("the throttled client: %d, want 429", got.status)
+	}
+	if got := signIn(h.browser(), "198.51.100.67", adminToken); got.status != http.StatusSeeOther {
+		t.Fatalf("the admin behind the same proxy: %d, want 303\n%s", got.status, got.body)
 	}
 }
