@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -28,59 +29,65 @@ const CodeAuthUnavailable = "auth_unavailable"
 
 func init() { statuses[CodeAuthUnavailable] = http.StatusServiceUnavailable }
 
-// routeResources names the access manager's resource of each API route, by
-// the pattern it is registered under (SPEC 26). A route missing here is
-// refused 403 to a JWT; TestAccessManager_EveryRouteHasAResource keeps the
-// table whole. DLQ routes are "dlq".
-var routeResources = map[string]string{
-	"GET /v1/admin/rejections":             "rejections",
-	"GET /v1/admin/manifests":              "manifests",
-	"GET /v1/admin/dlq":                    "dlq",
-	"GET /v1/admin/health":                 "deliveries", // the hub's delivery attempts; SPEC 26 lists no resource of its own
-	"GET /v1/admin/lookup":                 "tenants",
-	"GET /v1/admin/disabled-subscriptions": "subscriptions",
+// Access is what the access manager is asked about one route: its
+// resource and its action (docs/lerian-platform.md#lerians-access-manager).
+type Access struct{ Resource, Action string }
 
-	"POST /v1/tenants":                               "tenants",
-	"GET /v1/tenants":                                "tenants",
-	"GET /v1/tenants/{id}":                           "tenants",
-	"PATCH /v1/tenants/{id}":                         "tenants",
-	"POST /v1/tenants/{id}/keys":                     "keys",
-	"GET /v1/tenants/{id}/keys":                      "keys",
-	"DELETE /v1/tenants/{id}/keys/{key_id}":          "keys",
-	"POST /v1/tenants/{id}/portal-links":             "portal-links",
-	"GET /v1/tenants/{id}/portal-links":              "portal-links",
-	"DELETE /v1/tenants/{id}/portal-links/{link_id}": "portal-links",
-	"POST /v1/subscriptions":                         "subscriptions",
-	"GET /v1/subscriptions":                          "subscriptions",
-	"GET /v1/subscriptions/{id}":                     "subscriptions",
-	"PATCH /v1/subscriptions/{id}":                   "subscriptions",
-	"DELETE /v1/subscriptions/{id}":                  "subscriptions",
-	"POST /v1/subscriptions/{id}/verify":             "subscriptions",
-	"POST /v1/subscriptions/{id}/rotate-secret":      "subscriptions",
-	"POST /v1/subscriptions/{id}/replay":             "subscriptions",
-	"GET /v1/subscriptions/{id}/health":              "subscriptions",
-	"POST /v1/subscriptions/{id}/test":               "subscriptions",
-	"POST /v1/subscriptions/{id}/transform-preview":  "subscriptions",
-	"GET /v1/subscriptions/{id}/deliveries":          "deliveries",
-	"GET /v1/deliveries":                             "deliveries",
-	"GET /v1/deliveries/{id}":                        "deliveries",
-	"POST /v1/deliveries/{id}/replay":                "deliveries",
-	"GET /v1/events":                                 "events",
-	"GET /v1/events/{id}":                            "events",
-	"GET /v1/event-types":                            "event-types",
+// routeAccess is the one table of the access manager's (resource, action)
+// for each API route, by the pattern the route is registered under. The
+// API asks it for a JWT bearer; the console asks it, through the same
+// routes (Server.Call) and for the route behind each of its pages and
+// forms (Server.Authorize), for a session opened with a JWT. A route
+// missing here is refused 403 to a JWT; TestAccessManager_EveryRouteHasAResource
+// keeps the table whole. DLQ routes are "dlq".
+var routeAccess = map[string]Access{
+	"GET /v1/admin/rejections":                       {"rejections", "get"},
+	"GET /v1/admin/manifests":                        {"manifests", "get"},
+	"GET /v1/admin/dlq":                              {"dlq", "get"},
+	"GET /v1/admin/health":                           {"deliveries", "get"}, // the hub's delivery attempts; the access manager lists no resource of its own
+	"GET /v1/admin/lookup":                           {"tenants", "get"},
+	"GET /v1/admin/disabled-subscriptions":           {"subscriptions", "get"},
+	"POST /v1/tenants":                               {"tenants", "post"},
+	"GET /v1/tenants":                                {"tenants", "get"},
+	"GET /v1/tenants/{id}":                           {"tenants", "get"},
+	"PATCH /v1/tenants/{id}":                         {"tenants", "patch"},
+	"POST /v1/tenants/{id}/keys":                     {"keys", "post"},
+	"GET /v1/tenants/{id}/keys":                      {"keys", "get"},
+	"DELETE /v1/tenants/{id}/keys/{key_id}":          {"keys", "delete"},
+	"POST /v1/tenants/{id}/portal-links":             {"portal-links", "post"},
+	"GET /v1/tenants/{id}/portal-links":              {"portal-links", "get"},
+	"DELETE /v1/tenants/{id}/portal-links/{link_id}": {"portal-links", "delete"},
+	"POST /v1/subscriptions":                         {"subscriptions", "post"},
+	"GET /v1/subscriptions":                          {"subscriptions", "get"},
+	"GET /v1/subscriptions/{id}":                     {"subscriptions", "get"},
+	"PATCH /v1/subscriptions/{id}":                   {"subscriptions", "patch"},
+	"DELETE /v1/subscriptions/{id}":                  {"subscriptions", "delete"},
+	"POST /v1/subscriptions/{id}/verify":             {"subscriptions", "post"},
+	"POST /v1/subscriptions/{id}/rotate-secret":      {"subscriptions", "post"},
+	"POST /v1/subscriptions/{id}/replay":             {"subscriptions", "post"},
+	"GET /v1/subscriptions/{id}/health":              {"subscriptions", "get"},
+	"POST /v1/subscriptions/{id}/test":               {"subscriptions", "post"},
+	"POST /v1/subscriptions/{id}/transform-preview":  {"subscriptions", "post"},
+	"GET /v1/subscriptions/{id}/deliveries":          {"deliveries", "get"},
+	"GET /v1/deliveries":                             {"deliveries", "get"},
+	"GET /v1/deliveries/{id}":                        {"deliveries", "get"},
+	"POST /v1/deliveries/{id}/replay":                {"deliveries", "post"},
+	"GET /v1/events":                                 {"events", "get"},
+	"GET /v1/events/{id}":                            {"events", "get"},
+	"GET /v1/event-types":                            {"event-types", "get"},
+}
+
+// RouteAccess is the access manager's (resource, action) for the API route
+// registered under pattern ("GET /v1/tenants"); false when a JWT may not
+// use it.
+func RouteAccess(pattern string) (Access, bool) {
+	a, ok := routeAccess[pattern]
+	return a, ok
 }
 
 // unauthenticatedRoutes answer without credentials: no resource.
 var unauthenticatedRoutes = map[string]bool{
 	"GET /healthz": true, "GET /readyz": true, "GET /metrics": true, "GET /v1/openapi.json": true,
-}
-
-// actionOf is the access manager's action for a method.
-func actionOf(method string) string {
-	if method == http.MethodHead {
-		return "get"
-	}
-	return strings.ToLower(method)
 }
 
 // accessManager asks Lerian's access manager (lib-auth's plugin-auth)
@@ -350,64 +357,183 @@ func inNets(ip net.IP, nets []*net.IPNet) bool {
 	return false
 }
 
+// readJWT reads token's claims (checking its signature when a verify
+// certificate is configured, and its exp always) and its subject.
+func (s *Server) readJWT(token string, now time.Time) (claims, string, error) {
+	c, err := s.access.parse(token, now)
+	if err != nil {
+		return claims{}, "", err
+	}
+	subject, err := c.subject()
+	return c, subject, err
+}
+
 // authenticateJWT authenticates a bearer that is neither the admin token
-// nor a key as a JWT, and has the access manager authorize it for
-// resource and action (SPEC 26). A token with a tenantId acts on that
-// tenant only; one without acts as an operator.
+// nor a key as a JWT, and has the access manager authorize it for the
+// route's resource and action (routeAccess). A token with a tenantId acts
+// on that tenant only; one without acts as an operator.
 //
 // At the console's sign-in (signIn) the question is the console's first
 // page: tenants/get for an operator, subscriptions/get for a tenant.
+//
+// Without a verify certificate the claims are anybody's to write: they are
+// sent to the access manager with the token, and used for nothing else (no
+// tenant looked up, no principal made) until it has authorized this very
+// token (docs/lerian-platform.md#lerians-access-manager).
 func (s *Server) authenticateJWT(r *http.Request, token string, signIn bool) (principal, error) {
 	m := s.access
 	now := s.now()
-	c, err := m.parse(token, now)
-	var subject string
-	if err == nil {
-		subject, err = c.subject()
-	}
+	c, subject, err := s.readJWT(token, now)
 	if err != nil {
 		s.countDecision("invalid_token")
-		s.throttle.fail(clientAddr(r))
+		s.throttle.fail(s.clientKey(r))
 		s.countAuthFailure("invalid")
 		return principal{}, hub.Errorf(hub.EUNAUTHORIZED, "invalid bearer token")
 	}
-	p := principal{Admin: c.TenantID == "", TenantID: c.TenantID, Subject: subject,
-		TokenHash: store.HashToken(token), Expires: c.expires()}
-	if c.TenantID != "" {
-		t, err := s.deps.Store.GetTenant(r.Context(), c.TenantID)
-		if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && t.Status != hub.TenantActive {
-			return principal{}, hub.Errorf(hub.EFORBIDDEN, "the token's tenant is unknown or inactive")
-		}
-		if err != nil {
+	verified := len(m.cfg.Keys) > 0
+	if verified {
+		// A verified tenantId is checked first: an unknown tenant costs
+		// the access manager no question.
+		if err := s.activeTokenTenant(r.Context(), c.TenantID); err != nil {
 			return principal{}, err
 		}
 	}
 	authorization := r.Header.Get("Authorization")
-	resource, action := routeResources[r.Pattern], actionOf(r.Method)
+	a, ok := routeAccess[r.Pattern]
 	if signIn {
-		authorization, resource, action = "", "tenants", "get"
+		authorization, a, ok = "", Access{"tenants", "get"}, true
 		if c.TenantID != "" {
-			resource = "subscriptions"
+			a.Resource = "subscriptions"
 		}
 	}
-	if resource == "" {
+	if !ok {
 		return principal{}, hub.Errorf(hub.EFORBIDDEN, "this endpoint is not open to access-manager tokens")
 	}
 	if authorization == "" {
 		authorization = "Bearer " + token
 	}
-	q := question{Sub: subject, Resource: resource, Action: action, ClientIP: clientIP(r, m.cfg.TrustedProxies)}
-	ctx, cancel := context.WithTimeout(r.Context(), m.cfg.Timeout)
+	if err := s.askAccess(r.Context(), authorization, token, subject, a, clientIP(r, m.cfg.TrustedProxies), now); err != nil {
+		return principal{}, err
+	}
+	if !verified {
+		if err := s.activeTokenTenant(r.Context(), c.TenantID); err != nil {
+			return principal{}, err
+		}
+	}
+	return principal{Admin: c.TenantID == "", TenantID: c.TenantID, Subject: subject,
+		TokenHash: store.HashToken(token), Expires: c.expires()}, nil
+}
+
+// activeTokenTenant refuses a token's tenantId that names no active tenant.
+func (s *Server) activeTokenTenant(ctx context.Context, id string) error {
+	if id == "" {
+		return nil
+	}
+	t, err := s.deps.Store.GetTenant(ctx, id)
+	if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && t.Status != hub.TenantActive {
+		return hub.Errorf(hub.EFORBIDDEN, "the token's tenant is unknown or inactive")
+	}
+	return err
+}
+
+// askAccess has the access manager (or its decision cache) decide whether
+// token's subject may do a; nil is an allow, anything else a refusal
+// (never an allow when it cannot be asked).
+func (s *Server) askAccess(ctx context.Context, authorization, token, subject string, a Access, ip string, now time.Time) error {
+	m := s.access
+	q := question{Sub: subject, Resource: a.Resource, Action: a.Action, ClientIP: ip}
+	askCtx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
-	o := m.decide(ctx, authorization, token, q, now)
+	o := m.decide(askCtx, authorization, token, q, now)
 	s.countDecision(o.label)
 	if o.err != nil {
 		if o.label == "unavailable" {
-			s.deps.Logger.Warn("the access manager could not decide", "err", o.err, "request_id", requestID(r.Context()))
+			s.deps.Logger.Warn("the access manager could not decide", "err", o.err, "request_id", requestID(ctx))
 		}
-		return principal{}, o.err
+		return o.err
 	}
-	return p, nil
+	return nil
+}
+
+// SessionPrincipal is p, the principal of a console session opened with a
+// JWT, able to be authorized again on each request: jwt is the token that
+// opened the session (its store.HashToken is p.TokenHash) and r the
+// browser's request, whose client address (through TRUSTED_PROXIES) the
+// access manager is told. Decisions are kept for the principal's life (one
+// console request) besides the access manager's own cache.
+func (s *Server) SessionPrincipal(r *http.Request, p Principal, jwt string) Principal {
+	p.jwt = jwt
+	if s.access != nil {
+		p.clientIP = clientIP(r, s.access.cfg.TrustedProxies)
+	}
+	p.memo = &decisionMemo{m: make(map[Access]error)}
+	return p
+}
+
+// Authorize asks the access manager whether p may use the API route
+// registered under pattern ("POST /v1/tenants"), exactly as a request of
+// that route with p's JWT is asked: the console asks it for the route
+// behind each page and form. A principal of the hub's own credentials (no
+// JWT) is allowed here: the route's handler applies its rules.
+func (s *Server) Authorize(ctx context.Context, p Principal, pattern string) error {
+	if p.TokenHash == "" {
+		return nil
+	}
+	a, ok := routeAccess[pattern]
+	if !ok {
+		return hub.Errorf(hub.EFORBIDDEN, "this endpoint is not open to access-manager tokens")
+	}
+	return s.reauthorize(ctx, p, a)
+}
+
+// reauthorize decides a, for an in-process request of a console session
+// opened with a JWT: with the session's token, as the API decides it for
+// that token (same question, same cache), failing closed. A session whose
+// token is not at hand, has expired, or whose access manager is no longer
+// configured is refused.
+func (s *Server) reauthorize(ctx context.Context, p Principal, a Access) error {
+	if s.access == nil || p.jwt == "" ||
+		subtle.ConstantTimeCompare([]byte(store.HashToken(p.jwt)), []byte(p.TokenHash)) != 1 {
+		return hub.Errorf(hub.EUNAUTHORIZED, "this session's access-manager token cannot be asked about: sign in again")
+	}
+	if err, ok := p.memo.get(a); ok {
+		return err
+	}
+	now := s.now()
+	c, subject, err := s.readJWT(p.jwt, now)
+	if err != nil || subject != p.Subject || c.TenantID != p.TenantID {
+		s.countDecision("invalid_token")
+		return hub.Errorf(hub.EUNAUTHORIZED, "this session's token is no longer valid: sign in again")
+	}
+	err = s.askAccess(ctx, "Bearer "+p.jwt, p.jwt, subject, a, p.clientIP, now)
+	p.memo.put(a, err)
+	return err
+}
+
+// decisionMemo keeps one console request's decisions: a page that makes
+// many API calls of one resource and action asks once.
+type decisionMemo struct {
+	mu sync.Mutex
+	m  map[Access]error
+}
+
+func (d *decisionMemo) get(a Access) (error, bool) {
+	if d == nil {
+		return nil, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err, ok := d.m[a]
+	return err, ok
+}
+
+func (d *decisionMemo) put(a Access, err error) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.m[a] = err
+	d.mu.Unlock()
 }
 
 func (s *Server) countDecision(outcome string) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -21,8 +22,9 @@ func TestAccessManager_EveryRouteHasAResource(t *testing.T) {
 		if unauthenticatedRoutes[p] {
 			continue
 		}
-		if !known[routeResources[p]] {
-			t.Errorf("%s: no access manager resource in routeResources (got %q)", p, routeResources[p])
+		a := routeAccess[p]
+		if !known[a.Resource] || a.Action != strings.ToLower(r.Method) {
+			t.Errorf("%s: no access manager resource and action in routeAccess (got %+v)", p, a)
 		}
 	}
 }

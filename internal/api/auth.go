@@ -27,6 +27,13 @@ type Principal struct {
 	// LinkID is the portal link that opened a console session; empty
 	// otherwise.
 	LinkID string
+
+	// jwt is the token of a console session opened with a JWT, clientIP
+	// the address its browser's request came from, memo the decisions of
+	// that request (SessionPrincipal): with them every in-process request
+	// of the session is asked of the access manager again.
+	jwt, clientIP string
+	memo          *decisionMemo
 }
 
 // Who names p where a write is marked with who asked (a replay's
@@ -54,12 +61,27 @@ type principal = Principal
 
 type principalKey struct{}
 
+// inProcess is a principal already authenticated; decided: the access
+// manager already authorized this very request (a JWT's, or none needed).
+type inProcess struct {
+	p       Principal
+	decided bool
+}
+
 // WithPrincipal marks a request made inside the process (the console's)
 // as already authenticated: the API's handlers then apply their rules
-// (admin only, tenant scope, inactive tenants) to p. No client can set a
-// context value, so nothing from outside reaches this path.
+// (admin only, tenant scope, inactive tenants) to p, and a p opened with a
+// JWT (SessionPrincipal) is authorized for the route by the access manager
+// as that JWT would be over HTTP. No client can set a context value, so
+// nothing from outside reaches this path.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return context.WithValue(ctx, principalKey{}, inProcess{p: p})
+}
+
+// withDecided marks a request whose authentication and authorization are
+// done: its handler finds p without asking again.
+func withDecided(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, inProcess{p: p, decided: true})
 }
 
 func bearer(r *http.Request) (string, bool) {
@@ -76,8 +98,19 @@ func bearer(r *http.Request) (string, bool) {
 // hash in constant time). Keys are looked up on every request: deleting one
 // takes effect at once.
 func (s *Server) authenticate(r *http.Request) (principal, error) {
-	if p, ok := r.Context().Value(principalKey{}).(Principal); ok {
-		return p, nil
+	if v, ok := r.Context().Value(principalKey{}).(inProcess); ok {
+		if !v.decided && v.p.TokenHash != "" {
+			// A console session opened with a JWT: this route, asked
+			// again, as the API asks it for that JWT.
+			a, ok := routeAccess[r.Pattern]
+			if !ok {
+				return principal{}, hub.Errorf(hub.EFORBIDDEN, "this endpoint is not open to access-manager tokens")
+			}
+			if err := s.reauthorize(r.Context(), v.p, a); err != nil {
+				return principal{}, err
+			}
+		}
+		return v.p, nil
 	}
 	token, ok := bearer(r)
 	if !ok {
@@ -118,7 +151,7 @@ func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
 // the address and the key id, refused or not: a 429 for a throttled key id
 // says no more than a 401, and costs the address as much.
 func (s *Server) authenticateToken(r *http.Request, token string, signIn bool) (principal, error) {
-	addr := clientAddr(r)
+	addr := s.clientKey(r)
 	if wait, blocked := s.throttle.blocked(addr); blocked {
 		s.countAuthFailure("throttled")
 		return principal{}, throttled(wait)

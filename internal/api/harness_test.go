@@ -53,6 +53,9 @@ type apiOptions struct {
 	wrap func(store.Store) store.Store
 	// drivers send to broker destinations (nil: none).
 	drivers map[string]destination.Driver
+	// auth is the access manager's configuration (TRUSTED_PROXIES too);
+	// off by default.
+	auth config.Auth
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -97,6 +100,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Pull:              *o.pull,
 		AuthFailureLimit:  cmp.Or(o.authLimit, 1<<30),
 		HealthWindow:      defaults.Housekeeping.HealthWindow,
+		Auth:              o.auth,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func (s *Server) idempotent(fn func(http.ResponseWriter, *http.Request) error) f
 		}
 		// The handler finds the principal here instead of authenticating
 		// (and counting a key's use) again.
-		r = r.WithContext(WithPrincipal(r.Context(), p))
+		r = r.WithContext(withDecided(r.Context(), p))
 		if len(values) != 1 || !validIdempotencyKey(values[0]) {
 			return hub.Errorf(hub.EINVALID, "%s: must be given once, 1 to %d printable ASCII characters", idempotencyHeader, maxIdempotencyKey)
 		}
@@ -171,25 +171,45 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
-// idempotencyPrincipal names who sends a keyed request, stably: a tenant
-// key by its id, the admin by the tenant it names (X-Tenant-Id), a
-// console session opened by a portal link by its tenant.
+// idempotencyPrincipal names who sends a keyed request, stably: a stored
+// answer is replayed only to the same one
+// (docs/lerian-platform.md#api-idempotency). The admin token is "admin",
+// a tenant key its id, a JWT its subject within its tenant (hashed: the
+// store keeps no identity in clear), a console session opened by a portal
+// link that link. The admin token and an operator's JWT are also bound to
+// the tenant they name (X-Tenant-Id).
 func idempotencyPrincipal(p Principal, r *http.Request) string {
 	switch {
-	case p.Admin:
-		t := r.Header.Get("X-Tenant-Id")
-		switch {
-		case t == "":
-			return "admin"
-		case hub.ValidateTenantID(t) == nil:
-			return "admin/tenant:" + t
+	case p.TokenHash != "":
+		// Made only once the access manager authorized this very token.
+		sum := sha256.Sum256([]byte(p.TenantID + "\x00" + p.Subject))
+		who := "jwt:" + hex.EncodeToString(sum[:16])
+		if p.Admin {
+			return who + namedTenant(r)
 		}
-		sum := sha256.Sum256([]byte(t))
-		return "admin/tenant#" + hex.EncodeToString(sum[:16])
+		return who
+	case p.Admin:
+		return "admin" + namedTenant(r)
 	case p.KeyID != "":
 		return "key:" + p.KeyID
+	case p.LinkID != "":
+		return "portal:" + p.LinkID
 	}
 	return "tenant:" + p.TenantID
+}
+
+// namedTenant is the X-Tenant-Id an operator names, as a principal's
+// suffix: "" for none.
+func namedTenant(r *http.Request) string {
+	t := r.Header.Get("X-Tenant-Id")
+	switch {
+	case t == "":
+		return ""
+	case hub.ValidateTenantID(t) == nil:
+		return "/tenant:" + t
+	}
+	sum := sha256.Sum256([]byte(t))
+	return "/tenant#" + hex.EncodeToString(sum[:16])
 }
 
 // requestHash is what a key is bound to: SHA-256 of the method, the path

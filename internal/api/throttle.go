@@ -82,14 +82,21 @@ func (t *throttle) fail(keys ...string) {
 	}
 }
 
-// clientAddr is the connection's address: X-Forwarded-For is the caller's to
-// write, so it cannot decide who is throttled.
-func clientAddr(r *http.Request) string {
+// clientKey is the throttle's key of the request's client: the address
+// resolved through TRUSTED_PROXIES, the one the access manager is told
+// (clientIP), so that the clients behind one proxy are throttled each on
+// its own and a client that is not a trusted proxy cannot choose its key
+// with X-Forwarded-For. Only a request from a trusted proxy that names no
+// client (no X-Forwarded-For, or only trusted hops) is keyed by the proxy.
+func (s *Server) clientKey(r *http.Request) string {
+	if ip := clientIP(r, s.deps.Auth.TrustedProxies); ip != "" {
+		return "addr:" + ip
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return "addr:" + r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return "addr:" + host
+	return "peer:" + host
 }
 
 // retryError is an error that tells the client when to come back.

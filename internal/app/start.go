@@ -258,13 +258,16 @@ func (h *Hub) run(ctx context.Context) {
 	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
 }
 
-// announce logs the start (and the auth warning) and, in dev mode, prints
+// announce logs the start (and the auth warnings) and, in dev mode, prints
 // the banner.
 func (h *Hub) announce(secrets devSecretsFile) {
 	cfg := &h.Config
 	h.Logger.Info("streaming-hub started", "mode", cfg.Mode, "role", cfg.Role, "http", h.HTTPAddr(), "version", hub.Version)
 	if w := cfg.AuthWarning(); w != "" {
 		h.Logger.Warn(w)
+	}
+	if n := cfg.AuthVerifyNotice(); n != "" {
+		h.Logger.Warn(n)
 	}
 	if cfg.Mode == config.Dev && h.Out != nil {
 		printDevBanner(h.Out, h, secrets)

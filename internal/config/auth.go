@@ -152,6 +152,18 @@ func (c Config) AuthWarning() string {
 	return ""
 }
 
+// AuthVerifyNotice is the line serve logs at start when the access manager
+// is on without a verify certificate: JWT signatures are then the access
+// manager's to check, and a token's claims count only for a request it
+// authorized with that token (docs/lerian-platform.md#lerians-access-manager).
+// "" when a certificate is set or the access manager is off.
+func (c Config) AuthVerifyNotice() string {
+	if !c.Auth.Enabled || len(c.Auth.Keys) > 0 {
+		return ""
+	}
+	return "PLUGIN_AUTH_ENABLED=true without AUTH_JWT_VERIFY_CERT (or AUTH_JWT_VERIFY_CERT_PATH): JWT signatures are left to the access manager; a token's claims are used only for requests it authorized with that very token"
+}
+
 func (r *reader) parseBool(name, s string, v *bool) {
 	switch strings.ToLower(s) {
 	case "true", "1", "t", "yes":

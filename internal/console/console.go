@@ -66,6 +66,8 @@ type Console struct {
 	mux   *http.ServeMux
 	pages map[string]*template.Template
 	rates *rates
+	// patterns are those of the pages and forms that need a session.
+	patterns []string
 }
 
 // New builds the console; mount its Handler at Prefix.
@@ -119,7 +121,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/portal/{token}", c.openPortal)
 
 	c.page("GET /console/{$}", c.overview)
-	c.action("POST /console/signout", c.signOut)
+	c.action(signOutPattern, c.signOut)
 	c.action("POST /console/tenant", c.actAs)
 
 	c.page("GET /console/subscriptions", c.subscriptions)
@@ -146,6 +148,8 @@ func (c *Console) routes() {
 	c.page("GET /console/dlq", c.dlq)
 	c.page("GET /console/manifests", c.manifests)
 }
+
+const signOutPattern = "POST /console/signout"
 
 // Handler serves the console with its security headers on every answer.
 func (c *Console) Handler() http.Handler {

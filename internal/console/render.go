@@ -371,6 +371,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 		if ae.Status == http.StatusNotFound {
 			msg = "There is nothing here, or it is not yours to see."
 		}
+		if ae.Code == api.CodeAuthUnavailable {
+			c.renderError(w, r, s, http.StatusServiceUnavailable, "The access manager could not be asked, so nothing was done: try again in a moment.")
+			return
+		}
 		if ae.Status >= 500 {
 			c.internalError(w, r, s, err)
 			return

@@ -86,7 +86,7 @@ func (c *Console) load(r *http.Request) *session {
 		}
 		return nil
 	}
-	p, ok := c.recheck(r, cs)
+	p, ok := c.recheck(r, cs, ck.Value)
 	if !ok {
 		return nil
 	}
@@ -99,10 +99,10 @@ func (c *Console) load(r *http.Request) *session {
 	return s
 }
 
-// recheck checks again, on every use, what opened the session, and returns
-// who it acts as. A session whose credential is gone is deleted; a store
-// failure only refuses this request.
-func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Principal, bool) {
+// recheck checks again, on every use, what opened the session (whose
+// cookie is token), and returns who it acts as. A session whose credential
+// is gone is deleted; a store failure only refuses this request.
+func (c *Console) recheck(r *http.Request, cs store.ConsoleSession, token string) (api.Principal, bool) {
 	end := func() (api.Principal, bool) {
 		c.deps.Store.DeleteConsoleSession(r.Context(), cs.TokenHash)
 		return api.Principal{}, false
@@ -129,11 +129,19 @@ func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Princip
 	case store.SessionJWT:
 		// It ends at the token's exp (its EndsAt, which the store has
 		// seen to); a tenant's session ends with its tenant's roster entry.
+		// Its token, opened with the cookie's key, has each page and form
+		// authorized by the access manager again (authorized, and the
+		// API for each call); a session without one (opened before it was
+		// kept) ends.
 		if cs.AuthHash == "" || !cs.EndsAt.After(c.now()) {
 			return end()
 		}
+		jwt, err := openJWT(token, cs.TokenHash, cs.SealedAuth)
+		if err != nil || subtle.ConstantTimeCompare([]byte(store.HashToken(jwt)), []byte(cs.AuthHash)) != 1 {
+			return end()
+		}
 		if cs.TenantID == "" {
-			return api.Principal{Admin: true, Subject: cs.Subject, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
+			return c.deps.API.SessionPrincipal(r, api.Principal{Admin: true, Subject: cs.Subject, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, jwt), true
 		}
 		t, err := c.deps.Store.GetTenant(r.Context(), cs.TenantID)
 		if hub.ErrorCode(err) == hub.ENOTFOUND || err == nil && t.Status != hub.TenantActive {
@@ -143,7 +151,7 @@ func (c *Console) recheck(r *http.Request, cs store.ConsoleSession) (api.Princip
 			c.deps.Logger.Error("checking a console session's tenant failed", "err", err)
 			return api.Principal{}, false
 		}
-		return api.Principal{TenantID: cs.TenantID, Subject: cs.Subject, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, true
+		return c.deps.API.SessionPrincipal(r, api.Principal{TenantID: cs.TenantID, Subject: cs.Subject, TokenHash: cs.AuthHash, Expires: cs.EndsAt}, jwt), true
 	case store.SessionPortal:
 		// It ends at the link's expiry (its EndsAt) and when the link is
 		// revoked (which deletes it): the store has seen to both.
@@ -177,14 +185,23 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request, token string)
 	c.setCookie(w, r, tenantCookie, "", -1)
 }
 
-// start creates a session for p, signed in with a token or key, and sets
-// its cookie.
-func (c *Console) start(w http.ResponseWriter, r *http.Request, p api.Principal) error {
+// start creates a session for p, signed in with credential (a token or
+// key), and sets its cookie.
+func (c *Console) start(w http.ResponseWriter, r *http.Request, p api.Principal, credential string) error {
 	token, cs := c.newSession(c.now())
 	switch {
 	case p.TokenHash != "":
-		// A JWT: the session ends at its exp at the latest (SPEC 26).
-		cs.Kind, cs.TenantID, cs.AuthHash, cs.Subject = store.SessionJWT, p.TenantID, p.TokenHash, p.Subject
+		// A JWT: the session ends at its exp at the latest, and keeps the
+		// token sealed to have the access manager asked again
+		// (docs/lerian-platform.md#lerians-access-manager).
+		if store.HashToken(credential) != p.TokenHash {
+			return hub.Errorf(hub.EINTERNAL, "console: a JWT sign-in whose token is not the one authorized")
+		}
+		sealed, err := sealJWT(token, cs.TokenHash, credential)
+		if err != nil {
+			return err
+		}
+		cs.Kind, cs.TenantID, cs.AuthHash, cs.Subject, cs.SealedAuth = store.SessionJWT, p.TenantID, p.TokenHash, p.Subject, sealed
 		if p.Expires.Before(cs.EndsAt) {
 			cs.EndsAt = p.Expires
 		}
@@ -302,7 +319,8 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, http.StatusForbidden, "This form expired or came from another site. Reload the sign-in page and try again.")
 		return
 	}
-	p, err := c.deps.API.SignIn(r, r.PostFormValue("token"))
+	credential := strings.TrimSpace(r.PostFormValue("token"))
+	p, err := c.deps.API.SignIn(r, credential)
 	if err != nil {
 		switch hub.ErrorCode(err) {
 		case hub.EUNAUTHORIZED:
@@ -321,7 +339,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := c.start(w, r, p); err != nil {
+	if err := c.start(w, r, p, credential); err != nil {
 		c.internalError(w, r, nil, err)
 		return
 	}
@@ -420,10 +438,14 @@ func (c *Console) openPortal(w http.ResponseWriter, r *http.Request) {
 
 // page registers a GET handler that needs a session.
 func (c *Console) page(pattern string, fn func(http.ResponseWriter, *http.Request, *session)) {
+	c.patterns = append(c.patterns, pattern)
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s := c.load(r)
 		if s == nil {
 			http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
+			return
+		}
+		if !c.authorized(w, r, s, pattern) {
 			return
 		}
 		fn(w, r, s)
@@ -432,6 +454,7 @@ func (c *Console) page(pattern string, fn func(http.ResponseWriter, *http.Reques
 
 // action registers a POST handler that needs a session and its CSRF token.
 func (c *Console) action(pattern string, fn func(http.ResponseWriter, *http.Request, *session)) {
+	c.patterns = append(c.patterns, pattern)
 	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 		s := c.load(r)
@@ -445,6 +468,10 @@ func (c *Console) action(pattern string, fn func(http.ResponseWriter, *http.Requ
 		}
 		if !checkCSRF(r, s.CSRFHash) {
 			c.renderError(w, r, s, http.StatusForbidden, "Refused: this form's security token is missing or wrong, or it came from another site. Reload the page and try again.")
+			return
+		}
+		// Signing out is always allowed.
+		if pattern != signOutPattern && !c.authorized(w, r, s, pattern) {
 			return
 		}
 		fn(w, r, s)

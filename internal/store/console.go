@@ -87,6 +87,11 @@ type ConsoleSession struct {
 	// Subject is the access manager's subject of the JWT that opened the
 	// session (SessionJWT): who the session's writes are marked as.
 	Subject string
+	// SealedAuth is the JWT that opened a SessionJWT, sealed by the console
+	// under a key derived from the session's cookie token, which the store
+	// never sees: the console opens it on each use to have the access
+	// manager authorize the session again. Empty for other kinds.
+	SealedAuth []byte
 	// CSRFHash is the HashToken of the session's CSRF token, never the
 	// token itself.
 	CSRFHash   string

@@ -9,7 +9,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-const sessionColumns = `token_hash, kind, tenant_id, key_id, auth_hash, link_id, csrf_hash, created_at, last_used_at, expires_at, ends_at, subject`
+const sessionColumns = `token_hash, kind, tenant_id, key_id, auth_hash, link_id, csrf_hash, created_at, last_used_at, expires_at, ends_at, subject, sealed_auth`
 
 func (db *DB) CreateConsoleSession(ctx context.Context, s store.ConsoleSession) (err error) {
 	defer wrap(&err, "CreateConsoleSession")
@@ -24,9 +24,9 @@ func (db *DB) insertSession(ctx context.Context, tx pgx.Tx, s store.ConsoleSessi
 		return err
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO console_sessions (`+sessionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		s.TokenHash, string(s.Kind), s.TenantID, s.KeyID, s.AuthHash, s.LinkID, s.CSRFHash,
-		s.CreatedAt, s.LastUsedAt, s.ExpiresAt, s.EndsAt, s.Subject)
+		s.CreatedAt, s.LastUsedAt, s.ExpiresAt, s.EndsAt, s.Subject, sealedAuth(s.SealedAuth))
 	return err
 }
 
@@ -42,7 +42,7 @@ func (db *DB) TouchConsoleSession(ctx context.Context, hash string, idle time.Du
 		 RETURNING `+sessionColumns,
 		now, now.Add(idle), hash).
 		Scan(&s.TokenHash, &kind, &s.TenantID, &s.KeyID, &s.AuthHash, &s.LinkID, &s.CSRFHash,
-			&s.CreatedAt, &s.LastUsedAt, &s.ExpiresAt, &s.EndsAt, &s.Subject)
+			&s.CreatedAt, &s.LastUsedAt, &s.ExpiresAt, &s.EndsAt, &s.Subject, &s.SealedAuth)
 	s.Kind = store.SessionKind(kind)
 	s.CreatedAt, s.LastUsedAt, s.ExpiresAt, s.EndsAt = s.CreatedAt.UTC(), s.LastUsedAt.UTC(), s.ExpiresAt.UTC(), s.EndsAt.UTC()
 	return s, notFound(err, func(string) error { return store.ConsoleSessionNotFound() }, "")
@@ -137,4 +137,12 @@ func (db *DB) RevokePortalLink(ctx context.Context, tenantID, id string) (err er
 		_, err = tx.Exec(ctx, `DELETE FROM console_sessions WHERE link_id = $1`, id)
 		return err
 	})
+}
+
+// sealedAuth is a session's sealed token as stored: never NULL.
+func sealedAuth(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

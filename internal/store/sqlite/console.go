@@ -8,7 +8,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-const sessionColumns = `token_hash, kind, tenant_id, key_id, auth_hash, link_id, csrf_hash, created_at, last_used_at, expires_at, ends_at, subject`
+const sessionColumns = `token_hash, kind, tenant_id, key_id, auth_hash, link_id, csrf_hash, created_at, last_used_at, expires_at, ends_at, subject, sealed_auth`
 
 func (db *DB) CreateConsoleSession(ctx context.Context, s store.ConsoleSession) (err error) {
 	defer wrap(&err, "CreateConsoleSession")
@@ -22,9 +22,9 @@ func (db *DB) insertSession(ctx context.Context, tx *sql.Tx, s store.ConsoleSess
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO console_sessions (`+sessionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.TokenHash, string(s.Kind), s.TenantID, s.KeyID, s.AuthHash, s.LinkID, s.CSRFHash,
-		micros(s.CreatedAt), micros(s.LastUsedAt), micros(s.ExpiresAt), micros(s.EndsAt), s.Subject)
+		micros(s.CreatedAt), micros(s.LastUsedAt), micros(s.ExpiresAt), micros(s.EndsAt), s.Subject, sealedAuth(s.SealedAuth))
 	return err
 }
 
@@ -39,7 +39,7 @@ func (db *DB) TouchConsoleSession(ctx context.Context, hash string, idle time.Du
 		 WHERE token_hash = ?3 AND expires_at > ?1 AND ends_at > ?1
 		 RETURNING `+sessionColumns,
 		micros(now), micros(now.Add(idle)), hash).
-		Scan(&s.TokenHash, &kind, &s.TenantID, &s.KeyID, &s.AuthHash, &s.LinkID, &s.CSRFHash, &created, &used, &expires, &ends, &s.Subject)
+		Scan(&s.TokenHash, &kind, &s.TenantID, &s.KeyID, &s.AuthHash, &s.LinkID, &s.CSRFHash, &created, &used, &expires, &ends, &s.Subject, &s.SealedAuth)
 	s.Kind = store.SessionKind(kind)
 	s.CreatedAt, s.LastUsedAt, s.ExpiresAt, s.EndsAt = fromMicros(created), fromMicros(used), fromMicros(expires), fromMicros(ends)
 	return s, notFound(err, func(string) error { return store.ConsoleSessionNotFound() }, "")
@@ -126,4 +126,12 @@ func (db *DB) RevokePortalLink(ctx context.Context, tenantID, id string) (err er
 		_, err = tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE link_id = ?`, id)
 		return err
 	})
+}
+
+// sealedAuth is a session's sealed token as stored: never NULL.
+func sealedAuth(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

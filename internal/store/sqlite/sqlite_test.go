@@ -133,6 +133,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE delivery_attempts DROP COLUMN request_headers; ALTER TABLE delivery_attempts DROP COLUMN response_headers;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_at; ALTER TABLE delivery_jobs DROP COLUMN replayed_by;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE console_sessions DROP COLUMN subject;
+		ALTER TABLE console_sessions DROP COLUMN sealed_auth;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

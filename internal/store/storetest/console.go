@@ -96,12 +96,13 @@ func testConsole(t *testing.T, open Opener) {
 		e := setup(t, open, store.Options{})
 		now := e.clock.Now()
 		s := store.ConsoleSession{TokenHash: "hj", Kind: store.SessionJWT, AuthHash: "jwt-hash", Subject: "lerian/alice", CSRFHash: "c",
-			CreatedAt: now, LastUsedAt: now, ExpiresAt: now.Add(time.Hour), EndsAt: now.Add(time.Hour)}
+			SealedAuth: []byte{0, 1, 2, 0xff}, CreatedAt: now, LastUsedAt: now, ExpiresAt: now.Add(time.Hour), EndsAt: now.Add(time.Hour)}
 		if err := e.store.CreateConsoleSession(e.ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.store.TouchConsoleSession(e.ctx, "hj", time.Hour); err != nil || got.Subject != "lerian/alice" || got.Kind != store.SessionJWT {
-			t.Fatalf("a JWT session keeps its token's subject: %+v, %v", got, err)
+		if got, err := e.store.TouchConsoleSession(e.ctx, "hj", time.Hour); err != nil || got.Subject != "lerian/alice" || got.Kind != store.SessionJWT ||
+			string(got.SealedAuth) != "\x00\x01\x02\xff" {
+			t.Fatalf("a JWT session keeps its token's subject and its sealed token: %+v, %v", got, err)
 		}
 	})
 	t.Run("PortalLinks", func(t *testing.T) {

@@ -111,6 +111,21 @@ func testIdempotency(t *testing.T, open Opener) {
 		t.Fatalf("reap of batch 2: %d, %v", n, err)
 	}
 
+	// Two principals, one key: two stored answers, each its own.
+	for _, p := range []string{"jwt:alice", "jwt:bob"} {
+		if _, ok := claim(p, "shared", "h", "t-"+p); !ok {
+			t.Fatalf("%s's claim of a key another principal holds was refused", p)
+		}
+		if done, err := s.CompleteIdempotencyKey(e.ctx, p, "shared", "t-"+p, 201, []byte(p), ttl); err != nil || !done {
+			t.Fatalf("%s's answer: %v, %v", p, done, err)
+		}
+	}
+	for _, p := range []string{"jwt:alice", "jwt:bob"} {
+		if rec, ok := claim(p, "shared", "h", "t-again"); ok || !rec.Completed || string(rec.Body) != p || rec.Principal != p {
+			t.Fatalf("%s's stored answer: %+v, claimed %v", p, rec, ok)
+		}
+	}
+
 	// Concurrent claims of one key: exactly one wins.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
