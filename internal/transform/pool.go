@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +29,9 @@ const (
 	killAfter = 100 * time.Millisecond
 	// startTimeout bounds a new worker's start, up to its ready frame.
 	startTimeout = 10 * time.Second
+	// moveTimeout bounds moving a request in, and a result out once it has
+	// begun to arrive: at most 16 MiB and 1 MiB through a pipe.
+	moveTimeout = 5 * time.Second
 )
 
 // workers is the process's pool.
@@ -206,13 +210,14 @@ func startWorker(ctx context.Context) (*worker, error) {
 // is gone: killed past the budget, cancelled, dead by itself (its memory
 // limit, most likely), or out of step.
 func (w *worker) do(ctx context.Context, q []byte, budget time.Duration) (res Result, err error, ok bool) {
-	deadline := time.Now().Add(budget + killAfter)
-	w.req.SetWriteDeadline(deadline)
-	w.res.SetReadDeadline(deadline)
+	w.req.SetWriteDeadline(time.Now().Add(moveTimeout))
+	w.res.SetReadDeadline(time.Now().Add(moveTimeout))
 	// A cancelled caller stops waiting at once; a caller's deadline is in
 	// the budget already, which the worker keeps.
+	var cancelled atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
 		if errors.Is(ctx.Err(), context.Canceled) {
+			cancelled.Store(true)
 			w.res.SetReadDeadline(time.Now())
 			w.req.SetWriteDeadline(time.Now())
 		}
@@ -221,7 +226,25 @@ func (w *worker) do(ctx context.Context, q []byte, budget time.Duration) (res Re
 	err = writeFrame(w.req, q)
 	var b []byte
 	if err == nil {
-		b, err = readFrame(w.r, maxResult)
+		b, err = readFrame(w.r, 1)
+		if err == nil && (len(b) != 1 || b[0] != kindStarted) {
+			err = errors.New("out of step")
+		}
+	}
+	overtime := false
+	if err == nil {
+		// From here the program runs: its budget and the allowance, up to
+		// the first bytes of its result; then the time to move them.
+		evalDeadline := time.Now().Add(budget + killAfter)
+		if !cancelled.Load() {
+			w.res.SetReadDeadline(evalDeadline)
+		}
+		b, err = readFrameThen(w.r, maxResult, func() {
+			if !cancelled.Load() {
+				w.res.SetReadDeadline(time.Now().Add(moveTimeout))
+			}
+		})
+		overtime = err != nil && !time.Now().Before(evalDeadline)
 	}
 	if err == nil {
 		if res, err = decodeResult(b); err == nil || !strings.HasPrefix(err.Error(), "result of unknown kind") {
@@ -234,7 +257,7 @@ func (w *worker) do(ctx context.Context, q []byte, budget time.Duration) (res Re
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		return Result{}, errors.New("transform: cancelled"), false
-	case !died && errors.Is(err, os.ErrDeadlineExceeded):
+	case !died && overtime && errors.Is(err, os.ErrDeadlineExceeded):
 		return Result{}, ErrTimeout, false
 	case died && w.outOfMemory():
 		return Result{}, ErrMemory, false

@@ -13,8 +13,13 @@ import (
 // stdout or stderr, so nothing else the process prints can desync them).
 // Each message is a frame, a 4-byte big-endian length and that many bytes.
 // A request is the budget in microseconds (4 bytes) and nine strings, each
-// length-prefixed: the program's source and the input's fields. A result
-// is one kind byte and its text: the body, or an error's message.
+// length-prefixed: the program's source and the input's fields. The worker
+// answers a frame of one byte, kindStarted, when it has read the request
+// and starts the program, then the result: one kind byte and its text, the
+// body or an error's message. The hub's deadline, the budget and its
+// allowance, runs from the first to the start of the second, so that
+// moving a large event or body through the pipes is never counted as the
+// program's time.
 
 // Kinds of result.
 const (
@@ -27,6 +32,7 @@ const (
 	kindMany                     // ErrManyOutputs
 	kindMemory                   // ErrMemory
 	kindReady                    // the worker's first frame: its limits, as text
+	kindStarted                  // the request is read, the program starts
 )
 
 // maxRequest and maxResult bound what either side reads: a request holds a
@@ -42,18 +48,30 @@ const (
 var errFrame = errors.New("frame larger than its limit")
 
 func writeFrame(w io.Writer, b []byte) error {
-	buf := make([]byte, 4, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	_, err := w.Write(append(buf, b...))
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(b)
 	return err
 }
 
 // readFrame reads one frame of at most max bytes; a longer one is an error
 // before anything of it is held.
 func readFrame(r io.Reader, max int) ([]byte, error) {
+	return readFrameThen(r, max, nil)
+}
+
+// readFrameThen is readFrame calling then, if not nil, once the frame's
+// length has arrived.
+func readFrameThen(r io.Reader, max int, then func()) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
+	}
+	if then != nil {
+		then()
 	}
 	size := binary.BigEndian.Uint32(n[:])
 	if int64(size) > int64(max) {

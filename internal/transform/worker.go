@@ -71,20 +71,29 @@ func serveWorker() int {
 		if err != nil {
 			return exitBroken
 		}
-		res, err := serveOne(programs, q)
+		res, err := serveOne(programs, q, func() bool {
+			return writeFrame(w, []byte{kindStarted}) == nil && w.Flush() == nil
+		})
 		if writeFrame(w, encodeResult(res, err)) != nil || w.Flush() != nil {
 			return exitBroken
 		}
 	}
 }
 
-// serveOne compiles q's program (once per source) and runs it on q's input
-// within q's budget and hub.MaxTransformMemory.
-func serveOne(programs map[string]*Program, q request) (Result, error) {
+// serveOne compiles q's program (once per source), makes the event its
+// input value and runs it on that within q's budget and
+// hub.MaxTransformMemory, counted from when it calls started (which says
+// so to the hub). Neither the event's parsing nor the compiling is the
+// program's time or memory, as they were not when programs ran in the
+// hub's process.
+func serveOne(programs map[string]*Program, q request, started func() bool) (Result, error) {
 	p := programs[q.src]
 	if p == nil {
 		var err error
 		if p, err = Compile(q.src); err != nil {
+			if !started() {
+				os.Exit(exitBroken)
+			}
 			return Result{}, fmt.Errorf("%s", hub.ErrorMessage(err))
 		}
 		if len(programs) >= cacheSize {
@@ -92,12 +101,16 @@ func serveOne(programs map[string]*Program, q request) (Result, error) {
 		}
 		programs[q.src] = p
 	}
+	v := q.in.Value()
+	if !started() {
+		os.Exit(exitBroken)
+	}
 	budget := min(q.budget, hub.TransformTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	ctx, over := context.WithCancelCause(ctx)
 	stop := watchHeap(heapBytes()+hub.MaxTransformMemory, func() { over(ErrMemory) })
-	res, err := evaluate(ctx, p.code, q.in.Value())
+	res, err := evaluate(ctx, p.code, v)
 	stop()
 	if heapBytes() > 8<<20 {
 		// Whatever the program left is garbage now: give it back before
