@@ -17,9 +17,9 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Workers is how many worker processes a hub keeps for its transforms:
+// poolSize is how many worker processes a hub keeps for its transforms:
 // one evaluation at a time each, warm between them.
-const Workers = 2
+const poolSize = 2
 
 const (
 	// killAfter is the allowance past a run's budget for its answer to
@@ -35,7 +35,7 @@ const (
 )
 
 // workers is the process's pool.
-var workers = &pool{slots: make(chan struct{}, Workers)}
+var workers = &pool{slots: make(chan struct{}, poolSize)}
 
 // pool hands out worker processes, at most cap(slots) at once; a worker
 // that died, or was killed, is replaced in the background while its slot
