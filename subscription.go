@@ -211,10 +211,12 @@ const (
 	MaxNameBytes        = 256
 	MaxURLBytes         = 2048
 	MaxRateLimit        = 10000
-	// A transform (SPEC 29): at most this much jq program, and per event at
-	// most this long to run and this much body out.
+	// A transform: at most this much jq program, and per event at
+	// most this long to run, this much memory to use and this much body
+	// out (docs/concepts.md#transformations).
 	MaxTransformBytes  = 4 << 10
 	MaxTransformOutput = 1 << 20
+	MaxTransformMemory = 32 << 20
 	TransformTimeout   = 50 * time.Millisecond
 )
 

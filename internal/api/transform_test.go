@@ -185,3 +185,44 @@ func verifySignature(t *testing.T, secret string, req *http.Request, body []byte
 	}
 	t.Fatalf("webhook-signature %q does not verify over %s", req.Header.Get("webhook-signature"), body)
 }
+
+// A program past its memory or its time in transform-preview, tried or
+// saved, is 422 naming transform_limit, and the hub answers the next
+// request as before (docs/concepts.md#transformations). The programs run
+// in worker processes; the store plays no part, so one driver does.
+func TestTransform_PreviewPastMemoryOrTimeIs422TransformLimit(t *testing.T) {
+	h := newHubAPI(t, testkit.Drivers[1], apiOptions{allowPrivate: true})
+	acme := h.tenant("acme")
+	var sub struct{ ID string }
+	acme.json("POST", "/v1/subscriptions", `{"name":"t","event_types":[{"type":"transaction.posted","schema_major":1}],
+		"destination":{"type":"webhook","url":"https://hooks.example.com/x"}}`, 201, &sub)
+	base := "/v1/subscriptions/" + sub.ID
+	for _, src := range []string{
+		`"x" * 2000000000 | length`,
+		`[] | .[300000000] = 1`,
+		`[range(1e8)]`,
+		`[limit(1e9; repeat(1))]`,
+		`"a" * 20000000 | test("(a|a)*b")`,
+		`def f: [f, f]; f`,
+	} {
+		program, _ := json.Marshal(src)
+		tried := `{"id":"ev_1","type":"studio.lerian.transaction.posted","data":{"a":1},"transform":` + string(program) + `}`
+		status, _, b := acme.do("POST", base+"/transform-preview", tried)
+		wantError(t, status, b, http.StatusUnprocessableEntity, "unprocessable")
+		if !strings.Contains(string(b), "transform_limit") {
+			t.Fatalf("%s tried: %s, want transform_limit", src, b)
+		}
+		// Saved, then previewed as the subscription's own.
+		acme.json("PATCH", base, `{"transform":`+string(program)+`}`, 200, nil)
+		status, _, b = acme.do("POST", base+"/transform-preview", `{"id":"ev_1","type":"studio.lerian.transaction.posted","data":{"a":1}}`)
+		wantError(t, status, b, http.StatusUnprocessableEntity, "unprocessable")
+		if !strings.Contains(string(b), "transform_limit") {
+			t.Fatalf("%s saved: %s, want transform_limit", src, b)
+		}
+		var res struct{ Body string }
+		acme.json("POST", base+"/transform-preview", `{"data":{"a":1},"transform":".data.a"}`, 200, &res)
+		if res.Body != "1" {
+			t.Fatalf("after %s: preview answered %+v", src, res)
+		}
+	}
+}

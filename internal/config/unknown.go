@@ -10,6 +10,7 @@ import (
 var otherNames = []string{
 	"SERVER", "TOKEN", "TENANT",
 	"TEST_POSTGRES_URL", "TEST_REDIS_URL", "TEST_AMQP_URL", "TEST_NATS_SERVER", "TEST_NATS_LOG",
+	"TRANSFORM_WORKER",
 }
 
 // Known lists every variable name the hub reads (without the prefix).

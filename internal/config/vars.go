@@ -111,6 +111,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"TEST_AMQP_URL":     {"", "tests: the RabbitMQ they publish to; unset: they skip"},
 	"TEST_NATS_SERVER":  {"", "tests: the nats-server binary; unset: the first on PATH"},
 	"TEST_NATS_LOG":     {"", "tests: set to see the nats-server's log"},
+	"TRANSFORM_WORKER":  {"", "internal: set by the hub only on its own transform worker processes (docs/concepts.md#transformations); never set it"},
 }
 
 // Variables is every variable the hub reads, by name, with its default

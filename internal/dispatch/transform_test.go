@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/dispatch"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
@@ -101,11 +103,76 @@ func TestTransform_AProgramOverItsTimeLimitFailsTheAttempt(t *testing.T) {
 		if j.Status != hub.JobPending || j.Attempts != 1 || len(as) != 1 {
 			t.Fatalf("job %+v, attempts %+v", j, as)
 		}
-		const want = "transform: ran past its 50ms time limit"
+		const want = "transform: transform_limit: ran past its 50ms time limit"
 		if as[0].Error != want || j.LastError != want || as[0].StatusCode != 0 {
 			t.Fatalf("attempt error %q, job last error %q; want %q", as[0].Error, j.LastError, want)
 		}
 	})
+}
+
+// A program past its memory or its time (docs/concepts.md#transformations)
+// fails its own attempts with transform_limit, each program in turn, while
+// another tenant's subscription, without a transform, receives each of its
+// events: the programs run in worker processes, and this process, the
+// dispatcher's, goes on.
+func TestTransform_ProgramsPastMemoryOrTimeFailTheirAttemptsOthersDeliver(t *testing.T) {
+	testkit.Long(t)
+	// The programs run in worker processes; one store driver does.
+	r := newRig(t, testkit.Drivers[1], rigOptions{})
+	if _, err := r.store.CreateTenant(r.ctx, store.CreateTenantParams{ID: "globex", Name: "Globex"}); err != nil {
+		t.Fatal(err)
+	}
+	other := newSink(t)
+	r.subscribe("globex", "sub_globex", other.URL, rigOptions{})
+	for i, src := range []string{
+		`"x" * 2000000000 | length`,
+		`[] | .[300000000] = 1`,
+		`[range(1e8)]`,
+		`[limit(1e9; repeat(1))]`,
+		`"a" * 20000000 | test("(a|a)*b")`,
+		`def f: [f, f]; f`,
+	} {
+		sub, err := r.store.GetSubscription(r.ctx, "acme", r.sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.sub = sub // as the failed attempts left it
+		r.withTransform(src)
+		r.publish(event("acme", fmt.Sprintf("hostile-%d", i)), event("globex", fmt.Sprintf("plain-%d", i)))
+		// The clock stands still: earlier failed jobs wait for their retry.
+		testkit.WaitFor(t, "both events attempted", func() bool {
+			r.step()
+			return len(other.got()) == i+1 && r.attemptsOf("acme", r.sub.ID) == i+1
+		})
+		if got := other.got(); string(got[i].header.Get("X-Lerian-Event-Id")) != fmt.Sprintf("plain-%d", i) {
+			t.Fatalf("globex received %s", got[i].header.Get("X-Lerian-Event-Id"))
+		}
+		for _, j := range r.jobsOf("acme", r.sub.ID) {
+			if j.EventID != fmt.Sprintf("hostile-%d", i) {
+				continue
+			}
+			_, as, err := r.store.GetJob(r.ctx, "acme", j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Status != hub.JobPending || len(as) != 1 || !strings.HasPrefix(as[0].Error, "transform: transform_limit: ") {
+				t.Fatalf("%s: job %+v, attempts %+v; want one failed attempt naming transform_limit", src, j, as)
+			}
+			t.Logf("%s: %s", src, as[0].Error)
+		}
+	}
+	if got := r.sink.got(); len(got) != 0 {
+		t.Fatalf("acme's receiver got %d requests", len(got))
+	}
+}
+
+// attemptsOf counts the attempts of tenant's jobs for sub.
+func (r *rig) attemptsOf(tenant, sub string) int {
+	n := 0
+	for _, j := range r.jobsOf(tenant, sub) {
+		n += j.Attempts
+	}
+	return n
 }
 
 // recorder is a broker destination that keeps what it is sent.

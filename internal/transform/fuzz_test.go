@@ -12,7 +12,9 @@ import (
 
 // FuzzTransform compiles any program and runs it on any data: it never
 // panics, never runs long, and what it answers keeps the rules (one body of
-// at most 1 MiB, JSON unless it is text; errors name transform).
+// at most 1 MiB, JSON unless it is text; errors name transform). Each run
+// goes through a worker process, as in the hub: about 0.05 to 0.3 ms a
+// round trip, so -fuzztime 20000x takes seconds.
 func FuzzTransform(f *testing.F) {
 	f.Add(`{kind: .type, amount: .data.amount}`, []byte(`{"amount": 10}`), "application/json")
 	f.Add(`.data | tostring`, []byte(`<x/>`), "application/xml")
@@ -24,6 +26,8 @@ func FuzzTransform(f *testing.F) {
 	f.Add(`$ENV.HOME`, []byte(`1`), "")
 	f.Add(`halt_error(1)`, []byte(`{"a":1}`), "")
 	f.Add(`.data | @base64d | fromjson`, []byte(`"eyJhIjoxfQ=="`), "")
+	f.Add(`"x" * 2000000000 | length`, []byte(`null`), "")
+	f.Add(`[] | .[300000000] = 1`, []byte(`null`), "")
 	f.Fuzz(func(t *testing.T, src string, data []byte, contentType string) {
 		p, err := transform.Compile(src)
 		if err != nil {

@@ -1,12 +1,17 @@
-// Package transform runs a subscription's jq program (SPEC 29): it turns an
-// event, {"id","type","source","subject","time","tenant_id","data"}, into
-// the body a destination receives.
+// Package transform runs a subscription's jq program
+// (docs/concepts.md#transformations): it turns an event,
+// {"id","type","source","subject","time","tenant_id","data"}, into the body
+// a destination receives.
 //
 // A program is bounded: at most hub.MaxTransformBytes of source, and per
-// event hub.TransformTimeout of running and hub.MaxTransformOutput of
-// output. It reaches nothing outside the event: env and $ENV are {} (no
-// environment loader), input and inputs do not compile (no input iterator),
-// and neither do import and include (no module loader).
+// event hub.TransformTimeout of running, hub.MaxTransformMemory of memory
+// and hub.MaxTransformOutput of output. It runs in a worker process of its
+// own (worker.go, pool.go), never in the hub's: one builtin call can
+// allocate gigabytes, so checks inside the evaluation cannot keep the hub
+// alive; a worker's limits can. It reaches nothing outside the event: env
+// and $ENV are {} (no environment loader), input and inputs do not compile
+// (no input iterator), and neither do import and include (no module
+// loader).
 //
 // A program must produce exactly one value. No value (empty, or halt before
 // any) is an error, and so is a second value (halt after the first stops
@@ -131,33 +136,35 @@ type Result struct {
 	ContentType string // ContentTypeJSON or ContentTypeText
 }
 
-// Errors of a run. Each names the limit or the rule it broke.
+// Errors of a run. Each names the limit or the rule it broke; the time
+// and memory limits say transform_limit.
 var (
-	ErrTimeout     = fmt.Errorf("transform: ran past its %s time limit", hub.TransformTimeout)
+	ErrTimeout     = fmt.Errorf("transform: transform_limit: ran past its %s time limit", hub.TransformTimeout)
+	ErrMemory      = fmt.Errorf("transform: transform_limit: used more than its %d MiB memory limit", hub.MaxTransformMemory>>20)
 	ErrTooLarge    = fmt.Errorf("transform: output larger than its %d byte (1 MiB) limit", hub.MaxTransformOutput)
 	ErrNoOutput    = errors.New("transform: produced no output (a program must produce exactly one value)")
 	ErrManyOutputs = errors.New("transform: produced more than one output (a program must produce exactly one value; wrap a stream in [...] to send an array)")
 )
 
 // Run runs p on in, within hub.TransformTimeout (or ctx's deadline, if
-// sooner), and returns the body to send.
+// sooner) and hub.MaxTransformMemory, in a worker process, and returns the
+// body to send.
 func (p *Program) Run(ctx context.Context, in Input) (Result, error) {
-	return p.RunValue(ctx, in.Value())
+	return workers.run(ctx, p.src, in)
 }
 
-// RunValue runs p on an input value built by Input.Value (or any value of
-// the types gojq accepts).
-func (p *Program) RunValue(ctx context.Context, v any) (res Result, err error) {
-	ctx, cancel := context.WithTimeout(ctx, hub.TransformTimeout)
-	defer cancel()
+// evaluate runs code on v in this process, within ctx: what a worker does
+// with a request. Only its time and output are bounded here; its memory is
+// bounded by the worker's limits.
+func evaluate(ctx context.Context, code *gojq.Code, v any) (res Result, err error) {
 	defer func() {
 		// gojq is not expected to panic; if it does, the attempt fails
-		// rather than the process.
+		// rather than the worker.
 		if r := recover(); r != nil {
 			res, err = Result{}, fmt.Errorf("transform: failed: %v", r)
 		}
 	}()
-	iter := p.code.RunWithContext(ctx, v)
+	iter := code.RunWithContext(ctx, v)
 	var out any
 	n := 0
 	for {
@@ -203,6 +210,9 @@ func (p *Program) RunValue(ctx context.Context, v any) (res Result, err error) {
 // runError names why a run stopped: its time limit, a halt, or the
 // program's own error.
 func runError(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), ErrMemory) {
+		return ErrMemory
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ErrTimeout
 	}
