@@ -225,3 +225,54 @@ func TestHold_AResultRefusedForGoodIsGivenUpNotRetriedForever(t *testing.T) {
 		}
 	})
 }
+
+// A breaker that closed in one process (its probe passed) closes, through
+// the database, the breaker of another process that still had it open:
+// that one delivers the woken backlog instead of shedding it again and
+// holding the subscription until its own probe time. PostgreSQL only: an
+// SQLite file serves one process.
+func TestHold_ABreakerClosedInOneProcessClosesAnothers(t *testing.T) {
+	d := testkit.Drivers[0]
+	if d.Name != "postgres" {
+		t.Fatal("the first driver is not PostgreSQL")
+	}
+	r := newRig(t, d, rigOptions{})
+	stale, err := dispatch.NewBreakers(config.Breaker{Failures: 1, OpenFor: time.Hour, MaxOpen: time.Hour}, r.clock.Now, metrics.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.Record("acme", r.sub.Destination.Address(), false) // opened an hour ago, for an hour
+	other, err := dispatch.New(dispatch.Config{Dispatch: config.Defaults(config.Serve).Dispatch, Store: r.store,
+		Keyring: r.keyring, Metrics: metrics.New(), Now: r.clock.Now, Destinations: r.d2destinations(), Breakers: stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r.publish(event("acme", "evt-"+strconv.Itoa(i)))
+	}
+	if n, err := other.Step(r.ctx); err != nil || n != 1 {
+		t.Fatalf("stepped %d (%v): want the oldest job, shed", n, err)
+	}
+	r.clock.Advance(time.Minute)
+	// This process's breaker for the destination closed (a verify passed,
+	// or its probe): it wakes the subscription.
+	if err := r.d.Verified(r.ctx, r.sub); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Millisecond)
+	for {
+		n, err := other.Step(r.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if got := r.sink.sequences(t); len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("the process whose breaker had been open delivered %v, want [1 2 3]: it should have learnt of the heal", got)
+	}
+	if s := stale.State("acme", r.sub.Destination.Address()); s != dispatch.BreakerClosed {
+		t.Fatalf("its breaker is %s, want closed", s)
+	}
+}

@@ -117,6 +117,11 @@ type Claimed struct {
 	LeaseToken   string
 	Event        hub.Event
 	Subscription hub.Subscription
+	// HealedAt is when a process last found the subscription's destination
+	// healthy again (WakeJobs: its breaker closed, a verify passed); zero
+	// when never, and always on SQLite, which serves one process. Another
+	// process whose breaker opened before it closes its own.
+	HealedAt time.Time
 }
 
 // JobLease names a job as claimed: completions are fenced on the token.

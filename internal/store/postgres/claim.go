@@ -81,7 +81,8 @@ WITH locked AS (
 	FROM (SELECT subscription_id, count(*) AS n FROM claimed GROUP BY subscription_id) c
 	WHERE s.id = c.subscription_id
 )
-SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `
+SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `,
+	s.healed_at
 FROM claimed c
 JOIN events e ON e.tenant_id = c.tenant_id AND e.sequence = c.event_sequence
 JOIN subscriptions s ON s.id = c.subscription_id`
@@ -188,7 +189,7 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 	var ev hub.Event
 	var ext, et, headers, retry, filters []byte
 	var dc string
-	var first, last *time.Time
+	var first, last, healed *time.Time
 	j, s := &c.Job, &c.Subscription
 	err := r.Scan(
 		&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
@@ -201,12 +202,15 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
 		&filters, &s.RateLimit, &dc,
-		&s.Transform)
+		&s.Transform, &healed)
 	if err != nil {
 		return c, err
 	}
 	if err := store.DecodeDestinationConfig(s, []byte(dc)); err != nil {
 		return c, err
+	}
+	if healed != nil {
+		c.HealedAt = healed.UTC()
 	}
 	if ext != nil {
 		if err := json.Unmarshal(ext, &ev.Extensions); err != nil {
@@ -432,8 +436,11 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		return 0, nil
 	}
 	now := db.opts.Stamp()
-	if _, err := db.pool.Exec(ctx, `UPDATE subscriptions SET held_until = NULL WHERE id = ANY($1) AND held_until IS NOT NULL`,
-		subscriptionIDs); err != nil {
+	// Lift their holds and stamp the heal: another process whose breaker
+	// for the destination is still open closes it when it claims one of
+	// their jobs (Claimed.HealedAt), instead of shedding it again.
+	if _, err := db.pool.Exec(ctx, `UPDATE subscriptions SET held_until = NULL, healed_at = $2 WHERE id = ANY($1)`,
+		subscriptionIDs, now); err != nil {
 		return 0, err
 	}
 	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs SET next_attempt_at = $2, updated_at = $2

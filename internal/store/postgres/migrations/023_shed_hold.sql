@@ -4,3 +4,8 @@
 -- a later job of it first. NULL when not held; WakeJobs (a breaker that
 -- closed, a passing verification) lifts it.
 ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS held_until timestamptz;
+
+-- When a process last found the subscription's destination healthy again
+-- (its breaker closed, a verify passed): claims return it, and a process
+-- whose own breaker for that destination opened before closes it.
+ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS healed_at timestamptz;
