@@ -387,6 +387,10 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		ID: id, EventType: typ, TenantID: tenantID, ContentType: contentType,
 		Body: data, Time: now, Headers: headers,
 	})
+	if res.Err != nil {
+		// The tenant reads what failed; the log, where (addresses too).
+		s.deps.Logger.Info("test event failed", "subscription", sub.ID, "error", destination.Detail(res.Err))
+	}
 	writeJSON(w, http.StatusOK, testResult(deliveryID, res))
 	return nil
 }

@@ -30,6 +30,10 @@ func (s *Server) verifySubscription(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	res := s.probe(r.Context(), sub, sec)
+	if !res.Passed {
+		// The tenant reads what failed; the log, where (addresses too).
+		s.deps.Logger.Info("verification probe failed", "subscription", sub.ID, "error", res.Detail)
+	}
 
 	sub, err = s.modifySubscription(r.Context(), tenantID, id, func(sub *hub.Subscription, _ *hub.SubscriptionSecrets) error {
 		now := s.now()

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -221,4 +222,47 @@ func mustPort(t *testing.T, raw string) string {
 		t.Fatal(err)
 	}
 	return u.Port()
+}
+
+// namesToLoopback resolves every name but those under .invalid (which
+// nothing resolves) to 127.0.0.1.
+type namesToLoopback struct{}
+
+func (namesToLoopback) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if strings.HasSuffix(host, ".invalid") {
+		return net.DefaultResolver.LookupNetIP(ctx, network, host)
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// TestVerifyAndTest_ErrorsNameTheHostAsWrittenNeverAnAddress
+// (docs/security.md#what-a-tenants-errors-reveal): verify and a test event
+// say what failed naming the host the tenant wrote, never the address it
+// resolved to nor the hub's resolver; the log keeps the whole error.
+func TestVerifyAndTest_ErrorsNameTheHostAsWrittenNeverAnAddress(t *testing.T) {
+	h := newHubAPI(t, testkit.Drivers[1], apiOptions{allowPrivate: true, resolver: namesToLoopback{}})
+	acme := h.tenant("acme")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := mustPort(t, "http://"+l.Addr().String())
+	l.Close() // nothing listens there now: refused
+
+	unresolved, _ := acme.subscription("http://nowhere.invalid/hook")
+	status, _, body := acme.do("POST", "/v1/subscriptions/"+unresolved+"/verify", "")
+	var f probeFailure
+	json.Unmarshal(body, &f)
+	if status != 422 || f.Error.Probe.Error != "dns: no such host nowhere.invalid" || strings.Contains(string(body), " on ") {
+		t.Fatalf("verify of a name that does not resolve = %d %s", status, body)
+	}
+	refused, _ := acme.subscription("http://sink.example.com:" + port + "/hook")
+	var res struct{ Error *string }
+	acme.json("POST", "/v1/subscriptions/"+refused+"/test", "", 200, &res)
+	if res.Error == nil || *res.Error != "connect: connection refused by sink.example.com:"+port {
+		t.Fatalf("test event to a refused port: %v", res.Error)
+	}
+	if !strings.Contains(h.logs.String(), "127.0.0.1:"+port) {
+		t.Fatalf("the log lacks the whole error (the address dialed):\n%s", h.logs.String())
+	}
 }

@@ -60,8 +60,8 @@ func TestDescribe_ShowsNoResolverOrResolvedAddress(t *testing.T) {
 	}{
 		"refused": {refused, "destination evil.example resolves to a private address"},
 		"dns not found": {&net.DNSError{Err: "no such host", Name: "0x7f000001", Server: "10.255.255.53:53", IsNotFound: true},
-			"cannot resolve 0x7f000001: no such host"},
-		"dns other":    {&net.DNSError{Err: "server misbehaving", Name: "a.example", Server: "10.255.255.53:53"}, "cannot resolve a.example: DNS failure"},
+			"dns: no such host 0x7f000001"},
+		"dns other":    {&net.DNSError{Err: "server misbehaving", Name: "a.example", Server: "10.255.255.53:53"}, "dns: cannot resolve a.example"},
 		"dial":         {&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.ParseIP("93.184.216.34"), Port: 443}, Err: errors.New("some new failure")}, "<address>"},
 		"unknown ipv6": {errors.New("dial tcp [2606:2800:220:1::1]:443: odd"), "dial tcp <address>: odd"},
 	}

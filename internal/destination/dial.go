@@ -34,8 +34,11 @@ type RefusedError struct {
 	Addrs []netip.Addr
 }
 
+// Error names the host and its addresses, for the server's log; a tenant
+// reads Explain's text, which names neither the addresses nor a host they
+// did not write.
 func (e *RefusedError) Error() string {
-	return Describe(e)
+	return fmt.Sprintf("destination %s resolves to a private address %v: refused (STREAMING_HUB_ALLOW_PRIVATE_SINKS)", e.Host, e.Addrs)
 }
 
 // Dialer dials only public addresses (unless AllowPrivate), resolving

@@ -18,7 +18,8 @@ const ProbeEventType = "hub.verification"
 type ProbeResult struct {
 	Passed     bool
 	StatusCode int    // 0 when no answer came
-	Error      string // why it failed
+	Error      string // why it failed, as its tenant may read it (Explain)
+	Detail     string // the whole error, for the server's log only
 	Duration   time.Duration
 }
 
@@ -41,7 +42,7 @@ func (r *Registry) Probe(ctx context.Context, t Target, tenant, subscriptionID s
 		ContentType: "application/json", Body: body, Time: now, Headers: h, Probe: true, Challenge: challenge})
 	out := ProbeResult{StatusCode: res.Status, Duration: res.Duration, Passed: res.Err == nil}
 	if res.Err != nil {
-		out.Error = res.Err.Error()
+		out.Error, out.Detail = res.Err.Error(), Detail(res.Err)
 	}
 	return out
 }

@@ -39,6 +39,11 @@ func (r *Registry) Send(ctx context.Context, t Target, m Message) Result {
 	if res.Duration == 0 {
 		res.Duration = time.Since(start)
 	}
+	if res.Err != nil {
+		// What every caller shows a tenant (attempts, verify, test
+		// events) says what failed, never where inside (Explain).
+		res.Err = &TenantError{Text: Explain(res.Err, WrittenOf(t), r.timeout), Err: res.Err}
+	}
 	return res
 }
 

@@ -156,7 +156,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	dec := afterFailure(&c.Subscription, c.Job.Attempts+1, status, retryAfter(res.Header, now), now, d.rand)
 	d.randMu.Unlock()
 	out.Status, out.NextAttemptAt, out.DeadLetterReason = dec.status, dec.next, dec.reason
-	d.observeFailure(c, a.rec)
+	d.observeFailure(c, a.rec, err)
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -234,12 +235,12 @@ func (d *Dispatcher) observeSuccess(c store.Claimed, a *hub.Attempt) {
 	m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
 }
 
-func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt) {
+func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt, err error) {
 	m := d.cfg.Metrics
 	m.Attempts.WithLabelValues("failure").Inc()
 	m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
 	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
-		"attempt", c.Job.Attempts+1, "error", a.Error)
+		"attempt", c.Job.Attempts+1, "error", a.Error, "detail", destination.Detail(err))
 }
 
 // handOff lists the subscriptions of a batch whose next jobs may be claimed

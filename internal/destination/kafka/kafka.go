@@ -119,12 +119,18 @@ func (p *Producer) send(ctx context.Context, t destination.Target, m destination
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout) {
 			why = "kafka: no acknowledgement from the brokers within the delivery timeout"
 		}
-		if cerr := cl.connectErr(); cerr != nil {
+		cerr := cl.connectErr()
+		if cerr != nil {
 			why += " (the last connection to a broker failed: " + destination.Describe(cerr) + ")"
 		}
 		if curable(err) && p.clients.Discard(key, cl) {
 			p.o.Logger.Warn("dropped a Kafka destination's client; the next attempt dials again",
 				"brokers", strings.Join(t.Brokers, ","), "topic", t.Topic, "error", why)
+		}
+		if cerr != nil {
+			// The connection's error under why: destination.Explain
+			// names its kind and the broker as the tenant wrote it.
+			return &destination.TenantError{Text: why, Err: cerr}
 		}
 		return errors.New(why)
 	}

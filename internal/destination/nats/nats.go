@@ -212,9 +212,16 @@ func hostOf(raw string) string {
 type dialer struct {
 	ctx  context.Context
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// err is the last dial's error: nats.go answers a failed dial as
+	// "no servers available", and the tenant should read why.
+	err *error
 }
 
-func (d dialer) Dial(network, addr string) (net.Conn, error) { return d.dial(d.ctx, network, addr) }
+func (d dialer) Dial(network, addr string) (net.Conn, error) {
+	conn, err := d.dial(d.ctx, network, addr)
+	*d.err = err
+	return conn, err
+}
 
 // connect dials t's server. The connection does not reconnect on its
 // own: once closed it is dropped and the next attempt dials again.
@@ -230,6 +237,7 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 	if timeout <= 0 {
 		return nil, errors.New("nats: no time left to connect within the delivery timeout")
 	}
+	var dialErr error
 	opts := []natsgo.Option{
 		natsgo.Name(p.o.Name),
 		natsgo.NoReconnect(),
@@ -237,7 +245,7 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 		// Used by Connect only (no reconnects): the attempt's context
 		// bounds the dial, as nats.go's Timeout does not for a custom
 		// dialer.
-		natsgo.SetCustomDialer(dialer{ctx: ctx, dial: p.o.Dial}),
+		natsgo.SetCustomDialer(dialer{ctx: ctx, dial: p.o.Dial, err: &dialErr}),
 		natsgo.NoCallbacksAfterClientClose(),
 	}
 	if c := t.Credentials; c.Username != "" || c.Password != "" {
@@ -251,8 +259,11 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 		opts = append(opts, natsgo.Secure(cfg))
 	}
 	nc, err := natsgo.Connect(u.Scheme+"://"+u.Host, opts...)
+	if err != nil && dialErr != nil && errors.Is(err, natsgo.ErrNoServers) {
+		err = dialErr
+	}
 	if err != nil {
-		return nil, fmt.Errorf("nats: connect: %s", describe(err))
+		return nil, fmt.Errorf("nats: connect: %w", err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -262,9 +273,8 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 	return &conn{nc: nc, js: js}, nil
 }
 
-// describe is a connect error as a tenant may read it: without the URL,
-// credentials or addresses, and a TLS failure named as the webhook names
-// it ("TLS: certificate signed by unknown authority").
+// describe is an error as a tenant may read it: without the URL,
+// credentials or addresses (destination.Explain).
 func describe(err error) string {
 	return destination.Describe(err)
 }

@@ -202,7 +202,7 @@ func (l *link) publish(ctx context.Context, exchange, key string, mandatory bool
 	l.mu.Unlock()
 	if err != nil {
 		s.forget(w)
-		err = fmt.Errorf("rabbitmq: publish: %s", describe(err))
+		err = fmt.Errorf("rabbitmq: publish: %w", describe(err))
 		l.drop(err) // a closed channel or connection, or a broken socket
 		return err
 	}
@@ -255,7 +255,7 @@ func (l *link) connect(ctx context.Context) (*session, error) {
 	}
 	conn, err := amqp.DialConfig(l.url, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("rabbitmq: connect: %s", describe(err))
+		return nil, fmt.Errorf("rabbitmq: connect: %w", describe(err))
 	}
 	ch, err := conn.Channel()
 	if err == nil {
@@ -263,7 +263,7 @@ func (l *link) connect(ctx context.Context) (*session, error) {
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("rabbitmq: open a confirming channel: %s", describe(err))
+		return nil, fmt.Errorf("rabbitmq: open a confirming channel: %w", describe(err))
 	}
 	s := &session{conn: conn, ch: ch, waiting: make(map[uint64]*waiter), byDelivery: make(map[string]*waiter)}
 	// Unbuffered, and one goroutine reads both: amqp091 hands a return to
@@ -351,7 +351,7 @@ func (s *session) listen(confirms <-chan amqp.Confirmation, returns <-chan amqp.
 	select {
 	case e := <-closed:
 		if e != nil {
-			why = fmt.Errorf("rabbitmq: the broker closed the channel before confirming: %s", describe(e))
+			why = fmt.Errorf("rabbitmq: the broker closed the channel before confirming: %w", describe(e))
 		}
 	default:
 	}
@@ -388,15 +388,17 @@ func (s *session) confirmed(c amqp.Confirmation) {
 	}
 }
 
-// describe is an AMQP error without the URL or credentials.
-func describe(err error) string {
+// describe is an AMQP error without the URL or credentials; a network
+// error stays itself, for destination.Explain to name it as the tenant
+// wrote the destination.
+func describe(err error) error {
 	var ae *amqp.Error
 	if errors.As(err, &ae) {
-		return fmt.Sprintf("%d %s", ae.Code, ae.Reason)
+		return fmt.Errorf("%d %s", ae.Code, ae.Reason)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		return ue.Err
 	}
-	return err.Error()
+	return err
 }

@@ -3,8 +3,10 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -26,7 +28,8 @@ func New(d destination.Dialer) *Driver { return &Driver{client: NewClient(d)} }
 
 // Send POSTs m to t and reads the answer: a 2xx is a success (with the
 // challenge in its body, for a probe), anything else a failure naming the
-// status; no answer is a failure with Describe's text.
+// status; no answer is a failure with the transport's error (the send path
+// words it for the tenant: destination.Explain).
 func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
 	req, err := newRequest(ctx, t, m)
 	if err != nil {
@@ -37,7 +40,14 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 	resp, err := d.client.Do(req)
 	res := destination.Result{Duration: time.Since(start), Sent: sent}
 	if err != nil {
-		res.Err = destination.Described(err)
+		// The request's URL may hold a secret in its query: the error
+		// under it is what failed (destination.Explain words it for
+		// the tenant, the whole of it goes to the log).
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		res.Err = err
 		return res
 	}
 	defer resp.Body.Close()
