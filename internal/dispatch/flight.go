@@ -301,7 +301,9 @@ func (d *Dispatcher) RenewLeases(ctx context.Context) error {
 func (d *Dispatcher) renewEvery() time.Duration { return max(d.cfg.Lease/6, 10*time.Millisecond) }
 
 // heldLease is how far ahead a claim or a renewal sets a lease's end.
-func (d *Dispatcher) heldLease() time.Duration { return max(d.cfg.Lease-d.renewEvery(), d.renewEvery()) }
+func (d *Dispatcher) heldLease() time.Duration {
+	return max(d.cfg.Lease-d.renewEvery(), d.renewEvery())
+}
 
 // recoverEvery is how often expired leases are looked for.
 func (d *Dispatcher) recoverEvery() time.Duration {
