@@ -87,14 +87,7 @@ func TestDev_UnderAnAddressSpaceLimitTransformsPastTheirLimitsLeaveTheHubUp(t *t
 	if json.Unmarshal(b, &sub); status != 201 || sub.ID == "" {
 		t.Fatalf("create subscription: %d %s", status, b)
 	}
-	for _, src := range []string{
-		`"x" * 2000000000 | length`,
-		`[] | .[300000000] = 1`,
-		`[range(1e8)]`,
-		`[limit(1e9; repeat(1))]`,
-		`"a" * 20000000 | test("(a|a)*b")`,
-		`def f: [f, f]; f`,
-	} {
+	for _, src := range testkit.HostileTransforms {
 		program, _ := json.Marshal(src)
 		start := time.Now()
 		status, b := call("POST", "/v1/subscriptions/"+sub.ID+"/transform-preview",
