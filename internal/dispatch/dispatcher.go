@@ -106,7 +106,7 @@ type Dispatcher struct {
 	transforms transform.Cache
 
 	// leases are the leases held here (job id -> token), renewed every
-	// third of a lease until the job's result is written or given back.
+	// sixth of a lease until the job's result is written or given back.
 	leaseMu sync.Mutex
 	leases  map[string]string
 
