@@ -240,17 +240,31 @@ func (d *Dispatcher) forget(leases ...store.JobLease) {
 func (d *Dispatcher) renewLoop(stop <-chan struct{}) {
 	t := time.NewTicker(d.renewEvery())
 	defer t.Stop()
+	failed := 0 // renewals failed in a row
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), max(d.renewEvery(), time.Second))
-			if err := d.RenewLeases(ctx); err != nil {
-				d.storeFailed()
-				d.cfg.Logger.Error("renewing leases failed; retrying", "err", err)
-			}
+			// A renewal may take two periods: the leases it renews still
+			// have two thirds of a lease to run (heldLease).
+			ctx, cancel := context.WithTimeout(context.Background(), max(2*d.renewEvery(), 2*time.Second))
+			err := d.RenewLeases(ctx)
 			cancel()
+			if err == nil {
+				failed = 0
+				continue
+			}
+			d.storeFailed()
+			// One slow round on a loaded database is retried at the next
+			// tick; leases at risk (a third of their margin gone) are an
+			// error.
+			if failed++; failed < 2 {
+				d.cfg.Logger.Warn("renewing leases failed; retrying at the next round", "err", err)
+			} else {
+				d.cfg.Logger.Error("renewing leases keeps failing; the leases held here expire if it goes on", "rounds", failed,
+					"lease_margin_left", max(d.heldLease()-time.Duration(failed)*d.renewEvery(), 0), "err", err)
+			}
 		}
 	}
 }
