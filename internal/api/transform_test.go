@@ -197,14 +197,7 @@ func TestTransform_PreviewPastMemoryOrTimeIs422TransformLimit(t *testing.T) {
 	acme.json("POST", "/v1/subscriptions", `{"name":"t","event_types":[{"type":"transaction.posted","schema_major":1}],
 		"destination":{"type":"webhook","url":"https://hooks.example.com/x"}}`, 201, &sub)
 	base := "/v1/subscriptions/" + sub.ID
-	for _, src := range []string{
-		`"x" * 2000000000 | length`,
-		`[] | .[300000000] = 1`,
-		`[range(1e8)]`,
-		`[limit(1e9; repeat(1))]`,
-		`"a" * 20000000 | test("(a|a)*b")`,
-		`def f: [f, f]; f`,
-	} {
+	for _, src := range testkit.HostileTransforms {
 		program, _ := json.Marshal(src)
 		tried := `{"id":"ev_1","type":"studio.lerian.transaction.posted","data":{"a":1},"transform":` + string(program) + `}`
 		status, _, b := acme.do("POST", base+"/transform-preview", tried)

@@ -189,8 +189,8 @@ func TestRoles_RunTheirPartAndReadyzChecksWhatTheyNeed(t *testing.T) {
 	if delivery.Consumer != nil || delivery.Broker != nil || delivery.Dispatcher == nil || delivery.Housekeeper == nil {
 		t.Fatalf("delivery role: consumer %v, broker %v, dispatcher %v", delivery.Consumer != nil, delivery.Broker != nil, delivery.Dispatcher != nil)
 	}
-	if st, checks := readyz(delivery); st != 200 || checks["store"] != "ok" || len(checks) != 1 {
-		t.Fatalf("delivery readyz = %d %v, want the store only", st, checks)
+	if st, checks := readyz(delivery); st != 200 || checks["store"] != "ok" || checks["results"] != "ok" || len(checks) != 2 {
+		t.Fatalf("delivery readyz = %d %v, want the store and the delivery results written", st, checks)
 	}
 	ingest, _ := startDev(t, map[string]string{"STREAMING_HUB_ROLE": "ingest"})
 	if ingest.Consumer == nil || ingest.Dispatcher != nil {

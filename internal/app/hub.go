@@ -117,6 +117,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if err := h.newDispatcher(); err != nil {
 		return err
 	}
+	if h.Dispatcher != nil {
+		ready["results"] = h.Dispatcher.Unwritten
+	}
 	if err := h.newIngest(ready); err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"DISPATCH_WORKERS":             {"", "dispatch workers per process: claim, prepare and send"},
 	"DISPATCH_CLAIM_BATCH":         {"", "jobs per claim"},
 	"DISPATCH_IDLE_INTERVAL_MS":    {"", "safety poll, in milliseconds: a claim across all subscriptions at least this often (new jobs wake dispatch at once, in process and by PostgreSQL LISTEN/NOTIFY; retries wake it when due)"},
-	"DISPATCH_LEASE":               {"", "lease of a claimed job, renewed every third of it while the process works on the job (it may be shorter than the delivery timeout)"},
+	"DISPATCH_LEASE":               {"", "lease of a claimed job, renewed every sixth of it while the process works on the job, each renewal setting its end a lease less a sixth ahead (it may be shorter than the delivery timeout)"},
 	"DISPATCH_MAX_IN_FLIGHT":       {"", "attempts of a process waiting for their answers"},
 	"DISPATCH_MAX_PER_DESTINATION": {"", "one destination's (scheme, host, port) share of DISPATCH_MAX_IN_FLIGHT"},
 	"POISON_THRESHOLD":             {"", "lease recoveries of a job before it is dead-lettered as poison"},

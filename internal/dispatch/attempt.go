@@ -62,11 +62,16 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address strin
 		}
 	}
 	if b := d.cfg.Breakers; b != nil {
-		if woken := b.Changed(c.Job.TenantID, a.address, c.Subscription.UpdatedAt); len(woken) > 0 {
+		changed := c.Subscription.UpdatedAt // a verify, a PATCH, a rotation
+		if c.HealedAt.After(changed) {
+			changed = c.HealedAt // another process's breaker closed
+		}
+		if woken := b.Changed(c.Job.TenantID, a.address, changed); len(woken) > 0 {
 			d.wakeShed(woken)
 		}
 		if ok, retryAt := b.AllowFor(c.Job.TenantID, a.address, c.Job.SubscriptionID); !ok {
 			d.shed(a, retryAt)
+			a.out.Hold = true // an ordered subscription waits with it, in every process
 			d.cfg.Metrics.Shed.Inc()
 			return a
 		}

@@ -109,10 +109,12 @@ func (b *Breakers) AllowFor(tenant, url, sub string) (ok bool, retryAt time.Time
 
 // Changed closes the breaker of (tenant, url) if it left closed before
 // changedAt, when a subscription sending there was last written by its
-// tenant (a verify, a PATCH, a rotation), and returns the subscriptions it
-// shed. A verify answered by another process closes that process's breaker
-// only; this is how the others learn of it: the jobs the verify made due
-// come to them with the subscription as it now stands (SPEC 8).
+// tenant (a verify, a PATCH, a rotation) or last found healthy by another
+// process (its breaker closed: store.Claimed.HealedAt), and returns the
+// subscriptions it shed. A verify answered, or a probe passed, in another
+// process closes that process's breaker only; this is how the others learn
+// of it: the jobs it made due come to them with the subscription as it now
+// stands (docs/concepts.md#ordering).
 func (b *Breakers) Changed(tenant, url string, changedAt time.Time) (woken []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

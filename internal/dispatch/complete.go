@@ -38,20 +38,37 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 // has room for): a busy subscription goes from one job to the next without
 // a separate claim. Once the stop began it only writes.
 //
-// A result is never given up while the process runs (SPEC 25): the write is
-// retried with back-off, waiting on the dispatcher's clock, for as long as
-// the database stays away, and the leases of the batch stay held (renewed
-// once the database answers again), so an outage of any length does not
-// make an answered job be attempted again. Only the end of ctx (the
-// shutdown deadline) abandons the batch; then its leases expire and the
-// jobs are delivered again, at least once.
+// A result is never given up while the process runs for a reason a retry
+// may cure (docs/operations.md, "Results that cannot be written"): the
+// write is retried with back-off, waiting on the dispatcher's clock, for
+// as long as the database stays away, and the leases of the batch stay
+// held (renewed once the database answers again), so an outage of any
+// length does not make an answered job be attempted again. A retry first
+// asks which results the failed try wrote after all (its COMMIT went
+// through, its answer was lost) and writes only the rest. A batch the
+// database refuses for good (store.IsPermanent) is split until the result
+// it refuses is alone; that one is given up to lease recovery. Only the
+// end of ctx (the shutdown deadline) abandons a batch; then its leases
+// expire and the jobs are delivered again, at least once.
 func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *queue) {
+	id := d.unwritten.begin()
+	defer d.unwritten.end(id)
 	for wait, tries := 50*time.Millisecond, 1; ; wait, tries = min(2*wait, maxResultWait), tries+1 {
+		if tries > 1 {
+			if batch = d.unrecorded(batch); len(batch) == 0 {
+				return
+			}
+		}
 		err := d.write(batch, q)
 		if err == nil {
 			return
 		}
 		d.storeFailed()
+		d.unwritten.failed(id, d.now(), err)
+		if store.IsPermanent(err) {
+			d.split(ctx, batch, q, err)
+			return
+		}
 		d.cfg.Logger.Error("recording delivery results failed; retrying until the database answers", "results", len(batch),
 			"tries", tries, "next_try_in", wait, "err", err)
 		if !d.sleep(ctx, wait) {
@@ -60,6 +77,55 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 			return
 		}
 	}
+}
+
+// unrecorded drops from a batch whose write failed the results that write
+// recorded after all (store.ResultsRecorded): writing them again would log
+// their attempts twice, or be fenced on their own lease. When the store
+// cannot tell (it is still away), the whole batch is tried again.
+func (d *Dispatcher) unrecorded(batch []store.Completion) []store.Completion {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	recorded, err := d.cfg.Store.ResultsRecorded(ctx, batch)
+	cancel()
+	if err != nil || len(recorded) == 0 {
+		return batch
+	}
+	done := make(map[string]bool, len(recorded))
+	for _, id := range recorded {
+		done[id] = true
+	}
+	var rest, written []store.Completion
+	for _, c := range batch {
+		if done[c.JobID] {
+			written = append(written, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	d.cfg.Logger.Info("results found written by a try whose answer was lost", "results", len(written))
+	d.account(written, nil)
+	d.hintSubs(d.undrained(store.SubscriptionsOf(written)))
+	return rest
+}
+
+// split writes the halves of a batch the database refused for good, each
+// with the usual retries, so one result it cannot take holds up no other.
+// A result refused alone is given up: its lease is no longer renewed, so
+// it expires and the job is recovered and delivered again.
+func (d *Dispatcher) split(ctx context.Context, batch []store.Completion, q *queue, err error) {
+	if len(batch) > 1 {
+		d.cfg.Logger.Warn("the database refused a batch of delivery results; writing it in halves to find the result it refuses",
+			"results", len(batch), "err", err)
+		half := len(batch) / 2
+		d.flush(ctx, batch[:half], q)
+		d.flush(ctx, batch[half:], q)
+		return
+	}
+	c := batch[0]
+	d.forgetAll(batch)
+	d.cfg.Metrics.ResultsGivenUp.Inc()
+	d.cfg.Logger.Error("the database refused this delivery result for good; it is given up, and the job will be recovered "+
+		"when its lease expires and delivered again", "job", c.JobID, "subscription", c.SubscriptionID, "status", c.Status, "err", err)
 }
 
 // maxResultWait is the longest wait between two tries of a result write.
@@ -78,7 +144,7 @@ func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 		if done, ok := d.mayClaim(); ok {
 			claimed = done
 			// A hand-off may take a whole run of an ordered subscription.
-			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.cfg.Lease, Subscriptions: subs,
+			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.heldLease(), Subscriptions: subs,
 				Run: d.cfg.RunLength, Exclude: d.dests.excluded()}
 			seq = d.hintSeq.Load()
 		}
@@ -110,9 +176,19 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 	if err != nil {
 		return res, err
 	}
+	d.account(cs, res.Fenced)
+	d.disabled(res.Disabled)
+	return res, nil
+}
+
+// account does what follows a batch of results written (fenced: those
+// not written, their lease lost): their leases are no longer renewed,
+// the claim loop learns when the waiting ones come due, and the metrics
+// count them.
+func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
 	d.forgetAll(cs) // written (or fenced): nothing left to renew
-	fenced := make(map[string]bool, len(res.Fenced))
-	for _, id := range res.Fenced {
+	fenced := make(map[string]bool, len(fencedIDs))
+	for _, id := range fencedIDs {
 		fenced[id] = true
 	}
 	m := d.cfg.Metrics
@@ -136,12 +212,10 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 				"reason", c.DeadLetterReason, "last_error", c.LastError)
 		}
 	}
-	if len(res.Fenced) > 0 {
-		m.CompletionsFenced.Add(float64(len(res.Fenced)))
-		d.cfg.Logger.Info("results not recorded: the lease had been lost to another worker", "jobs", res.Fenced)
+	if len(fencedIDs) > 0 {
+		m.CompletionsFenced.Add(float64(len(fencedIDs)))
+		d.cfg.Logger.Info("results not recorded: the lease had been lost to another worker", "jobs", fencedIDs)
 	}
-	d.disabled(res.Disabled)
-	return res, nil
 }
 
 // forgetAll stops renewing the leases of a batch of results.

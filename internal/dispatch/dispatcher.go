@@ -26,6 +26,7 @@ import (
 type Store interface {
 	ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error)
 	CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error)
+	ResultsRecorded(ctx context.Context, cs []store.Completion) ([]string, error)
 	ReleaseJobs(ctx context.Context, leases []store.JobLease) error
 	RenewLeases(ctx context.Context, p store.RenewParams) ([]string, error)
 	WakeJobs(ctx context.Context, subscriptionIDs []string) (int, error)
@@ -105,7 +106,7 @@ type Dispatcher struct {
 	transforms transform.Cache
 
 	// leases are the leases held here (job id -> token), renewed every
-	// third of a lease until the job's result is written or given back.
+	// sixth of a lease until the job's result is written or given back.
 	leaseMu sync.Mutex
 	leases  map[string]string
 
@@ -143,6 +144,10 @@ type Dispatcher struct {
 	// after is the clock's timer for retry waits, idleAfter the claim
 	// loop's (time.After unless a test replaces them).
 	after, idleAfter func(time.Duration) <-chan time.Time
+
+	// unwritten are the result batches whose write is failing: a
+	// readiness check (Unwritten).
+	unwritten unwritten
 
 	// due holds when the jobs this process put back to wait (retries,
 	// throttled and shed jobs) become due: the claim loop wakes then
@@ -248,7 +253,7 @@ func (d *Dispatcher) now() time.Time { return d.cfg.Now().UTC() }
 // at once), one completion transaction. It returns how many jobs it
 // handled. Tests drive time with it; Run is the continuous form.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
-	claimed, err := d.cfg.Store.ClaimJobs(ctx, store.ClaimParams{Batch: d.cfg.ClaimBatch, Lease: d.cfg.Lease})
+	claimed, err := d.cfg.Store.ClaimJobs(ctx, store.ClaimParams{Batch: d.cfg.ClaimBatch, Lease: d.heldLease()})
 	if err != nil || len(claimed) == 0 {
 		return 0, err
 	}
@@ -535,7 +540,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			}
 			continue
 		}
-		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.cfg.Lease, Run: d.cfg.RunLength}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength}
 		full := d.fullWanted.Swap(false) || more
 		if !full {
 			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {

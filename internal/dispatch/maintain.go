@@ -8,11 +8,23 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
+// maintainLoop runs a maintenance pass every MaintenanceInterval and, in
+// between, looks for expired leases every recoverEvery: a crashed
+// replica's jobs are taken over within about a second of their lease's
+// end, not at the next pass.
 func (d *Dispatcher) maintainLoop(ctx context.Context) {
-	t := time.NewTicker(d.cfg.MaintenanceInterval)
+	every := d.recoverEvery()
+	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
-		if err := d.Maintain(ctx); err != nil && ctx.Err() == nil {
+	passEvery := max(int(d.cfg.MaintenanceInterval/every), 1) // ticks
+	for tick := 0; ; tick++ {
+		var err error
+		if tick%passEvery == 0 {
+			err = d.Maintain(ctx)
+		} else if d.recoveryAllowed() {
+			err = d.recover(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			d.storeFailed()
 			d.cfg.Logger.Error("dispatch maintenance failed", "err", err)
 		}

@@ -124,14 +124,7 @@ func TestTransform_ProgramsPastMemoryOrTimeFailTheirAttemptsOthersDeliver(t *tes
 	}
 	other := newSink(t)
 	r.subscribe("globex", "sub_globex", other.URL, rigOptions{})
-	for i, src := range []string{
-		`"x" * 2000000000 | length`,
-		`[] | .[300000000] = 1`,
-		`[range(1e8)]`,
-		`[limit(1e9; repeat(1))]`,
-		`"a" * 20000000 | test("(a|a)*b")`,
-		`def f: [f, f]; f`,
-	} {
+	for i, src := range testkit.HostileTransforms {
 		sub, err := r.store.GetSubscription(r.ctx, "acme", r.sub.ID)
 		if err != nil {
 			t.Fatal(err)

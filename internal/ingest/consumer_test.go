@@ -350,3 +350,42 @@ func checkStallGauge(t *testing.T, cfg ingest.Config, p0, p1 float64) {
 		}
 	}
 }
+
+// slowFailingStore's first failed write of the failing partition takes
+// took of the clock before the database refuses it.
+type slowFailingStore struct {
+	failingStore
+	clock *testkit.Clock
+	took  time.Duration
+	once  sync.Once
+}
+
+func (f *slowFailingStore) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+	res, err := f.failingStore.Ingest(ctx, p)
+	if err != nil {
+		f.once.Do(func() { f.clock.Advance(f.took) })
+	}
+	return res, err
+}
+
+// Readiness counts a stall from the start of the first write the database
+// refused, not from when its error came back: a write that took 4 s to fail
+// makes the hub unready StallAfter after it began (docs/operations.md).
+func TestConsumer_StallCountsFromTheStartOfTheFirstFailedWrite(t *testing.T) {
+	testkit.Long(t)
+	clock := testkit.NewClock()
+	s := &slowFailingStore{failingStore: failingStore{Store: testkit.OpenSQLite(t, store.Options{}), partition: 0}, clock: clock, took: 4 * time.Second}
+	s.failing.Store(true)
+	tenants(t, s, "acme")
+	kafka := testkit.Kafka(t, 1, topic)
+	prod := testkit.Producer(t, kafka)
+	cfg := consumerConfig(kafka.ListenAddrs(), s)
+	cfg.Now = clock.Now
+	c, _ := startConsumer(t, cfg)
+	testkit.Produce(t, prod, testkit.CERecord(topic, 0, "acme", "e-1"))
+	testkit.WaitFor(t, "a failed write", func() bool { return s.attempts.Load() >= 1 })
+	clock.Advance(cfg.StallAfter - s.took + time.Millisecond)
+	if err := c.Stalled(context.Background()); err == nil {
+		t.Fatalf("%v after the first failed write began (it took %v to fail), readiness still passes", cfg.StallAfter+time.Millisecond, s.took)
+	}
+}

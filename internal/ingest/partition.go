@@ -30,8 +30,10 @@ type partition struct {
 	paused        bool
 	persisted     *kgo.Record // last record whose transaction committed
 	committed     *kgo.Record // last record whose offset commit succeeded
-	// failingSince is when the batch being persisted first failed; zero
-	// while persisting works. lastErr is its latest error.
+	// failingSince is when the first failed write of the batch being
+	// persisted began (not when its error came back: readiness counts from
+	// the write the database refused); zero while persisting works.
+	// lastErr is its latest error.
 	failingSince time.Time
 	lastErr      error
 }
@@ -46,7 +48,7 @@ func (w *partition) stalled(now time.Time) (time.Duration, error) {
 	return now.Sub(w.failingSince), w.lastErr
 }
 
-func (w *partition) setFailing(err error) {
+func (w *partition) setFailing(err error, began time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
@@ -54,7 +56,7 @@ func (w *partition) setFailing(err error) {
 		return
 	}
 	if w.failingSince.IsZero() {
-		w.failingSince = w.c.now()
+		w.failingSince = began
 	}
 	w.lastErr = err
 }
@@ -163,7 +165,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 	span := w.c.traceBatch(w.topic, w.partition, len(batch), &params)
 	wait := cfg.RetryMin
 	for attempt := 1; ; attempt++ {
-		start := time.Now()
+		start, began := time.Now(), w.c.now()
 		// The transaction is not canceled by quit: stopping lets the one
 		// in flight finish (bounded), and only aborts the retries.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.WriteTimeout)
@@ -171,7 +173,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 		cancel()
 		cfg.Metrics.InboxWriteDuration.Observe(time.Since(start).Seconds())
 		if err == nil {
-			w.setFailing(nil)
+			w.setFailing(nil, began)
 			w.gaugeStall(w.c.now())
 			cfg.Metrics.InboxWrites.WithLabelValues("ok").Inc()
 			endBatch(span, params, res, attempt, nil)
@@ -190,7 +192,7 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 			endBatch(span, params, res, attempt, err)
 			return false
 		}
-		w.setFailing(err)
+		w.setFailing(err, began)
 		w.gaugeStall(w.c.now())
 		cfg.Metrics.InboxWrites.WithLabelValues("error").Inc()
 		cfg.Logger.Error("inbox write failed; retrying this partition, others go on",

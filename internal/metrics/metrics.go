@@ -43,6 +43,7 @@ type Metrics struct {
 	Jobs              *prometheus.GaugeVec     // status: pending | in_flight | dead_lettered
 	LeasesRecovered   *prometheus.CounterVec   // result: recovered | poisoned
 	CompletionsFenced prometheus.Counter
+	ResultsGivenUp    prometheus.Counter
 	Shed              prometheus.Counter
 	Throttled         prometheus.Counter
 	BreakerChanges    *prometheus.CounterVec // to: open | half_open | closed
@@ -141,6 +142,10 @@ func New() *Metrics {
 			Name: "streaming_hub_completions_fenced_total",
 			Help: "Results not written because the worker's lease had been lost.",
 		}),
+		ResultsGivenUp: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_results_given_up_total",
+			Help: "Results of attempts the database refused for good (the batch was split to find them): left to lease recovery, which delivers the job again.",
+		}),
 		Shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streaming_hub_delivery_shed_total",
 			Help: "Due jobs rescheduled without an attempt because their destination's breaker was open.",
@@ -205,7 +210,7 @@ func New() *Metrics {
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
 		m.ConsumerLag, m.PartitionsAssigned, m.PartitionStalled,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
-		m.CompletionsFenced, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
+		m.CompletionsFenced, m.ResultsGivenUp, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.DLQRecords, m.ManifestRefresh, m.PoolWait,
 	)
 	// Series that exist from the start read 0 rather than missing.

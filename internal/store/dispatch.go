@@ -17,8 +17,21 @@ type Dispatch interface {
 	// same job.
 	ClaimJobs(ctx context.Context, p ClaimParams) ([]Claimed, error)
 	// CompleteJobs records results in one transaction. A completion whose
-	// lease is no longer current is fenced: not written, and reported.
+	// lease is no longer current is fenced: not written, and reported. An
+	// attempt already logged (a batch written again after a commit whose
+	// answer was lost) is not logged twice. A job shed by a breaker keeps
+	// its place in an ordered subscription (max_in_flight 1): the
+	// subscription is held until the shed job comes due (ShedHolds), and
+	// claims take none of its jobs before then.
 	CompleteJobs(ctx context.Context, p CompleteParams) (CompleteResult, error)
+	// ResultsRecorded answers, for a batch of results whose write failed
+	// with an error that leaves its outcome unknown (the connection was
+	// lost around the COMMIT), the jobs whose result is already recorded:
+	// the job no longer holds the completion's lease and the attempt, if
+	// one was made, is in the attempt log. Only the write that carried the
+	// attempt logs it, in the transaction that also released the lease,
+	// so such a result was written; the rest of the batch is not.
+	ResultsRecorded(ctx context.Context, cs []Completion) ([]string, error)
 	// ReleaseJobs gives leased jobs back, unattempted and due at once.
 	ReleaseJobs(ctx context.Context, leases []JobLease) error
 	// RenewLeases extends the leases of jobs still worked on to now +
@@ -34,9 +47,9 @@ type Dispatch interface {
 	// back to pending without counting.
 	RecoverLeases(ctx context.Context, p RecoverParams) (RecoverResult, error)
 	// WakeJobs makes the waiting (pending) jobs of these subscriptions due
-	// now: their destination was found healthy again (a passing
-	// verification, a breaker that closed), so they need not wait out a
-	// retry or a shed.
+	// now and lifts their holds: their destination was found healthy again
+	// (a passing verification, a breaker that closed), so they need not
+	// wait out a retry or a shed.
 	WakeJobs(ctx context.Context, subscriptionIDs []string) (int, error)
 	// DeadLetterOrphans dead-letters pending jobs of disabled or deleted
 	// subscriptions (those that were in flight when it happened).
@@ -104,6 +117,11 @@ type Claimed struct {
 	LeaseToken   string
 	Event        hub.Event
 	Subscription hub.Subscription
+	// HealedAt is when a process last found the subscription's destination
+	// healthy again (WakeJobs: its breaker closed, a verify passed); zero
+	// when never, and always on SQLite, which serves one process. Another
+	// process whose breaker opened before it closes its own.
+	HealedAt time.Time
 }
 
 // JobLease names a job as claimed: completions are fenced on the token.
@@ -127,6 +145,10 @@ type Completion struct {
 	// Shed: the destination's breaker was open, or the process had its
 	// share of attempts to the destination in flight, so nothing was sent.
 	Shed bool
+	// Hold: a breaker shed it until NextAttemptAt; an ordered
+	// subscription is then held until that time (ShedHolds), in every
+	// process, so that none of its later jobs is attempted before this one.
+	Hold bool
 	// SubscriptionID and AttemptAt feed the subscription's failure span.
 	SubscriptionID string
 }

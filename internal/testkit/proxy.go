@@ -16,6 +16,9 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	pairs map[*pair]struct{}
+	// down refuses new connections (accepted, then closed at once) until
+	// Up: the target unreachable for a while.
+	down atomic.Bool
 }
 
 // pair is a client's connection and the proxy's own to the target.
@@ -47,6 +50,10 @@ func NewProxy(t testing.TB, target string) *Proxy {
 }
 
 func (p *Proxy) forward(c net.Conn) {
+	if p.down.Load() {
+		c.Close()
+		return
+	}
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		c.Close()
@@ -101,6 +108,17 @@ func (p *Proxy) Cut() int {
 	}
 	return n
 }
+
+// Down cuts every connection the proxy carries now and closes every new
+// one at once until Up: an outage of the target as its clients see it (each
+// dial ends in an end of file). It returns how many connections it cut.
+func (p *Proxy) Down() int {
+	p.down.Store(true)
+	return p.Cut()
+}
+
+// Up forwards new connections again after Down.
+func (p *Proxy) Up() { p.down.Store(false) }
 
 // Freeze cuts every connection the proxy carries now without telling the
 // client: the target sees its connection closed, the client's stays open

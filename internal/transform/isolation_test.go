@@ -11,21 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/transform"
 )
 
-// floor is the programs that must fail with transform_limit, each in its
-// own way: one builtin call asking for gigabytes at once, a sparse array
-// index, a stream collected, an endless one limited late, a regular
-// expression that never returns on a long string, a recursion that doubles.
-var floor = []string{
-	`"x" * 2000000000 | length`,
-	`[] | .[300000000] = 1`,
-	`[range(1e8)]`,
-	`[limit(1e9; repeat(1))]`,
-	`"a" * 20000000 | test("(a|a)*b")`,
-	`def f: [f, f]; f`,
-}
+// floor is the programs that must fail with transform_limit.
+var floor = testkit.HostileTransforms
 
 func TestRun_ProgramsPastTheirMemoryOrTimeFailWithTransformLimit(t *testing.T) {
 	for _, src := range floor {

@@ -46,6 +46,7 @@ WITH locked AS (
 		FROM subscriptions c %s
 		WHERE c.enabled AND c.verification_state = 'active' AND c.deleted_at IS NULL
 		  AND c.in_flight < c.max_in_flight AND NOT (c.id = ANY($6)) %s
+		  AND (c.held_until IS NULL OR c.held_until <= $1) -- a breaker shed its oldest job until then
 	) r ON r.id = s.id
 	WHERE s.in_flight < s.max_in_flight
 	ORDER BY r.rn, s.tenant_id
@@ -80,7 +81,8 @@ WITH locked AS (
 	FROM (SELECT subscription_id, count(*) AS n FROM claimed GROUP BY subscription_id) c
 	WHERE s.id = c.subscription_id
 )
-SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `
+SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `,
+	s.healed_at
 FROM claimed c
 JOIN events e ON e.tenant_id = c.tenant_id AND e.sequence = c.event_sequence
 JOIN subscriptions s ON s.id = c.subscription_id`
@@ -187,7 +189,7 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 	var ev hub.Event
 	var ext, et, headers, retry, filters []byte
 	var dc string
-	var first, last *time.Time
+	var first, last, healed *time.Time
 	j, s := &c.Job, &c.Subscription
 	err := r.Scan(
 		&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
@@ -200,12 +202,15 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
 		&filters, &s.RateLimit, &dc,
-		&s.Transform)
+		&s.Transform, &healed)
 	if err != nil {
 		return c, err
 	}
 	if err := store.DecodeDestinationConfig(s, []byte(dc)); err != nil {
 		return c, err
+	}
+	if healed != nil {
+		c.HealedAt = healed.UTC()
 	}
 	if ext != nil {
 		if err := json.Unmarshal(ext, &ev.Extensions); err != nil {
@@ -431,6 +436,13 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		return 0, nil
 	}
 	now := db.opts.Stamp()
+	// Lift their holds and stamp the heal: another process whose breaker
+	// for the destination is still open closes it when it claims one of
+	// their jobs (Claimed.HealedAt), instead of shedding it again.
+	if _, err := db.pool.Exec(ctx, `UPDATE subscriptions SET held_until = NULL, healed_at = $2 WHERE id = ANY($1)`,
+		subscriptionIDs, now); err != nil {
+		return 0, err
+	}
 	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs SET next_attempt_at = $2, updated_at = $2
 		WHERE subscription_id = ANY($1) AND status = 'pending' AND next_attempt_at > $2`, subscriptionIDs, now)
 	if err != nil || tag.RowsAffected() == 0 {

@@ -22,6 +22,7 @@ import (
 // so the hand-off never claims for a subscription it just disabled.
 func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
 	defer wrap(&err, "CompleteJobs")
+	defer func() { err = classify(err) }()
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	if len(p.Completions) == 0 {
 		return store.CompleteResult{}, nil
@@ -41,6 +42,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 		})
 		return err
 	})
+	queueShedHolds(b, store.ShedHolds(p.Completions, now))
 	if a := attemptsOf(p.Completions); len(a.ids) > 0 {
 		// Logged even when fenced: the request was sent.
 		b.Queue(insertAttempts, a.args()...)
@@ -134,11 +136,55 @@ func queueNext(b *pgx.Batch, p store.CompleteParams, now time.Time, out *[]store
 	queueClaim(b, next, now, out)
 }
 
-// insertAttempts logs attempts given as column arrays (attemptArrays).
+// insertAttempts logs attempts given as column arrays (attemptArrays). An
+// attempt logged already is left as it is: a batch written again after a
+// COMMIT whose answer was lost must not fail on its own rows.
 const insertAttempts = `INSERT INTO delivery_attempts (id, job_id, started_at, duration_ms, status_code, error, response_body,
 		request_headers, response_headers)
 	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[],
-		$8::text[], $9::text[])`
+		$8::text[], $9::text[])
+	ON CONFLICT DO NOTHING`
+
+// queueShedHolds holds ordered subscriptions until their shed job comes
+// due (store.ShedHolds): only ordered ones, and a hold only ever moves
+// later. The subscriptions are locked already (lockSubscriptions).
+func queueShedHolds(b *pgx.Batch, holds []store.ShedHold) {
+	if len(holds) == 0 {
+		return
+	}
+	subs, until := make([]string, len(holds)), make([]time.Time, len(holds))
+	for i, h := range holds {
+		subs[i], until[i] = h.SubscriptionID, h.Until
+	}
+	b.Queue(`UPDATE subscriptions s SET held_until = greatest(s.held_until, v.until)
+		FROM unnest($1::text[], $2::timestamptz[]) AS v(sub, until)
+		WHERE s.id = v.sub AND s.max_in_flight <= 1`, subs, until)
+}
+
+// ResultsRecorded: see store.Dispatch. The attempt log is looked up by
+// (job, attempt), its key, so each look-up touches one partition.
+func (db *DB) ResultsRecorded(ctx context.Context, cs []store.Completion) (_ []string, err error) {
+	defer wrap(&err, "ResultsRecorded")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	jobs, tokens, attempts := make([]string, len(cs)), make([]string, len(cs)), make([]string, len(cs))
+	for i, c := range cs {
+		jobs[i], tokens[i] = c.JobID, c.LeaseToken
+		if c.Attempt != nil {
+			attempts[i] = c.Attempt.ID
+		}
+	}
+	rows, err := db.pool.Query(ctx, `SELECT v.job FROM unnest($1::text[], $2::text[], $3::text[]) AS v(job, token, attempt)
+		WHERE NOT EXISTS (SELECT 1 FROM delivery_jobs d WHERE d.id = v.job AND d.lease_token = v.token AND d.status = 'in_flight')
+		  AND (v.attempt = '' OR EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.job_id = v.job AND a.id = v.attempt))`,
+		jobs, tokens, attempts)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
 
 // attemptArrays are attempts as column arrays, for one INSERT from unnest.
 type attemptArrays struct {

@@ -198,3 +198,20 @@ func (db *DB) CountRows(ctx context.Context, table string) (n int64, err error) 
 	err = db.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&n)
 	return n, err
 }
+
+// permanentCodes are the classes of SQLSTATE that writing the same data
+// again cannot cure: data exceptions (22), integrity constraints (23),
+// syntax or access rules (42) and program limits (54). Everything else (a
+// connection lost, a read-only or full database, a serialization failure,
+// an admin's termination) may pass.
+var permanentCodes = map[string]bool{"22": true, "23": true, "42": true, "54": true}
+
+// classify marks an error the database answered with a permanent SQLSTATE
+// (store.IsPermanent): the dispatcher then splits the batch rather than
+// retrying it as it is.
+func classify(err error) error {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && len(pe.Code) == 5 && permanentCodes[pe.Code[:2]] {
+		return store.Permanent(err)
+	}
+	return err
+}

@@ -38,6 +38,7 @@ WITH counted AS (
 		(SELECT count(*) FROM delivery_jobs f WHERE f.subscription_id = s.id AND f.status = 'in_flight') AS in_flight
 	FROM subscriptions s
 	WHERE s.enabled = 1 AND s.verification_state = 'active' AND s.deleted_at IS NULL %s
+	  AND (s.held_until IS NULL OR s.held_until <= ?1) -- a breaker shed its oldest job until then
 ), subs AS (
 	-- An ordered subscription with nothing in flight may offer a run.
 	SELECT id, hold, (?5 > 1 AND max_in_flight = 1 AND in_flight = 0) AS run,
@@ -250,6 +251,10 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		return 0, nil
 	}
 	now := micros(db.opts.Stamp())
+	if _, err := db.w.ExecContext(ctx, `UPDATE subscriptions SET held_until = NULL WHERE held_until IS NOT NULL AND id IN (`+
+		placeholders(len(subscriptionIDs))+`)`, anys(subscriptionIDs)...); err != nil {
+		return 0, err
+	}
 	r, err := db.w.ExecContext(ctx, `UPDATE delivery_jobs SET next_attempt_at = ?1, updated_at = ?1
 		WHERE status = 'pending' AND next_attempt_at > ?1 AND subscription_id IN (`+placeholders(len(subscriptionIDs))+`)`,
 		append([]any{now}, anys(subscriptionIDs)...)...)

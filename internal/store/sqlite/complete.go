@@ -11,6 +11,7 @@ import (
 
 func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
 	defer wrap(&err, "CompleteJobs")
+	defer func() { err = classify(err) }()
 	if len(p.Completions) == 0 {
 		return store.CompleteResult{}, nil
 	}
@@ -26,7 +27,9 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 			return err
 		}
 		defer update.Close()
-		logAttempt, err := tx.PrepareContext(ctx, `INSERT INTO delivery_attempts
+		// An attempt logged already is left as it is: a batch written again
+		// after a COMMIT whose answer was lost must not fail on its own rows.
+		logAttempt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO delivery_attempts
 			(id, job_id, started_at, duration_ms, status_code, error, response_body, request_headers, response_headers)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
@@ -64,6 +67,13 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 			}
 		}
 		res.Fenced = store.Fenced(p.Completions, written)
+		for _, h := range store.ShedHolds(p.Completions, now) {
+			// Only ordered subscriptions, and only ever later (store.ShedHolds).
+			if _, err := tx.ExecContext(ctx, `UPDATE subscriptions SET held_until = max(coalesce(held_until, ?1), ?1)
+				WHERE id = ?2 AND max_in_flight <= 1`, micros(h.Until), h.SubscriptionID); err != nil {
+				return err
+			}
+		}
 		rep := store.Report{DeadLettered: store.DeadLettering(p.Completions, res.Fenced)}
 		for _, u := range store.Spans(p.Completions) {
 			if err := updateSpan(ctx, tx, u); err != nil {
@@ -182,4 +192,31 @@ func autoDisable(ctx context.Context, tx *sql.Tx, ids []string, g store.AutoDisa
 		*dead = append(*dead, ids...)
 	}
 	return disabled, nil
+}
+
+// ResultsRecorded: see store.Dispatch.
+func (db *DB) ResultsRecorded(ctx context.Context, cs []store.Completion) (_ []string, err error) {
+	defer wrap(&err, "ResultsRecorded")
+	var out []string
+	for _, c := range cs {
+		var held, logged int
+		if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM delivery_jobs WHERE id = ? AND lease_token = ? AND status = 'in_flight'`,
+			c.JobID, c.LeaseToken).Scan(&held); err != nil {
+			return nil, err
+		}
+		if held > 0 {
+			continue
+		}
+		if c.Attempt != nil {
+			if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM delivery_attempts WHERE job_id = ? AND id = ?`,
+				c.JobID, c.Attempt.ID).Scan(&logged); err != nil {
+				return nil, err
+			}
+			if logged == 0 {
+				continue
+			}
+		}
+		out = append(out, c.JobID)
+	}
+	return out, nil
 }

@@ -193,3 +193,16 @@ func (db *DB) PoolStats() store.PoolStats {
 	w, r := db.w.Stats(), db.r.Stats()
 	return store.PoolStats{Max: w.MaxOpenConnections + r.MaxOpenConnections, InUse: w.InUse + r.InUse, Idle: w.Idle + r.Idle}
 }
+
+// classify marks an error SQLite answered that writing the same data again
+// cannot cure (store.IsPermanent): a constraint, a value too big or of the
+// wrong type. A busy or locked database, or a full disk, may pass.
+func classify(err error) error {
+	if se := (*sqlite.Error)(nil); errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_RANGE:
+			return store.Permanent(err)
+		}
+	}
+	return err
+}

@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Events", func(t *testing.T) { t.Parallel(); testEvents(t, open) })
 	t.Run("ControlPlane", func(t *testing.T) { t.Parallel(); testControlPlane(t, open) })
 	t.Run("Dispatch", func(t *testing.T) { t.Parallel(); testDispatch(t, open) })
+	t.Run("Results", func(t *testing.T) { t.Parallel(); testResults(t, open) })
 	t.Run("Listen", func(t *testing.T) { t.Parallel(); testListen(t, open) })
 	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, open) })
 	t.Run("Secrets", func(t *testing.T) { t.Parallel(); testSecrets(t, open) })
