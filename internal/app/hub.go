@@ -266,3 +266,22 @@ func seedDefaultTenant(ctx context.Context, s store.Store) error {
 	}
 	return nil
 }
+
+// ensureServedTenant creates a single-tenant hub's tenant unless it exists
+// (replicas starting together may all try: docs/operations.md,
+// "Single-tenant mode"); a multi-tenant hub does nothing.
+func (h *Hub) ensureServedTenant(ctx context.Context) error {
+	id := h.Config.Tenancy.Served()
+	if id == "" {
+		return nil
+	}
+	t, err := store.EnsureTenant(ctx, h.Store, id)
+	if err != nil {
+		return fmt.Errorf("single-tenant mode: creating tenant %q: %w", id, err)
+	}
+	h.Logger.Info("single-tenant mode: serving one tenant; records of any other ce-tenantid are rejected as "+hub.ReasonTenantNotServed, "tenant", t.ID)
+	if t.Status != hub.TenantActive {
+		h.Logger.Warn("single-tenant mode: the served tenant is inactive; its records are discarded until it is active again", "tenant", t.ID)
+	}
+	return nil
+}

@@ -66,6 +66,9 @@ func (h *Hub) openStore(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := h.ensureServedTenant(ctx); err != nil {
+		return err
+	}
 	if p, ok := h.Store.(store.PoolReporter); ok {
 		h.Metrics.WatchPool(p)
 	}
@@ -136,11 +139,12 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 		kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
 	}
 	h.Consumer, err = ingest.New(ingest.Config{
-		Ingest:  cfg.Ingest,
-		Kafka:   kafka,
-		Store:   h.Store,
-		Metrics: h.Metrics,
-		Logger:  h.Logger.With("component", "ingest"),
+		Ingest:       cfg.Ingest,
+		Kafka:        kafka,
+		ServedTenant: cfg.Tenancy.Served(),
+		Store:        h.Store,
+		Metrics:      h.Metrics,
+		Logger:       h.Logger.With("component", "ingest"),
 		// No OnJobs: the store tells the dispatcher of the jobs ingest
 		// creates, naming their subscriptions (Store.ListenJobs).
 		OnEvents: h.Waiters.Notify,
@@ -202,6 +206,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
 		InboxRetention:    cfg.Housekeeping.InboxRetention,
 		Auth:              cfg.Auth,
+		ServedTenant:      cfg.Tenancy.Served(),
 	})
 	if err != nil {
 		return err
