@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
@@ -23,6 +24,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
 	"github.com/lerianstudio/streaming-hub/internal/manifest"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/reconciler"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 )
@@ -62,6 +64,10 @@ type Hub struct {
 	// Manifests fetches producer manifests (MANIFEST_SOURCES), one replica
 	// at a time.
 	Manifests *manifest.Refresher
+	// Reconciler is the topic-drift check (RECONCILER_ENABLED), one
+	// replica at a time; nil in a role that does not ingest, or disabled.
+	Reconciler       *reconciler.Reconciler
+	reconcilerClient *kgo.Client
 
 	ln     net.Listener
 	http   *http.Server
@@ -221,6 +227,9 @@ func (h *Hub) Close() {
 	}
 	if h.Broker != nil {
 		h.Broker.Close()
+	}
+	if h.reconcilerClient != nil {
+		h.reconcilerClient.Close()
 	}
 	if h.Tracing != nil {
 		// Without waiting: spans not exported yet are dropped.

@@ -163,7 +163,8 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 }
 
 // newBackground makes what every role runs in the background:
-// housekeeping and the manifests' refresher.
+// housekeeping and the manifests' refresher; and, in a role that ingests,
+// the topic-drift check.
 func (h *Hub) newBackground() (err error) {
 	cfg := &h.Config
 	h.Housekeeper, err = housekeeping.New(housekeeping.Config{
@@ -177,7 +178,10 @@ func (h *Hub) newBackground() (err error) {
 		Manifests: cfg.Manifests,
 		Store:     h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "manifests"), Now: h.Now,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return h.newReconciler()
 }
 
 // newServer makes the API with the console mounted on it, and the HTTP
@@ -260,6 +264,9 @@ func (h *Hub) run(ctx context.Context) {
 	}
 	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
 	h.goRun("manifests", func() error { h.Manifests.Run(runCtx); return nil })
+	if h.Reconciler != nil {
+		h.goRun("reconciler", func() error { h.Reconciler.Run(runCtx); return nil })
+	}
 	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
 }
 
