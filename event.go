@@ -78,5 +78,10 @@ const (
 	ReasonSystemEvent    = "system_event" // ce-systemevent: addressed to no tenant
 )
 
+// ReasonTenantNotServed is the rejection of a record whose ce-tenantid is
+// not the tenant a single-tenant hub serves (docs/operations.md,
+// "Single-tenant mode"): kept with the other rejections, never delivered.
+const ReasonTenantNotServed = "tenant_not_served"
+
 // ReasonAccepted is the reason label of accepted records in metrics.
 const ReasonAccepted = "accepted"

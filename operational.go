@@ -15,16 +15,21 @@ const (
 	EventSubscriptionDisabled  = "hub.subscription.disabled"
 	EventSubscriptionRecovered = "hub.subscription.recovered"
 	EventDeliveryDeadLettered  = "hub.delivery.dead_lettered"
+	// EventTopicsDrift tells every active tenant that the topic-drift check
+	// found differences or saw them resolved (docs/operations.md, "Topic
+	// drift").
+	EventTopicsDrift = "hub.topics.drift"
 )
 
 // OperationalTypes are the event types the hub emits, in the catalog's order.
-var OperationalTypes = []string{EventSubscriptionDisabled, EventSubscriptionRecovered, EventDeliveryDeadLettered}
+var OperationalTypes = []string{EventSubscriptionDisabled, EventSubscriptionRecovered, EventDeliveryDeadLettered, EventTopicsDrift}
 
 // OperationalDescriptions describe them for the catalog.
 var OperationalDescriptions = map[string]string{
 	EventSubscriptionDisabled:  "A subscription was disabled: auto-disable, a failed verification or the API.",
 	EventSubscriptionRecovered: "A disabled subscription was enabled again.",
 	EventDeliveryDeadLettered:  "A delivery job was dead-lettered (any reason).",
+	EventTopicsDrift:           "The hub's topics drifted: a topic in no producer's manifest, a declared topic missing from Kafka, or a topic its consumer group is not assigned; or such a difference was resolved.",
 }
 
 // IsOperational reports whether a ce-type is one of the hub's own.

@@ -208,7 +208,8 @@ func (s *Server) requireAdmin(r *http.Request) error {
 }
 
 // tenantScope returns the tenant a tenant-scoped request acts on: the key's
-// own tenant, or the one the admin names in X-Tenant-Id. An inactive
+// own tenant, or the one the admin names in X-Tenant-Id (a single-tenant
+// hub's served tenant when the admin names none). An inactive
 // tenant's keys are refused; the admin may still manage it.
 func (s *Server) tenantScope(r *http.Request) (string, error) {
 	id, _, err := s.tenantScopeOf(r)
@@ -224,6 +225,9 @@ func (s *Server) tenantScopeOf(r *http.Request) (string, Principal, error) {
 	id := p.TenantID
 	if p.Admin {
 		if id = r.Header.Get("X-Tenant-Id"); id == "" {
+			id = s.deps.ServedTenant
+		}
+		if id == "" {
 			return "", p, hub.Errorf(hub.EINVALID, "X-Tenant-Id: required with the admin token on tenant endpoints")
 		}
 		if hub.ValidateTenantID(id) != nil {
@@ -239,3 +243,7 @@ func (s *Server) tenantScopeOf(r *http.Request) (string, Principal, error) {
 	}
 	return id, p, nil
 }
+
+// ServedTenant is the one tenant a single-tenant hub serves, "" when it
+// serves every tenant: the console's tenant when its operator chose none.
+func (s *Server) ServedTenant() string { return s.deps.ServedTenant }

@@ -67,6 +67,10 @@ type Deps struct {
 	// the client that calls it (tests).
 	Auth       config.Auth
 	AuthClient *http.Client
+	// ServedTenant, when set, is the one tenant a single-tenant hub serves
+	// (config.Tenancy.Served): an operator's request on a tenant endpoint
+	// without X-Tenant-Id acts on it.
+	ServedTenant string
 }
 
 // Server routes requests to handlers.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
@@ -23,6 +24,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
 	"github.com/lerianstudio/streaming-hub/internal/manifest"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/reconciler"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 )
@@ -62,6 +64,10 @@ type Hub struct {
 	// Manifests fetches producer manifests (MANIFEST_SOURCES), one replica
 	// at a time.
 	Manifests *manifest.Refresher
+	// Reconciler is the topic-drift check (RECONCILER_ENABLED), one
+	// replica at a time; nil in a role that does not ingest, or disabled.
+	Reconciler       *reconciler.Reconciler
+	reconcilerClient *kgo.Client
 
 	ln     net.Listener
 	http   *http.Server
@@ -225,6 +231,9 @@ func (h *Hub) Close() {
 	if h.Broker != nil {
 		h.Broker.Close()
 	}
+	if h.reconcilerClient != nil {
+		h.reconcilerClient.Close()
+	}
 	if h.Tracing != nil {
 		// Without waiting: spans not exported yet are dropped.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -266,6 +275,25 @@ func seedDefaultTenant(ctx context.Context, s store.Store) error {
 	_, err := s.CreateTenant(ctx, store.CreateTenantParams{ID: "default", Name: "Default tenant"})
 	if err != nil && hub.ErrorCode(err) != hub.ECONFLICT {
 		return fmt.Errorf("seed tenant default: %w", err)
+	}
+	return nil
+}
+
+// ensureServedTenant creates a single-tenant hub's tenant unless it exists
+// (replicas starting together may all try: docs/operations.md,
+// "Single-tenant mode"); a multi-tenant hub does nothing.
+func (h *Hub) ensureServedTenant(ctx context.Context) error {
+	id := h.Config.Tenancy.Served()
+	if id == "" {
+		return nil
+	}
+	t, err := store.EnsureTenant(ctx, h.Store, id)
+	if err != nil {
+		return fmt.Errorf("single-tenant mode: creating tenant %q: %w", id, err)
+	}
+	h.Logger.Info("single-tenant mode: serving one tenant; records of any other ce-tenantid are rejected as "+hub.ReasonTenantNotServed, "tenant", t.ID)
+	if t.Status != hub.TenantActive {
+		h.Logger.Warn("single-tenant mode: the served tenant is inactive; its records are discarded until it is active again", "tenant", t.ID)
 	}
 	return nil
 }

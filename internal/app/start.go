@@ -66,6 +66,9 @@ func (h *Hub) openStore(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if err := h.ensureServedTenant(ctx); err != nil {
+		return err
+	}
 	if p, ok := h.Store.(store.PoolReporter); ok {
 		h.Metrics.WatchPool(p)
 	}
@@ -136,11 +139,12 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 		kafka = config.Defaults(cfg.Mode).Kafka // dev's embedded broker is plaintext
 	}
 	h.Consumer, err = ingest.New(ingest.Config{
-		Ingest:  cfg.Ingest,
-		Kafka:   kafka,
-		Store:   h.Store,
-		Metrics: h.Metrics,
-		Logger:  h.Logger.With("component", "ingest"),
+		Ingest:       cfg.Ingest,
+		Kafka:        kafka,
+		ServedTenant: cfg.Tenancy.Served(),
+		Store:        h.Store,
+		Metrics:      h.Metrics,
+		Logger:       h.Logger.With("component", "ingest"),
 		// No OnJobs: the store tells the dispatcher of the jobs ingest
 		// creates, naming their subscriptions (Store.ListenJobs).
 		OnEvents: h.Waiters.Notify,
@@ -159,7 +163,8 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 }
 
 // newBackground makes what every role runs in the background:
-// housekeeping and the manifests' refresher.
+// housekeeping and the manifests' refresher; and, in a role that ingests,
+// the topic-drift check.
 func (h *Hub) newBackground() (err error) {
 	cfg := &h.Config
 	h.Housekeeper, err = housekeeping.New(housekeeping.Config{
@@ -173,7 +178,10 @@ func (h *Hub) newBackground() (err error) {
 		Manifests: cfg.Manifests,
 		Store:     h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "manifests"), Now: h.Now,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return h.newReconciler()
 }
 
 // newServer makes the API with the console mounted on it, and the HTTP
@@ -202,6 +210,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		HealthWindow:      cfg.Housekeeping.HealthWindow,
 		InboxRetention:    cfg.Housekeeping.InboxRetention,
 		Auth:              cfg.Auth,
+		ServedTenant:      cfg.Tenancy.Served(),
 	})
 	if err != nil {
 		return err
@@ -255,6 +264,9 @@ func (h *Hub) run(ctx context.Context) {
 	}
 	h.goRun("housekeeping", func() error { h.Housekeeper.Run(runCtx); return nil })
 	h.goRun("manifests", func() error { h.Manifests.Run(runCtx); return nil })
+	if h.Reconciler != nil {
+		h.goRun("reconciler", func() error { h.Reconciler.Run(runCtx); return nil })
+	}
 	h.goRun("secrets gauge", func() error { h.recountSealed(runCtx); return nil })
 }
 

@@ -74,6 +74,11 @@ type Config struct {
 	// made with an Idempotency-Key is kept and replayed (SPEC 27).
 	IdempotencyTTL time.Duration
 
+	// Tenancy is single-tenant mode (MULTI_TENANT_ENABLED, TENANT_ID);
+	// Reconciler the topic-drift check (RECONCILER_*).
+	Tenancy    Tenancy
+	Reconciler Reconciler
+
 	// Auth is Lerian's access manager (SPEC 26).
 	Auth Auth
 
@@ -225,6 +230,8 @@ func loadInto(r *reader, mode Mode) Config {
 	}
 	r.duration("CONSOLE_SESSION_MAX_AGE", &c.Console.SessionMaxAge)
 	r.idempotencyTTL(&c.IdempotencyTTL)
+	r.tenancy(&c.Tenancy)
+	r.reconciler(&c.Reconciler)
 
 	r.str("ADMIN_TOKEN", &c.AdminToken)
 	c.KEK = r.key("KEK")

@@ -94,6 +94,9 @@ func Defaults(mode Mode) Config {
 			Timeout:         10 * time.Second,
 			MaxBytes:        1 << 20,
 		},
+		// Every tenant of the roster; the topic-drift check every 5 minutes.
+		Tenancy:    Tenancy{MultiTenant: true},
+		Reconciler: Reconciler{Enabled: true, Interval: 300 * time.Second},
 
 		ShutdownTimeout: 30 * time.Second,
 		LogLevel:        slog.LevelInfo,
@@ -131,6 +134,10 @@ func MaxConnsFor(r Role) int {
 // STREAMING_HUB_DLQ_TOPICS_REGEX says otherwise: the producers' dead-letter
 // topics (SPEC 27).
 const DefaultDLQTopicsRegex = `^lerian\.streaming\..+\.dlq$`
+
+// DefaultTenantID is the tenant a single-tenant hub serves when only
+// MULTI_TENANT_ENABLED=false is given (no TENANT_ID).
+const DefaultTenantID = "default"
 
 // Store defaults, for what store.Options and the prune calls leave zero:
 // how many rejected records are kept (the newest; a window for operators,

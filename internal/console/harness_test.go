@@ -46,6 +46,8 @@ type options struct {
 	sessionMaxAge time.Duration
 	// auth is Lerian's access manager (SPEC 26); off by default.
 	auth config.Auth
+	// servedTenant makes the hub single-tenant, serving it.
+	servedTenant string
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -76,6 +78,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
 		Destinations: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
+		ServedTenant: o.servedTenant,
 	})
 	if err != nil {
 		t.Fatal(err)

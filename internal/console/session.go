@@ -95,6 +95,11 @@ func (c *Console) load(r *http.Request) *session {
 		if t, err := r.Cookie(tenantCookie); err == nil && hub.ValidateTenantID(t.Value) == nil {
 			s.Tenant = t.Value
 		}
+		if s.Tenant == "" {
+			// A single-tenant hub's operator acts on its one tenant
+			// without choosing it.
+			s.Tenant = c.deps.API.ServedTenant()
+		}
 	}
 	return s
 }

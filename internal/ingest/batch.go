@@ -16,11 +16,16 @@ type parsed struct {
 }
 
 // split applies the wire contract and the signature check (v; nil checks
-// none) to a partition's records.
-func split(recs []*kgo.Record, maxValueBytes int, v *Verifier) parsed {
+// none) to a partition's records. served, when set, is the one tenant a
+// single-tenant hub serves: a record of any other ce-tenantid is rejected
+// with the reason tenant_not_served.
+func split(recs []*kgo.Record, maxValueBytes int, v *Verifier, served string) parsed {
 	var p parsed
 	for _, r := range recs {
 		ev, out := v.judge(r, maxValueBytes)
+		if out.Reason == "" && !out.System && served != "" && ev.TenantID != served {
+			out = reject(hub.ReasonTenantNotServed)
+		}
 		switch {
 		case out.Reason != "":
 			p.Rejected = append(p.Rejected, rejection(r, out.Reason))

@@ -29,6 +29,10 @@ type Config struct {
 	config.Ingest
 	// Kafka is TLS and SASL to the brokers (SPEC section 18).
 	Kafka config.Kafka
+	// ServedTenant, when set, is the one tenant a single-tenant hub serves
+	// (config.Tenancy.Served): records of any other ce-tenantid are
+	// rejected with the reason tenant_not_served.
+	ServedTenant string
 
 	Store   Persister
 	Metrics *metrics.Metrics

@@ -28,7 +28,7 @@ func FuzzIngestPostgres(f *testing.F) {
 		offset++
 		r := testkit.CERecord("lerian.streaming.fuzz", 0, tenant, "fuzz-id", kgo.RecordHeader{Key: k1, Value: []byte(v1)}, kgo.RecordHeader{Key: k2, Value: []byte(v2)})
 		r.Value, r.Offset = value, offset
-		p := split([]*kgo.Record{r}, 1<<20, nil)
+		p := split([]*kgo.Record{r}, 1<<20, nil, "")
 		if _, err := s.Ingest(context.Background(), p.IngestParams); err != nil {
 			t.Fatalf("Ingest of %q=%q %q=%q: %v", k1, v1, k2, v2, err)
 		}

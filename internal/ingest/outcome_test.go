@@ -166,7 +166,7 @@ func TestSplit_CountsSystemEventsApart(t *testing.T) {
 	sys["ce-systemevent"] = "true"
 	bad := validHeaders()
 	bad["ce-specversion"] = "2"
-	p := split([]*kgo.Record{record(validHeaders()), record(sys), record(bad)}, maxRecordBytes, nil)
+	p := split([]*kgo.Record{record(validHeaders()), record(sys), record(bad)}, maxRecordBytes, nil, "")
 	if len(p.Events) != 1 || len(p.Rejected) != 1 || p.systemEvents != 1 || p.rules[0] != "ce-specversion must be 1.0" {
 		t.Fatalf("split: %d events, %d rejected (%v), %d system", len(p.Events), len(p.Rejected), p.rules, p.systemEvents)
 	}

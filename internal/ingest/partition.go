@@ -161,7 +161,7 @@ func (w *partition) advance(n int) {
 // never skips a batch: a partition that cannot be persisted stops, alone.
 func (w *partition) persist(batch []*kgo.Record) bool {
 	cfg := w.c.cfg
-	params := split(batch, cfg.MaxRecordBytes, w.c.verifier)
+	params := split(batch, cfg.MaxRecordBytes, w.c.verifier, cfg.ServedTenant)
 	span := w.c.traceBatch(w.topic, w.partition, len(batch), &params)
 	wait := cfg.RetryMin
 	for attempt := 1; ; attempt++ {

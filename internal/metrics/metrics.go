@@ -68,6 +68,11 @@ type Metrics struct {
 	// Producer manifests.
 	ManifestRefresh *prometheus.CounterVec // result: ok | error
 
+	// Topic drift (docs/operations.md, "Topic drift"): 1 per difference
+	// the last check of this replica found; reset when another replica
+	// ran the check.
+	TopicDrift *prometheus.GaugeVec // topic, kind: undeclared | missing | unassigned
+
 	// Database pool (SPEC 25): how long calls waited for a connection of
 	// their budget; the connections themselves are gauges read at scrape
 	// time (WatchPool).
@@ -190,6 +195,10 @@ func New() *Metrics {
 			Name: "streaming_hub_manifest_refresh_total",
 			Help: "Fetches of producer manifests (STREAMING_HUB_MANIFEST_SOURCES): ok (stored), or error (malformed, too large, slow or unreachable: the last good copy stays).",
 		}, []string{"result"}),
+		TopicDrift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "streaming_hub_topic_drift",
+			Help: "1 per difference the topic-drift check found: a topic matching the ingest pattern in no producer's manifest (undeclared), a declared topic not on the cluster (missing), a matching topic the consumer group is not assigned (unassigned). Only the replica that ran the last check reports it.",
+		}, []string{"topic", "kind"}),
 		DLQRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_dlq_records_total",
 			Help: "Records read from the producers' DLQ topics (STREAMING_HUB_DLQ_TOPICS_REGEX) and kept for operators, never delivered, by DLQ topic.",
@@ -212,6 +221,7 @@ func New() *Metrics {
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
 		m.CompletionsFenced, m.ResultsGivenUp, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.DLQRecords, m.ManifestRefresh, m.PoolWait,
+		m.TopicDrift,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)

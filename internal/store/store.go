@@ -43,6 +43,7 @@ type Store interface {
 	Idempotency
 	DLQ
 	Backfills
+	Drifts
 }
 
 // Options are common to every driver.

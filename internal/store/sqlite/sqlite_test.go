@@ -69,7 +69,8 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		ALTER TABLE subscriptions DROP COLUMN transform;
 		ALTER TABLE delivery_attempts DROP COLUMN request_headers; ALTER TABLE delivery_attempts DROP COLUMN response_headers;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_at; ALTER TABLE delivery_jobs DROP COLUMN replayed_by;
-		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE subscriptions DROP COLUMN held_until`); err != nil {
+		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE subscriptions DROP COLUMN held_until;
+		DROP TABLE topic_drift`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {
@@ -133,7 +134,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE delivery_attempts DROP COLUMN request_headers; ALTER TABLE delivery_attempts DROP COLUMN response_headers;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_at; ALTER TABLE delivery_jobs DROP COLUMN replayed_by;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE console_sessions DROP COLUMN subject;
-		ALTER TABLE console_sessions DROP COLUMN sealed_auth; ALTER TABLE subscriptions DROP COLUMN held_until;
+		ALTER TABLE console_sessions DROP COLUMN sealed_auth; ALTER TABLE subscriptions DROP COLUMN held_until; DROP TABLE topic_drift;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

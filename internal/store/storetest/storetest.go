@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Disabled", func(t *testing.T) { t.Parallel(); testDisabled(t, open) })
 	t.Run("DisabledPages", func(t *testing.T) { t.Parallel(); testDisabledPages(t, open) })
 	t.Run("Attempts", func(t *testing.T) { t.Parallel(); testAttempts(t, open) })
+	t.Run("TopicDrift", func(t *testing.T) { t.Parallel(); testDrift(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -9,6 +11,7 @@ import (
 )
 
 func testTenants(t *testing.T, open Opener) {
+	t.Run("EnsureTenant", func(t *testing.T) { testEnsureTenant(t, open) })
 	t.Run("CreateGetList", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		created, err := e.store.CreateTenant(e.ctx, store.CreateTenantParams{ID: "acme", Name: "Acme"})
@@ -72,4 +75,39 @@ func testTenants(t *testing.T, open Opener) {
 			t.Fatalf("UpdateTenant name = %+v, %v", got, err)
 		}
 	})
+}
+
+// testEnsureTenant: single-tenant replicas starting together all ensure
+// their tenant; each gets it, one row exists, and an existing tenant keeps
+// its name and status.
+func testEnsureTenant(t *testing.T, open Opener) {
+	e := setup(t, open, store.Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := store.EnsureTenant(e.ctx, e.store, "default")
+			if err == nil && (got.ID != "default" || got.Status != hub.TenantActive) {
+				err = fmt.Errorf("EnsureTenant = %+v", got)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := e.store.ListTenants(e.ctx, store.ListTenantsParams{Limit: 10})
+	if err != nil || len(all) != 1 || all[0].Name != "default" {
+		t.Fatalf("tenants = %+v, %v", all, err)
+	}
+	e.tenant(t, "acme", hub.TenantInactive)
+	if got, err := store.EnsureTenant(e.ctx, e.store, "acme"); err != nil || got.Status != hub.TenantInactive {
+		t.Fatalf("EnsureTenant(existing inactive) = %+v, %v", got, err)
+	}
 }
