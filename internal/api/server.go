@@ -67,6 +67,8 @@ type Deps struct {
 	// the client that calls it (tests).
 	Auth       config.Auth
 	AuthClient *http.Client
+	// NoMetrics serves no /metrics route (STREAMING_HUB_METRICS_ENABLED=false).
+	NoMetrics bool
 }
 
 // Server routes requests to handlers.
@@ -122,7 +124,9 @@ func New(deps Deps) (*Server, error) {
 	}
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
-	s.plain("GET", "/metrics", deps.Metrics.Handler())
+	if !deps.NoMetrics {
+		s.plain("GET", "/metrics", deps.Metrics.Handler())
+	}
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
 	s.handle("GET", "/v1/admin/dlq", s.listDLQ)
