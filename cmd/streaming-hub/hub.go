@@ -75,6 +75,9 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 		printLines(e.stderr, err)
 		return exitUsage
 	}
+	for _, w := range config.Warnings(mode, e.getenv) {
+		fmt.Fprintln(e.stderr, "streaming-hub: warning:", w)
+	}
 	tel, err := telemetry.FromEnv(e.getenv)
 	if err != nil {
 		printLines(e.stderr, err)
@@ -102,9 +105,11 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 		code = exitError
 	}
 	stop() // a second signal kills the process at once
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := h.Shutdown(sctx); err != nil {
+	drain := cfg.PreStopDrain
+	if code != exitOK {
+		drain = 0 // a part failed: nothing to drain for
+	}
+	if err := h.Stop(drain, cfg.ShutdownTimeout); err != nil {
 		log.Error("shutdown", "err", err)
 		code = exitError
 	}

@@ -69,6 +69,10 @@ type Deps struct {
 	AuthClient *http.Client
 	// NoMetrics serves no /metrics route (STREAMING_HUB_METRICS_ENABLED=false).
 	NoMetrics bool
+	// Draining, when set and true, makes /readyz answer 503 with the check
+	// "shutdown" (STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT): the process keeps
+	// serving while load balancers stop sending it work.
+	Draining func() bool
 }
 
 // Server routes requests to handlers.

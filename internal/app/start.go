@@ -203,6 +203,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		InboxRetention:    cfg.Housekeeping.InboxRetention,
 		Auth:              cfg.Auth,
 		NoMetrics:         !cfg.MetricsEnabled,
+		Draining:          h.draining.Load,
 	})
 	if err != nil {
 		return err
