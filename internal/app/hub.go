@@ -97,6 +97,11 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return &config.Error{Var: "HTTP_ADDR", Problem: err.Error()}
 	}
+	if cfg.KEK == nil && cfg.KEKSource.Fetched() {
+		if cfg.KEK, err = ResolveKEK(ctx, cfg.KEKSource); err != nil {
+			return err
+		}
+	}
 	givenKEK := cfg.KEK != nil // not dev's own, generated and kept
 	secrets, err := h.startDev()
 	if err != nil {
