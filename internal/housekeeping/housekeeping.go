@@ -193,7 +193,7 @@ func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 		SucceededBefore:   now.Add(-h.cfg.JobRetention),
 		DeadLettersBefore: now.Add(-h.cfg.DLQRetention),
 		EventsBefore:      now.Add(-h.cfg.InboxRetention),
-		// PostgreSQL drops whole weeks past the bounds (SPEC 25), unless
+		// PostgreSQL drops whole weeks past the bounds (docs/operations.md), unless
 		// PARTITION_RETENTION_ENABLED=false: then rows go in batches.
 		ByPartition: h.cfg.PartitionRetention,
 	}
