@@ -49,8 +49,12 @@ func runServe(args []string, e env) int {
 		fmt.Fprint(fs.Output(), `Usage: streaming-hub serve [--no-migrate]
 
 Runs the hub in production: external Kafka and PostgreSQL, nothing generated,
-and it refuses to start without STREAMING_HUB_KEK and STREAMING_HUB_ADMIN_TOKEN.
-It applies pending migrations first unless --no-migrate.
+and it refuses to start without a KEK (STREAMING_HUB_KEK, or where
+STREAMING_HUB_KEK_SOURCE and STREAMING_HUB_KEK_REF say) and without
+STREAMING_HUB_ADMIN_TOKEN unless PLUGIN_AUTH_ENABLED=true (operators then use
+access-manager JWTs). It applies pending migrations first unless --no-migrate.
+On SIGTERM it drains for STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT (/readyz 503,
+still serving), then stops within STREAMING_HUB_SHUTDOWN_TIMEOUT.
 `)
 		printFlags(fs)
 		fmt.Fprintln(fs.Output())
@@ -74,6 +78,9 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 	if err != nil {
 		printLines(e.stderr, err)
 		return exitUsage
+	}
+	for _, w := range config.Warnings(mode, e.getenv) {
+		fmt.Fprintln(e.stderr, "streaming-hub: warning:", w)
 	}
 	tel, err := telemetry.FromEnv(e.getenv)
 	if err != nil {
@@ -102,9 +109,11 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 		code = exitError
 	}
 	stop() // a second signal kills the process at once
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := h.Shutdown(sctx); err != nil {
+	drain := cfg.PreStopDrain
+	if code != exitOK {
+		drain = 0 // a part failed: nothing to drain for
+	}
+	if err := h.Stop(drain, cfg.ShutdownTimeout); err != nil {
 		log.Error("shutdown", "err", err)
 		code = exitError
 	}

@@ -26,7 +26,9 @@ It prints how many rows it rewrote and how many each KEK id still holds:
 once no row is left under an old id, that key can be dropped from
 STREAMING_HUB_KEK_PREVIOUS. Safe to run while the hub runs, and again.
 
-Reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK, STREAMING_HUB_KEK_PREVIOUS.
+Reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK (or where
+STREAMING_HUB_KEK_SOURCE and STREAMING_HUB_KEK_REF say: another variable, a
+file or an AWS Secrets Manager secret), STREAMING_HUB_KEK_PREVIOUS.
 
 Flags:
 `)
@@ -39,6 +41,12 @@ Flags:
 	if err != nil {
 		printLines(e.stderr, err)
 		return exitUsage
+	}
+	if keys.KEK == nil {
+		if keys.KEK, err = app.ResolveKEK(context.Background(), keys.KEKSource); err != nil {
+			printLines(e.stderr, err)
+			return exitUsage
+		}
 	}
 	ring, err := envelope.NewKeyring(keys.KEK, keys.PreviousKEKs...)
 	if err != nil {

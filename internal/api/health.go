@@ -32,6 +32,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			checks[name] = "ok"
 		}
 	}
+	if s.deps.Draining != nil && s.deps.Draining() {
+		checks["shutdown"] = "draining: the process is stopping"
+		status = http.StatusServiceUnavailable
+	}
 	state := "ready"
 	if status != http.StatusOK {
 		state = "unavailable"

@@ -71,6 +71,12 @@ type Deps struct {
 	// (config.Tenancy.Served): an operator's request on a tenant endpoint
 	// without X-Tenant-Id acts on it.
 	ServedTenant string
+	// NoMetrics serves no /metrics route (STREAMING_HUB_METRICS_ENABLED=false).
+	NoMetrics bool
+	// Draining, when set and true, makes /readyz answer 503 with the check
+	// "shutdown" (STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT): the process keeps
+	// serving while load balancers stop sending it work.
+	Draining func() bool
 }
 
 // Server routes requests to handlers.
@@ -126,7 +132,9 @@ func New(deps Deps) (*Server, error) {
 	}
 	s.plain("GET", "/healthz", http.HandlerFunc(s.healthz))
 	s.plain("GET", "/readyz", http.HandlerFunc(s.readyz))
-	s.plain("GET", "/metrics", deps.Metrics.Handler())
+	if !deps.NoMetrics {
+		s.plain("GET", "/metrics", deps.Metrics.Handler())
+	}
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
 	s.handle("GET", "/v1/admin/dlq", s.listDLQ)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -78,6 +79,8 @@ type Hub struct {
 	errOnce sync.Once
 	err     error
 	failed  chan struct{}
+	// draining is set by Drain: /readyz answers 503 from then on.
+	draining atomic.Bool
 }
 
 // Start brings every part up and returns once the HTTP API listens.
@@ -99,6 +102,11 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	// one fails the start at once (SPEC 13).
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return &config.Error{Var: "HTTP_ADDR", Problem: err.Error()}
+	}
+	if cfg.KEK == nil && cfg.KEKSource.Fetched() {
+		if cfg.KEK, err = ResolveKEK(ctx, cfg.KEKSource); err != nil {
+			return err
+		}
 	}
 	givenKEK := cfg.KEK != nil // not dev's own, generated and kept
 	secrets, err := h.startDev()
@@ -170,6 +178,33 @@ func (h *Hub) HTTPAddr() string {
 
 // KafkaAddrs are the brokers the hub consumes from.
 func (h *Hub) KafkaAddrs() []string { return h.Config.Ingest.Brokers }
+
+// Drain is the pre-stop drain (STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT): from
+// now on /readyz answers 503, so load balancers and Kubernetes stop
+// sending requests, while everything (the API, ingest, delivery) keeps
+// running for d, or until ctx ends. Shutdown comes after it.
+func (h *Hub) Drain(ctx context.Context, d time.Duration) {
+	h.draining.Store(true)
+	if d <= 0 {
+		return
+	}
+	h.Logger.Info("draining: /readyz answers 503; serving on until the stop", "for", d.String())
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Stop is what a SIGTERM does: Drain for drain, then Shutdown within
+// timeout.
+func (h *Hub) Stop(drain, timeout time.Duration) error {
+	h.Drain(context.Background(), drain)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return h.Shutdown(ctx)
+}
 
 // Shutdown stops gracefully within ctx, in the order of SPEC 16: dispatch
 // stops claiming first; open long polls are answered at once and the API

@@ -46,7 +46,7 @@ func (h *Hub) startDev() (devSecretsFile, error) {
 func (h *Hub) openStore(ctx context.Context) (err error) {
 	cfg := &h.Config
 	pool := store.PoolOptions{MaxConns: cfg.DatabaseMaxConns, NoIngest: !cfg.Role.Ingests(), NoDelivery: !cfg.Role.Delivers(),
-		OnWait: h.Metrics.ObservePoolWait}
+		OnWait: h.Metrics.ObservePoolWait, MinConns: cfg.DatabaseMinConns, MaxConnLifetime: cfg.DatabaseConnMaxLifetime}
 	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool, OnStatement: h.OnStatement}); err != nil {
 		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
@@ -211,6 +211,8 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		InboxRetention:    cfg.Housekeeping.InboxRetention,
 		Auth:              cfg.Auth,
 		ServedTenant:      cfg.Tenancy.Served(),
+		NoMetrics:         !cfg.MetricsEnabled,
+		Draining:          h.draining.Load,
 	})
 	if err != nil {
 		return err

@@ -54,6 +54,13 @@ type Config struct {
 	// DatabaseMaxConns (DATABASE_MAX_CONNS) is the PostgreSQL pool size; a
 	// pool_max_conns in DATABASE_URL wins. store.SplitPool divides it.
 	DatabaseMaxConns int
+	// DatabaseMinConns (POSTGRES_MAX_IDLE_CONNS, the chart's name) is how
+	// many PostgreSQL connections the pool keeps open, idle or not: pgxpool's
+	// MinConns. DatabaseConnMaxLifetime (POSTGRES_CONN_MAX_LIFETIME) closes
+	// a connection this long after it was opened: pgxpool's MaxConnLifetime.
+	// A pool_min_conns or pool_max_conn_lifetime in DATABASE_URL wins.
+	DatabaseMinConns        int
+	DatabaseConnMaxLifetime time.Duration
 
 	DevKafkaAddr string
 	Ingest       Ingest
@@ -90,14 +97,23 @@ type Config struct {
 	// verify-ca or verify-full.
 	AllowInsecureDBTLS bool
 
-	AdminToken        string
-	KEK               []byte   // nil in dev until generated
-	PreviousKEKs      [][]byte // older keys, still accepted for decryption
+	AdminToken   string
+	KEK          []byte   // nil in dev until generated
+	PreviousKEKs [][]byte // older keys, still accepted for decryption
+	// KEKSource (KEK_SOURCE, KEK_REF) says where KEK comes from; with
+	// secretsmanager, KEK stays nil until the app fetches it.
+	KEKSource         KEKSource
 	AllowPrivateSinks bool
 
 	ShutdownTimeout time.Duration
-	LogLevel        slog.Level
-	LogFormat       string // json | text
+	// PreStopDrain (PRE_STOP_DRAIN_TIMEOUT): on SIGTERM /readyz answers 503
+	// at once and the process keeps serving, API and delivery, this long
+	// before its graceful stop begins; 0: it begins at once.
+	PreStopDrain time.Duration
+	// MetricsEnabled (METRICS_ENABLED): false serves no /metrics route.
+	MetricsEnabled bool
+	LogLevel       slog.Level
+	LogFormat      string // json | text
 }
 
 // Error is a configuration error: one line naming the variable.
@@ -217,6 +233,7 @@ func loadInto(r *reader, mode Mode) Config {
 	r.duration("HEALTH_WINDOW", &hk.HealthWindow)
 	r.duration("PARTITION_INTERVAL", &hk.PartitionInterval)
 	r.positiveInt("PARTITION_FUTURE_WEEKS", &hk.PartitionFutureWeeks)
+	r.chartSettings(&c)
 	r.list("MANIFEST_SOURCES", &c.Manifests.Sources)
 	for _, u := range c.Manifests.Sources {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -234,7 +251,7 @@ func loadInto(r *reader, mode Mode) Config {
 	r.reconciler(&c.Reconciler)
 
 	r.str("ADMIN_TOKEN", &c.AdminToken)
-	c.KEK = r.key("KEK")
+	c.KEK, c.KEKSource = r.kekByRef()
 	var previous []string
 	r.list("KEK_PREVIOUS", &previous)
 	for _, k := range previous {
@@ -270,13 +287,15 @@ func (c Config) check(r *reader) {
 	if c.Role.Ingests() && len(c.Ingest.Brokers) == 0 && !r.bad["KAFKA_BROKERS"] {
 		r.fail("KAFKA_BROKERS", "required in serve mode for role %s (host:port,host:port)", c.Role)
 	}
-	if c.KEK == nil && !r.bad["KEK"] {
+	if c.KEK == nil && !r.bad["KEK"] && !r.bad["KEK_REF"] && !r.bad["KEK_SOURCE"] && !c.KEKSource.Fetched() {
 		r.fail("KEK", "required in serve mode: base64 of at least 32 random bytes (the hub never sends unsigned webhooks)")
 	}
 	switch {
 	case r.bad["ADMIN_TOKEN"]:
+	case c.AdminToken == "" && c.Auth.Enabled:
+		// Operators come with JWTs the access manager authorizes.
 	case c.AdminToken == "":
-		r.fail("ADMIN_TOKEN", "required in serve mode")
+		r.fail("ADMIN_TOKEN", "required in serve mode (or PLUGIN_AUTH_ENABLED=true: operators then use access-manager JWTs)")
 	case len(c.AdminToken) < 16:
 		r.fail("ADMIN_TOKEN", "must be at least 16 characters")
 	}
@@ -332,6 +351,8 @@ type reader struct {
 	// defaults is each variable's value before it was read (its default),
 	// as the typed readers below saw it: what docs/configuration.md shows.
 	defaults map[string]string
+	// warnings are what loads but deserves a line at start (Warnings).
+	warnings []string
 }
 
 // note records v as the default of name, the first time name is read.
@@ -351,8 +372,6 @@ var aliases = map[string]string{
 	"KAFKA_SASL_MECHANISM": "KAFKA_SCRAM_MECHANISM",
 	"KAFKA_SASL_USERNAME":  "KAFKA_SCRAM_USERNAME",
 	"KAFKA_SASL_PASSWORD":  "KAFKA_SCRAM_PASSWORD",
-	"HTTP_ADDR":            "HTTP_LISTEN_ADDR",
-	"DATABASE_URL":         "POSTGRES_DSN",
 }
 
 func (r *reader) raw(name string) (string, bool) {
@@ -366,6 +385,9 @@ func (r *reader) raw(name string) (string, bool) {
 		}
 	}
 	v := strings.TrimSpace(r.getenv(Prefix + name))
+	if _, ok := chartNames[name]; ok {
+		return r.chartRaw(name, v)
+	}
 	alias, ok := aliases[name]
 	if !ok {
 		return v, v != ""
@@ -575,6 +597,8 @@ type Keys struct {
 	DatabaseURL  string
 	KEK          []byte
 	PreviousKEKs [][]byte
+	// KEKSource: with secretsmanager, KEK is nil until fetched.
+	KEKSource KEKSource
 }
 
 // LoadKeys reads STREAMING_HUB_DATABASE_URL, STREAMING_HUB_KEK and
@@ -583,7 +607,7 @@ func LoadKeys(getenv func(string) string) (Keys, error) {
 	r := reader{getenv: getenv}
 	var k Keys
 	r.str("DATABASE_URL", &k.DatabaseURL)
-	k.KEK = r.key("KEK")
+	k.KEK, k.KEKSource = r.kekByRef()
 	var previous []string
 	r.list("KEK_PREVIOUS", &previous)
 	for _, p := range previous {
@@ -592,7 +616,7 @@ func LoadKeys(getenv func(string) string) (Keys, error) {
 	if k.DatabaseURL == "" && !r.bad["DATABASE_URL"] {
 		r.fail("DATABASE_URL", "required (postgres://... or sqlite:///path/to/file.db)")
 	}
-	if k.KEK == nil && !r.bad["KEK"] {
+	if k.KEK == nil && !r.bad["KEK"] && !r.bad["KEK_REF"] && !r.bad["KEK_SOURCE"] && !k.KEKSource.Fetched() {
 		r.fail("KEK", "required: the key to seal every secret under")
 	}
 	if len(r.errs) > 0 {

@@ -19,6 +19,10 @@ func Defaults(mode Mode) Config {
 		HTTPAddr: ":8080",
 		// DATABASE_MAX_CONNS: by role (MaxConnsFor), for RoleAll here.
 		DatabaseMaxConns: MaxConnsFor(RoleAll),
+		// POSTGRES_MAX_IDLE_CONNS and POSTGRES_CONN_MAX_LIFETIME: pgxpool's
+		// own defaults (no connection kept open, an hour's life).
+		DatabaseMinConns:        0,
+		DatabaseConnMaxLifetime: time.Hour,
 
 		DevKafkaAddr: "127.0.0.1:9092",
 		Ingest: Ingest{
@@ -81,6 +85,14 @@ func Defaults(mode Mode) Config {
 			// Time partitions on PostgreSQL (SPEC 25).
 			PartitionInterval:    6 * time.Hour,
 			PartitionFutureWeeks: 4,
+			// Weeks past retention are dropped whole, as before
+			// PARTITION_RETENTION_ENABLED existed; its horizon is
+			// INBOX_RETENTION. Lerian's chart sets it to false.
+			PartitionRetention:        true,
+			PartitionRetentionHorizon: 0,
+			// Every housekeeping pass, as before these variables existed.
+			DLQPruneInterval:        time.Minute,
+			IdempotencyReapInterval: time.Minute,
 		},
 		Console: Console{
 			FrameAncestors: "'none'",
@@ -98,7 +110,13 @@ func Defaults(mode Mode) Config {
 		Tenancy:    Tenancy{MultiTenant: true},
 		Reconciler: Reconciler{Enabled: true, Interval: 300 * time.Second},
 
+		// The KEK is STREAMING_HUB_KEK (or its _FILE) unless
+		// KEK_SOURCE and KEK_REF say otherwise.
+		KEKSource: KEKSource{Source: KEKFromEnv},
+
 		ShutdownTimeout: 30 * time.Second,
+		PreStopDrain:    0,
+		MetricsEnabled:  true,
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "json",
 	}
@@ -293,6 +311,19 @@ type Housekeeping struct {
 	// unless they exist. SQLite has none.
 	PartitionInterval    time.Duration
 	PartitionFutureWeeks int
+	// PartitionRetention (PARTITION_RETENTION_ENABLED): retention drops
+	// PostgreSQL's weeks past their bounds whole; false drops no partition
+	// and deletes the rows past retention in batches instead.
+	// PartitionRetentionHorizon (PARTITION_RETENTION_HORIZON) is then how
+	// long events are kept instead of InboxRetention; 0: InboxRetention.
+	PartitionRetention        bool
+	PartitionRetentionHorizon time.Duration
+	// DLQPruneInterval (DLQ_PRUNE_INTERVAL) and IdempotencyReapInterval
+	// (IDEMPOTENCY_REAP_INTERVAL): a pass deletes the producers' DLQ
+	// records past DLQRetention, and the idempotency keys past their TTL,
+	// when this long has passed since it last did.
+	DLQPruneInterval        time.Duration
+	IdempotencyReapInterval time.Duration
 }
 
 // Manifests configures the fetching of producer manifests (MANIFEST_*).

@@ -35,11 +35,12 @@ func Unknown(environ []string) []string {
 	for _, k := range known {
 		isKnown[k] = true
 	}
+	ref := kekReference(environ)
 	var out []string
 	for _, kv := range environ {
 		key, _, _ := strings.Cut(kv, "=")
 		name, ok := strings.CutPrefix(key, Prefix)
-		if !ok || isKnown[name] {
+		if !ok || isKnown[name] || key == ref {
 			continue
 		}
 		w := key + ": unknown"

@@ -15,6 +15,9 @@ type Variable struct {
 	// below gives one (variables read without a typed reader).
 	Default, DevDefault string
 	Description         string
+	// Chart is the name Lerian's chart sets for it: another name, "same",
+	// or "" when the chart does not set it.
+	Chart string
 }
 
 // variableDocs is the one-line description of every variable the hub
@@ -24,9 +27,9 @@ var variableDocs = map[string]struct{ def, text string }{
 	"ROLE":                         {"", "what this process does: `all`, `ingest` (Kafka into the store) or `delivery` (dispatch and the API)"},
 	"ENV":                          {"", "environment name: the consumer groups' suffix; `production` tightens the checks (TLS to Kafka, auth required)"},
 	"HTTP_ADDR":                    {"", "listen address of the API, console, /healthz, /readyz and /metrics"},
-	"HTTP_LISTEN_ADDR":             {"", "alias of HTTP_ADDR (Lerian's chart name)"},
+	"HTTP_LISTEN_ADDR":             {"", "Lerian's chart name of HTTP_ADDR; HTTP_ADDR wins when both are set"},
 	"DATABASE_URL":                 {"", "`postgres://...` or `sqlite:///path/to/file.db` (SQLite for dev and single-node only; serve refuses it)"},
-	"POSTGRES_DSN":                 {"", "alias of DATABASE_URL"},
+	"POSTGRES_DSN":                 {"", "Lerian's chart name of DATABASE_URL; DATABASE_URL wins when both are set"},
 	"DATABASE_MAX_CONNS":           {"", "PostgreSQL connections of the process, at least 2 (16 for roles all and delivery, 8 for ingest; a `pool_max_conns` in the URL wins), divided into budgets: [operations.md](operations.md#operating-it)"},
 	"ALLOW_INSECURE_DB_TLS":        {"", "accept, with ENV=production, a PostgreSQL URL whose `sslmode` is not `require`, `verify-ca` or `verify-full`"},
 	"KAFKA_BROKERS":                {"", "Kafka brokers, `host:port,host:port`; required in serve for roles that ingest (dev: its embedded broker)"},
@@ -130,7 +133,7 @@ func Variables() []Variable {
 	var out []Variable
 	for _, n := range Known() {
 		doc := variableDocs[n]
-		v := Variable{Name: n, Default: serve.defaults[n], Description: doc.text}
+		v := Variable{Name: n, Default: serve.defaults[n], Description: doc.text, Chart: chartColumn(n)}
 		if v.Default == "" {
 			v.Default = doc.def
 		}
@@ -172,14 +175,15 @@ them at once, each naming the variable, e.g. ` + "`streaming-hub: STREAMING_HUB_
 database that cannot be reached is reported against
 ` + "`STREAMING_HUB_DATABASE_URL`" + `, without its password. Durations are Go durations
 (` + "`30s`, `5m`, `120h`" + `). TLS and SASL to Kafka, the names Lerian's chart uses
-(the aliases below) and what ` + "`ENV=production`" + ` refuses are in
+(the "Lerian's chart" column: the name the chart sets, when it is another,
+and the hub's own name wins when both are set) and what ` + "`ENV=production`" + ` refuses are in
 [operations.md](operations.md#production).
 
-| Variable | Default | Dev | Description |
-|---|---|---|---|
+| Variable | Default | Dev | Lerian's chart | Description |
+|---|---|---|---|---|
 `)
 	for _, v := range Variables() {
-		fmt.Fprintf(&b, "| `%s%s` | %s | %s | %s |\n", Prefix, v.Name, cell(v.Default), cell(v.DevDefault), v.Description)
+		fmt.Fprintf(&b, "| `%s%s` | %s | %s | %s | %s |\n", Prefix, v.Name, cell(v.Default), cell(v.DevDefault), chartCell(v.Chart), v.Description)
 	}
 	return b.String()
 }

@@ -44,3 +44,40 @@ func TestPass_ReapsDLQRecordsPastTheRetention(t *testing.T) {
 		}
 	})
 }
+
+// STREAMING_HUB_DLQ_PRUNE_INTERVAL (Lerian's chart: 1h): the pass prunes
+// the producers' DLQ records only when that long has passed since it last
+// did, however often it runs.
+func TestPass_PrunesDLQRecordsEveryDLQPruneInterval(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		ctx := context.Background()
+		clock := testkit.NewClock()
+		s := d.Open(t, store.Options{Now: clock.Now})
+		cfg := newConfig(s)
+		cfg.Now, cfg.DLQPruneInterval, cfg.DLQRetention = clock.Now, time.Hour, 10*time.Minute
+		hk := newHousekeeper(t, cfg)
+		left := func() int {
+			t.Helper()
+			if _, _, err := hk.Pass(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ListDLQRecords(ctx, store.ListDLQParams{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(got)
+		}
+		left() // prunes (nothing yet): the hour starts
+		if err := s.SaveDLQRecords(ctx, []store.DLQRecord{{Topic: "lerian.streaming.ledger.dlq", Offset: 0}}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(20 * time.Minute) // past the retention, within the hour
+		if n := left(); n != 1 {
+			t.Fatalf("within the interval: %d records left, want 1 (not pruned yet)", n)
+		}
+		clock.Advance(41 * time.Minute)
+		if n := left(); n != 0 {
+			t.Fatalf("past the interval: %d records left, want 0", n)
+		}
+	})
+}

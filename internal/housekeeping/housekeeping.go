@@ -60,6 +60,10 @@ func (c Config) check() error {
 // Housekeeper runs passes.
 type Housekeeper struct {
 	cfg Config
+	// When the producers' DLQ records were last pruned and the idempotency
+	// keys last reaped here: each waits its own interval (DLQPruneInterval,
+	// IdempotencyReapInterval) between passes.
+	lastDLQPrune, lastReap time.Time
 }
 
 // New returns a Housekeeper.
@@ -154,16 +158,22 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 			return err
 		}
 		// The producers' DLQ records (SPEC 27) live as long as dead letters.
-		if err := h.pruneDLQ(ctx); err != nil {
-			return err
+		if h.due(h.lastDLQPrune, h.cfg.DLQPruneInterval) {
+			if err := h.pruneDLQ(ctx); err != nil {
+				return err
+			}
+			h.lastDLQPrune = h.cfg.Now()
 		}
 		// Health rollups past the health window (few rows: one per
 		// subscription and 5 minutes).
 		if _, err := h.cfg.Store.PruneRollups(ctx, h.cfg.Now().Add(-h.cfg.HealthWindow)); err != nil {
 			return err
 		}
-		if err := h.reapIdempotencyKeys(ctx); err != nil {
-			return err
+		if h.due(h.lastReap, h.cfg.IdempotencyReapInterval) {
+			if err := h.reapIdempotencyKeys(ctx); err != nil {
+				return err
+			}
+			h.lastReap = h.cfg.Now()
 		}
 		return h.countJobs(ctx)
 	})
@@ -183,8 +193,13 @@ func (h *Housekeeper) prune(ctx context.Context) (store.PruneResult, error) {
 		SucceededBefore:   now.Add(-h.cfg.JobRetention),
 		DeadLettersBefore: now.Add(-h.cfg.DLQRetention),
 		EventsBefore:      now.Add(-h.cfg.InboxRetention),
-		// PostgreSQL drops whole weeks past the bounds (SPEC 25).
-		ByPartition: true,
+		// PostgreSQL drops whole weeks past the bounds (docs/operations.md), unless
+		// PARTITION_RETENTION_ENABLED=false: then rows go in batches.
+		ByPartition: h.cfg.PartitionRetention,
+	}
+	if h.cfg.PartitionRetention && h.cfg.PartitionRetentionHorizon > 0 {
+		// PARTITION_RETENTION_HORIZON keeps events this long instead.
+		p.EventsBefore = now.Add(-h.cfg.PartitionRetentionHorizon)
 	}
 	var total store.PruneResult
 	start := time.Now()
@@ -229,4 +244,10 @@ func (h *Housekeeper) count(ran bool, err error, deleted store.PruneResult) {
 	m.RetentionDeleted.WithLabelValues("succeeded_jobs").Add(float64(deleted.SucceededJobs))
 	m.RetentionDeleted.WithLabelValues("dead_letters").Add(float64(deleted.DeadLetters))
 	m.RetentionDeleted.WithLabelValues("events").Add(float64(deleted.Events))
+}
+
+// due says whether a task last run at last and run every every is due
+// now; a zero interval runs it on every pass.
+func (h *Housekeeper) due(last time.Time, every time.Duration) bool {
+	return last.IsZero() || h.cfg.Now().Sub(last) >= every
 }

@@ -274,3 +274,46 @@ func rowsOf(t *testing.T, s store.Store, table string) int64 {
 	}
 	return n
 }
+
+// pruneParams records what each Prune was asked.
+type pruneParams struct {
+	store.Store
+	got *[]store.PruneParams
+}
+
+func (p pruneParams) Prune(ctx context.Context, params store.PruneParams) (store.PruneResult, error) {
+	*p.got = append(*p.got, params)
+	return p.Store.Prune(ctx, params)
+}
+
+// STREAMING_HUB_PARTITION_RETENTION_ENABLED: by default retention works by
+// whole partitions on PostgreSQL, as before the variable; false (Lerian's
+// chart) drops none and deletes rows; PARTITION_RETENTION_HORIZON then
+// keeps events that long instead of INBOX_RETENTION, 0 meaning INBOX_RETENTION.
+func TestPass_PartitionRetentionAndItsHorizon(t *testing.T) {
+	ctx := context.Background()
+	clock := testkit.NewClock()
+	var got []store.PruneParams
+	s := pruneParams{testkit.OpenSQLite(t, store.Options{Now: clock.Now}), &got}
+	pass := func(enabled bool, horizon time.Duration) store.PruneParams {
+		t.Helper()
+		got = nil
+		cfg := newConfig(s)
+		cfg.Now = clock.Now
+		cfg.PartitionRetention, cfg.PartitionRetentionHorizon = enabled, horizon
+		if _, _, err := newHousekeeper(t, cfg).Pass(ctx); err != nil || len(got) == 0 {
+			t.Fatalf("Pass: %v, %d prunes", err, len(got))
+		}
+		return got[0]
+	}
+	inbox := config.Defaults(config.Serve).Housekeeping.InboxRetention
+	if p := pass(config.Defaults(config.Serve).Housekeeping.PartitionRetention, 0); !p.ByPartition || !p.EventsBefore.Equal(clock.Now().Add(-inbox)) {
+		t.Errorf("defaults: %+v", p)
+	}
+	if p := pass(false, 0); p.ByPartition || !p.EventsBefore.Equal(clock.Now().Add(-inbox)) {
+		t.Errorf("PARTITION_RETENTION_ENABLED=false: %+v", p)
+	}
+	if p := pass(true, 30*24*time.Hour); !p.ByPartition || !p.EventsBefore.Equal(clock.Now().Add(-30*24*time.Hour)) {
+		t.Errorf("horizon 720h: %+v", p)
+	}
+}

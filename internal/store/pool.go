@@ -37,6 +37,12 @@ type PoolOptions struct {
 	// MaxConns is the pool size; a pool_max_conns in a PostgreSQL URL wins.
 	// 0 keeps the driver's own default.
 	MaxConns int
+	// MinConns is how many connections the pool keeps open, idle or not
+	// (pgxpool's MinConns; at most MaxConns); MaxConnLifetime closes a
+	// connection this long after it opened. 0 keeps the driver's own; a
+	// pool_min_conns or pool_max_conn_lifetime in a PostgreSQL URL wins.
+	MinConns        int
+	MaxConnLifetime time.Duration
 	// NoIngest and NoDelivery say which parts do not run here (the role):
 	// their budgets are 0 and the rest of the pool is shared by the others.
 	NoIngest, NoDelivery bool

@@ -59,6 +59,12 @@ func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error
 	if cfg.MaxConns < 2 {
 		return nil, fmt.Errorf("pool_max_conns must be at least 2, got %d", cfg.MaxConns)
 	}
+	if !strings.Contains(url, "pool_min_conns") && opts.Pool.MinConns > 0 {
+		cfg.MinConns = int32(min(opts.Pool.MinConns, int(cfg.MaxConns)))
+	}
+	if !strings.Contains(url, "pool_max_conn_lifetime") && opts.Pool.MaxConnLifetime > 0 {
+		cfg.MaxConnLifetime = opts.Pool.MaxConnLifetime
+	}
 	if opts.OnStatement != nil {
 		cfg.ConnConfig.Tracer = observer{on: opts.OnStatement}
 	}
