@@ -29,6 +29,7 @@ func Describe(err error) string {
 		alert   tls.AlertError
 		verify  *tls.CertificateVerificationError
 		ne      net.Error
+		op      *net.OpError
 	)
 	switch {
 	case err == nil:
@@ -59,6 +60,10 @@ func Describe(err error) string {
 		return "TLS: certificate is not valid (expired, not yet valid or not for this use)"
 	case errors.As(err, &verify):
 		return "TLS: certificate verification failed"
+	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil:
+		// The destination's alert: a client certificate it wants or
+		// refuses, a version it does not speak.
+		return "TLS: the destination refused the handshake (" + op.Err.Error() + ")"
 	case errors.As(err, &record):
 		return "TLS: the destination does not speak TLS"
 	case errors.As(err, &alert):
