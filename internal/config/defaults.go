@@ -95,6 +95,9 @@ func Defaults(mode Mode) Config {
 			MaxBytes:        1 << 20,
 		},
 
+		// No egress proxy: destinations are dialed directly.
+		EgressProxy: nil,
+
 		ShutdownTimeout: 30 * time.Second,
 		LogLevel:        slog.LevelInfo,
 		LogFormat:       "json",

@@ -20,20 +20,23 @@ import (
 // may hold a secret). "resolves to a private address" is enough.
 func Describe(err error) string {
 	var (
-		refused *RefusedError
-		dns     *net.DNSError
-		unknown x509.UnknownAuthorityError
-		host    x509.HostnameError
-		invalid x509.CertificateInvalidError
-		record  tls.RecordHeaderError
-		alert   tls.AlertError
-		verify  *tls.CertificateVerificationError
-		ne      net.Error
-		op      *net.OpError
+		refused  *RefusedError
+		proxyErr *ProxyError
+		dns      *net.DNSError
+		unknown  x509.UnknownAuthorityError
+		host     x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		record   tls.RecordHeaderError
+		alert    tls.AlertError
+		verify   *tls.CertificateVerificationError
+		ne       net.Error
+		op       *net.OpError
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &proxyErr):
+		return proxyErr.describe()
 	case errors.As(err, &refused):
 		name := "destination"
 		if refused.Host != "" {
