@@ -24,7 +24,8 @@ const (
 const (
 	MaxCertificatePEMBytes = 64 << 10 // client_certificate, client_key, ca_certificates each
 	// CertificateExpiringWithin is how long before its expiry a client
-	// certificate is announced as expiring (subscription.certificate_expiring).
+	// certificate counts as expiring (for the operational event
+	// subscription.certificate_expiring, not emitted yet).
 	CertificateExpiringWithin = 14 * 24 * time.Hour
 )
 
