@@ -74,6 +74,14 @@ type Destination struct {
 	// Google Cloud Pub/Sub: the project of Topic (its service account
 	// key is sealed in Secrets.Broker).
 	Project string
+	// Mutual TLS, for every destination that speaks TLS (SpeaksTLS;
+	// docs/concepts.md#mutual-tls-and-fixed-egress): the client
+	// certificate (PEM, leaf first; its key is sealed in
+	// Secrets.ClientKey), the CAs that replace the system roots (PEM) and
+	// the lowest TLS version ("" is "1.2", or "1.3").
+	ClientCertificate string
+	CACertificates    string
+	TLSMinVersion     string
 }
 
 // Address is the destination as breakers know it (SPEC 8, 22): the
@@ -170,6 +178,9 @@ type SubscriptionSecrets struct {
 	// userinfo, the Kafka SASL password, the NATS URL's userinfo, the
 	// Pub/Sub service account key.
 	Broker Credentials `json:"broker,omitzero"`
+	// ClientKey is the PEM private key of Destination.ClientCertificate
+	// (mutual TLS).
+	ClientKey string `json:"client_key,omitempty"`
 }
 
 // SigningSecret is a whsec_ secret; ExpiresAt is nil for the current one.

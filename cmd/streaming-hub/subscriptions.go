@@ -219,6 +219,8 @@ type destFlags struct {
 	saslMechanism, saslUsername, saslPass string
 	subject, stream, project, credentials string
 	tls                                   bool
+	// Mutual TLS: files of PEM, and the lowest version.
+	clientCert, clientKey, caCerts, tlsMinVersion string
 }
 
 // destTypes are the destination types, and destTypeFlags the flags only
@@ -238,7 +240,8 @@ var (
 var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule", "max-in-flight", "enabled", "filters",
 	"backfill-since", "transform", "transform-file",
 	"type", "amqp-url", "exchange", "routing-key", "brokers", "topic", "tls", "sasl-mechanism", "sasl-username",
-	"sasl-password", "nats-url", "subject", "stream", "project", "credentials-file"}
+	"sasl-password", "nats-url", "subject", "stream", "project", "credentials-file",
+	"client-cert", "client-key", "ca-certs", "tls-min-version"}
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
@@ -260,6 +263,10 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.dest.stream, "stream", "", "nats: JetStream stream that must hold the subject (publishes are acknowledged)")
 	c.fs.StringVar(&f.dest.project, "project", "", "pubsub: Google Cloud project id")
 	c.fs.StringVar(&f.dest.credentials, "credentials-file", "", "pubsub: service account key JSON `file` (- reads stdin; sealed, never shown)")
+	c.fs.StringVar(&f.dest.clientCert, "client-cert", "", "mutual TLS: client certificate PEM `file` (leaf first) for a destination that speaks TLS (https, amqps://, tls://, kafka --tls true)")
+	c.fs.StringVar(&f.dest.clientKey, "client-key", "", "mutual TLS: the client certificate's PEM private key `file` (- reads stdin; sealed, never shown)")
+	c.fs.StringVar(&f.dest.caCerts, "ca-certs", "", "PEM `file` of the CAs that replace the system roots for this destination")
+	c.fs.StringVar(&f.dest.tlsMinVersion, "tls-min-version", "", "lowest TLS `version` offered to the destination: 1.2 (default) or 1.3")
 	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
 	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
@@ -274,6 +281,9 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 		c.fs.Lookup("retry-schedule").Usage += "; empty or \"default\" returns to the default curve"
 		c.fs.Lookup("filters").Usage += "; replaces the list; empty or \"none\" clears it"
 		c.fs.Lookup("transform").Usage += "; empty clears it (the event's data is sent unchanged)"
+		c.fs.Lookup("client-cert").Usage += "; \"none\" removes it with its key"
+		c.fs.Lookup("ca-certs").Usage += "; \"none\" returns to the system roots"
+		c.fs.Lookup("tls-min-version").Usage += "; \"none\" returns to the default"
 	}
 }
 
@@ -461,7 +471,8 @@ Example:
 --type picks the destination: webhook (--url, --header), rabbitmq (--amqp-url, --exchange,
 --routing-key), kafka (--brokers, --topic, --tls, --sasl-*), nats (--nats-url, --subject,
 --stream) or pubsub (--project, --topic, --credentials-file). --from-file covers the rest
-(webhook auth).
+(webhook auth). A destination that speaks TLS takes --client-cert and --client-key (mutual
+TLS), --ca-certs and --tls-min-version.
 
 With --backfill-since, once verified it first receives the tenant's retained events it
 matches from that time on, in order, then the new ones; `+"`subscriptions get`"+` shows the progress.`, true)
@@ -621,6 +632,32 @@ func (d *destFlags) apply(c *apiCmd, dest map[string]any) (int, bool) {
 				return c.usageError("--sasl-username and --sasl-password need --sasl-mechanism"), false
 			}
 			dest["sasl"] = map[string]string{"mechanism": d.saslMechanism, "username": d.saslUsername, "password": d.saslPass}
+		}
+	}
+	for _, f := range []struct{ flag, field, file string }{
+		{"client-cert", "client_certificate", d.clientCert}, {"client-key", "client_key", d.clientKey}, {"ca-certs", "ca_certificates", d.caCerts},
+	} {
+		if !c.set[f.flag] {
+			continue
+		}
+		if strings.EqualFold(f.file, "none") {
+			dest[f.field] = nil
+			continue
+		}
+		data, err := readInput(c.e, f.file)
+		if err != nil {
+			return c.usageError("--%s: %v", f.flag, err), false
+		}
+		dest[f.field] = string(data)
+	}
+	if c.set["tls-min-version"] {
+		switch v := strings.TrimSpace(d.tlsMinVersion); v {
+		case "none", "":
+			dest["tls_min_version"] = nil
+		case "1.2", "1.3":
+			dest["tls_min_version"] = v
+		default:
+			return c.usageError("--tls-min-version: 1.2 or 1.3, not %q", v), false
 		}
 	}
 	if c.set["credentials-file"] {

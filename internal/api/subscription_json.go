@@ -52,6 +52,13 @@ type destinationJSON struct {
 	Subject    string    `json:"subject,omitempty"`
 	Stream     *string   `json:"stream,omitempty"`
 	Project    string    `json:"project,omitempty"` // pubsub; its service account key is never shown
+	// Mutual TLS: the client certificate as it is known (its SHA-256 and
+	// expiry; the certificate and its key are never shown), the CAs and
+	// the lowest version; absent when not set.
+	ClientCertificateSHA256    string     `json:"client_certificate_sha256,omitempty"`
+	ClientCertificateExpiresAt *time.Time `json:"client_certificate_expires_at,omitempty"`
+	CACertificates             string     `json:"ca_certificates,omitempty"`
+	TLSMinVersion              string     `json:"tls_min_version,omitempty"`
 }
 
 // saslJSON shows a Kafka destination's SASL mechanism and user, never the
@@ -112,6 +119,11 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 			out.Destination.SASL = &saslJSON{Mechanism: d.SASLMechanism, Username: d.SASLUsername}
 		}
 	}
+	if sum, notAfter, ok := hub.ClientCertificateInfo(sub.Destination.ClientCertificate); ok {
+		notAfter = notAfter.UTC()
+		out.Destination.ClientCertificateSHA256, out.Destination.ClientCertificateExpiresAt = sum, &notAfter
+	}
+	out.Destination.CACertificates, out.Destination.TLSMinVersion = sub.Destination.CACertificates, sub.Destination.TLSMinVersion
 	if out.Destination.Headers == nil {
 		out.Destination.Headers = map[string]string{}
 	}

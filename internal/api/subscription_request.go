@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/transform"
@@ -51,6 +52,13 @@ type destinationRequest struct {
 	// object, or a string holding one) sealed and never shown.
 	Project     *string         `json:"project"`
 	Credentials json.RawMessage `json:"credentials"`
+	// Mutual TLS (docs/concepts.md#mutual-tls-and-fixed-egress), for any
+	// destination that speaks TLS: PEM strings (the key sealed, never
+	// shown) and "1.2" or "1.3". Absent keeps, null clears.
+	ClientCertificate json.RawMessage `json:"client_certificate"`
+	ClientKey         json.RawMessage `json:"client_key"`
+	CACertificates    json.RawMessage `json:"ca_certificates"`
+	TLSMinVersion     json.RawMessage `json:"tls_min_version"`
 }
 
 type authRequest struct {
@@ -91,6 +99,41 @@ func parseTransform(raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	return program, nil
+}
+
+// applyTLS writes a request's mutual TLS fields onto dest and secrets:
+// an absent field keeps its value, null (or "") clears it. A new client
+// certificate is checked against the wall clock (as TLS peers check it):
+// an expired one is refused here rather than at every attempt.
+func applyTLS(d *destinationRequest, dest *hub.Destination, secrets *hub.SubscriptionSecrets) error {
+	for _, f := range []struct {
+		raw   json.RawMessage
+		to    *string
+		field string
+	}{
+		{d.ClientCertificate, &dest.ClientCertificate, "destination.client_certificate"},
+		{d.ClientKey, &secrets.ClientKey, "destination.client_key"},
+		{d.CACertificates, &dest.CACertificates, "destination.ca_certificates"},
+		{d.TLSMinVersion, &dest.TLSMinVersion, "destination.tls_min_version"},
+	} {
+		if len(f.raw) == 0 {
+			continue
+		}
+		if isNull(f.raw) {
+			*f.to = ""
+			continue
+		}
+		if err := json.Unmarshal(f.raw, f.to); err != nil {
+			return hub.Errorf(hub.EINVALID, "%s: must be a string or null", f.field)
+		}
+	}
+	if len(d.ClientCertificate) > 0 && isNull(d.ClientCertificate) && len(d.ClientKey) == 0 {
+		secrets.ClientKey = "" // no certificate, no key for it
+	}
+	if len(d.ClientCertificate) > 0 && dest.ClientCertificate != "" {
+		return hub.ValidateDestinationTLS(*dest, secrets.ClientKey, time.Now())
+	}
+	return nil
 }
 
 // apply writes the request onto sub (a new one for create, the stored one
@@ -159,6 +202,7 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 			// Another kind of destination: nothing of the old one stays.
 			sub.Destination = hub.Destination{Type: *d.Type}
 			secrets.Auth, secrets.Broker = hub.Credentials{}, hub.Credentials{}
+			secrets.ClientKey = ""
 			urlChanged = true
 		}
 		if d.URL != nil {
@@ -179,6 +223,9 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		urlChanged = urlChanged || changed
 		if d.Headers != nil {
 			sub.Destination.Headers = *d.Headers
+		}
+		if err := applyTLS(d, &sub.Destination, secrets); err != nil {
+			return false, err
 		}
 		if len(d.Auth) > 0 {
 			if isNull(d.Auth) {
@@ -214,6 +261,9 @@ func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets,
 		return err
 	}
 	if err := validateDestination(sub.Destination, secrets, allowPrivate); err != nil {
+		return err
+	}
+	if err := hub.ValidateDestinationTLS(sub.Destination, secrets.ClientKey, time.Time{}); err != nil {
 		return err
 	}
 	if err := hub.ValidateRetrySchedule(sub.RetrySchedule); err != nil {

@@ -18,9 +18,12 @@ import (
 // private address is refused unless STREAMING_HUB_ALLOW_PRIVATE_SINKS is
 // true), and the delivery timeout. Pub/Sub's client talks to Google's
 // endpoint only (or PUBSUB_EMULATOR_HOST's, an operator's setting for
-// local use).
+// local use). Webhook requests (attempts, probes, test events) leave
+// through STREAMING_HUB_EGRESS_PROXY when it is set, by CONNECT to the
+// address the dialer checked; broker connections are dialed directly.
 func newDestinations(cfg config.Config, logger *slog.Logger) (*destination.Registry, error) {
 	dialer := destination.NewDialer(destination.DialOptions{AllowPrivate: cfg.AllowPrivateSinks})
+	web := destination.NewDialer(destination.DialOptions{AllowPrivate: cfg.AllowPrivateSinks, Proxy: cfg.EgressProxy})
 	rabbit, err := rabbitmq.New(rabbitmq.Options{Dial: dialer.DialContext, Logger: logger.With("component", "rabbitmq")})
 	if err != nil {
 		return nil, err
@@ -41,7 +44,7 @@ func newDestinations(cfg config.Config, logger *slog.Logger) (*destination.Regis
 		return nil, err
 	}
 	return destination.NewRegistry(cfg.DeliveryTimeout, map[string]destination.Driver{
-		hub.DestinationWebhook:  webhook.New(dialer),
+		hub.DestinationWebhook:  webhook.New(web),
 		hub.DestinationRabbitMQ: rabbit,
 		hub.DestinationKafka:    kfk,
 		hub.DestinationNATS:     nts,

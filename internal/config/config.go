@@ -104,6 +104,9 @@ type Config struct {
 	// secretsmanager, KEK stays nil until the app fetches it.
 	KEKSource         KEKSource
 	AllowPrivateSinks bool
+	// EgressProxy (EGRESS_PROXY) is the http(s) proxy webhook attempts,
+	// probes and test events go through (HTTP CONNECT); nil: direct.
+	EgressProxy *url.URL
 
 	ShutdownTimeout time.Duration
 	// PreStopDrain (PRE_STOP_DRAIN_TIMEOUT): on SIGTERM /readyz answers 503
@@ -258,6 +261,7 @@ func loadInto(r *reader, mode Mode) Config {
 		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k))
 	}
 	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
+	c.EgressProxy = r.proxyURL("EGRESS_PROXY", c.EgressProxy)
 	r.auth(&c)
 
 	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
@@ -636,4 +640,28 @@ func FormatDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// proxyURL reads an http(s) proxy URL: a scheme, a host and nothing but
+// an optional userinfo and "/". Its errors never echo the value, which may
+// hold a password.
+func (r *reader) proxyURL(name string, def *url.URL) *url.URL {
+	r.note(name, "")
+	s, ok := r.raw(name)
+	if !ok {
+		return def
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		r.fail(name, "must be an http:// or https:// proxy URL (http://user:pass@host:port)")
+		return def
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			r.fail(name, "bad port")
+			return def
+		}
+	}
+	return u
 }

@@ -114,6 +114,9 @@ func Defaults(mode Mode) Config {
 		// KEK_SOURCE and KEK_REF say otherwise.
 		KEKSource: KEKSource{Source: KEKFromEnv},
 
+		// No egress proxy: destinations are dialed directly.
+		EgressProxy: nil,
+
 		ShutdownTimeout: 30 * time.Second,
 		PreStopDrain:    0,
 		MetricsEnabled:  true,

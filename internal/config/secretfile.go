@@ -9,7 +9,8 @@ import (
 // secretFiles are the variables whose value may instead be read from a
 // mounted file named by <NAME>_FILE (SPEC 27): a Kubernetes or Docker
 // secret mounted as a file never passes through the environment.
-var secretFiles = map[string]bool{"KEK": true, "KEK_PREVIOUS": true, "ADMIN_TOKEN": true}
+var secretFiles = map[string]bool{"KEK": true, "KEK_PREVIOUS": true, "ADMIN_TOKEN": true,
+	"EGRESS_PROXY": true} // its URL may hold the proxy's credentials
 
 // fromFile reads the value of name from the file <name>_FILE names, when
 // set: the file's bytes without one trailing "\n" or "\r\n". Setting both

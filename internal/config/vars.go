@@ -93,6 +93,8 @@ var variableDocs = map[string]struct{ def, text string }{
 	"KEK_PREVIOUS":                 {"", "earlier KEKs, comma-separated, still opened until `streaming-hub rewrap`"},
 	"KEK_PREVIOUS_FILE":            {"", "file holding KEK_PREVIOUS"},
 	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local or metadata addresses"},
+	"EGRESS_PROXY":                 {"", "`http://` or `https://` proxy (credentials allowed: `http://user:pass@proxy:3128`) every webhook attempt, probe and test event goes through by HTTP CONNECT to the address the hub checked; empty: direct ([security.md](security.md#fixed-egress))"},
+	"EGRESS_PROXY_FILE":            {"", "file holding EGRESS_PROXY"},
 	"PLUGIN_AUTH_ENABLED":          {"false", "use Lerian's access manager for the API (also read without the prefix)"},
 	"PLUGIN_AUTH_ADDRESS":          {"", "the access manager's http(s) URL (also read without the prefix)"},
 	"AUTH_REQUIRED":                {"true with ENV=production", "refuse requests without credentials (also read without the prefix)"},
@@ -165,7 +167,7 @@ the default column; ` + "`streaming-hub dev`" + ` the dev column where it differ
 generates ADMIN_TOKEN and KEK and starts its embedded broker when
 KAFKA_BROKERS is unset). A variable the hub does not read is warned about at
 start, with the closest known name. Secrets (KEK, KEK_PREVIOUS, ADMIN_TOKEN,
-SIGNATURE_KEYS) may instead be read from the file their ` + "`_FILE`" + ` variable names.
+SIGNATURE_KEYS, EGRESS_PROXY) may instead be read from the file their ` + "`_FILE`" + ` variable names.
 The OpenTelemetry exporter reads the standard ` + "`OTEL_*`" + ` variables (service name
 default ` + "`" + DefaultOTELServiceName + "`" + `, protocol default ` + "`" + DefaultOTLPProtocol + "`" + `).
 

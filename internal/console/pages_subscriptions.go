@@ -222,7 +222,38 @@ func destinationRequest(f url.Values, creating bool) m {
 			dest["sasl"] = nil
 		}
 	}
+	if kind != hub.DestinationPubSub {
+		tlsRequest(f, creating, dest)
+	}
 	return dest
+}
+
+// tlsRequest adds the form's mutual TLS fields to dest
+// (docs/concepts.md#mutual-tls-and-fixed-egress): a certificate or key
+// pasted is sent, an empty one kept (the key is never shown to fill the
+// form again); the remove box clears the certificate with its key; CAs and
+// the version are shown, so emptying them clears them.
+func tlsRequest(f url.Values, creating bool, dest m) {
+	if v := strings.TrimSpace(f.Get("client_certificate")); v != "" {
+		dest["client_certificate"] = v + "\n"
+	}
+	if v := strings.TrimSpace(f.Get("client_key")); v != "" {
+		dest["client_key"] = v + "\n"
+	}
+	if f.Get("remove_client_certificate") != "" && !creating {
+		dest["client_certificate"] = nil
+		delete(dest, "client_key")
+	}
+	if v := strings.TrimSpace(f.Get("ca_certificates")); v != "" {
+		dest["ca_certificates"] = v + "\n"
+	} else if !creating && f.Get("ca_was") != "" {
+		dest["ca_certificates"] = nil
+	}
+	if v := f.Get("tls_min_version"); v != "" {
+		dest["tls_min_version"] = v
+	} else if !creating && f.Get("tls_min_was") != "" {
+		dest["tls_min_version"] = nil
+	}
 }
 
 // echo is what the form shows again after the API refused it.

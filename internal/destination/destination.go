@@ -24,6 +24,9 @@ type Target struct {
 	Credentials hub.Credentials
 	// Secrets are the signing secrets valid at the attempt, current first.
 	Secrets []string
+	// ClientKey is the PEM key of Destination.ClientCertificate (mutual
+	// TLS): see TLSConfig.
+	ClientKey string
 }
 
 // Message is what one attempt sends: the body unchanged and the headers,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"syscall"
 	"time"
@@ -21,6 +22,11 @@ type Resolver interface {
 type DialOptions struct {
 	AllowPrivate bool     // STREAMING_HUB_ALLOW_PRIVATE_SINKS
 	Resolver     Resolver // nil means net.DefaultResolver
+	// Proxy is STREAMING_HUB_EGRESS_PROXY (nil: dial directly): every
+	// connection is a CONNECT tunnel through it to the address the
+	// dialer resolved and checked, so the SSRF rule holds and the proxy
+	// resolves nothing (docs/security.md#fixed-egress).
+	Proxy *url.URL
 }
 
 // MaxResponseHeaderBytes bounds the headers of a webhook destination's
@@ -52,6 +58,9 @@ type Dialer interface {
 // client and the brokers' connections.
 func NewDialer(o DialOptions) Dialer {
 	d := &dialer{allowPrivate: o.AllowPrivate, resolver: o.Resolver}
+	if o.Proxy != nil {
+		d.proxy = newProxy(o.Proxy)
+	}
 	if d.resolver == nil {
 		d.resolver = net.DefaultResolver
 	}
@@ -63,6 +72,7 @@ type dialer struct {
 	allowPrivate bool
 	resolver     Resolver
 	net          net.Dialer
+	proxy        *proxy // nil: direct
 }
 
 func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -91,6 +101,18 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	}
 	var errs []error
 	for _, a := range allowed {
+		if d.proxy != nil {
+			// The proxy is asked for the checked address, never the name.
+			conn, err := d.proxy.dial(ctx, netip.AddrPortFrom(a, uint16(port)).String())
+			if err == nil {
+				return conn, nil
+			}
+			if pe, ok := errors.AsType[*ProxyError](err); ok && pe.Status == "" {
+				return nil, err // the proxy is down: no other address would do better
+			}
+			errs = append(errs, err)
+			continue
+		}
 		conn, err := d.net.DialContext(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return conn, nil

@@ -110,19 +110,25 @@ func (w Written) hostPort() string {
 // the server's log only (Detail).
 func Explain(err error, w Written, timeout time.Duration) string {
 	var (
-		refused *RefusedError
-		dns     *net.DNSError
-		unknown x509.UnknownAuthorityError
-		host    x509.HostnameError
-		invalid x509.CertificateInvalidError
-		record  tls.RecordHeaderError
-		alert   tls.AlertError
-		verify  *tls.CertificateVerificationError
-		ne      net.Error
+		refused  *RefusedError
+		proxyErr *ProxyError
+		op       *net.OpError
+		dns      *net.DNSError
+		unknown  x509.UnknownAuthorityError
+		host     x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		record   tls.RecordHeaderError
+		alert    tls.AlertError
+		verify   *tls.CertificateVerificationError
+		ne       net.Error
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &proxyErr):
+		// The egress proxy's address is the operator's, not the tenant's:
+		// it is named so that the tenant can tell the hub's egress failed.
+		return proxyErr.describe()
 	case errors.As(err, &refused):
 		if refused.Host != "" && !w.wrote(refused.Host) && w.Host != "" {
 			return "destination " + w.name("") + ": a broker address it gave resolves to a private address (blocked)"
@@ -157,6 +163,10 @@ func Explain(err error, w Written, timeout time.Duration) string {
 		return "tls: certificate is not valid (expired, not yet valid or not for this use)"
 	case errors.As(err, &verify):
 		return "tls: certificate verification failed"
+	case errors.As(err, &op) && op.Op == "remote error" && op.Err != nil:
+		// The destination's alert: a client certificate it wants or
+		// refuses, a version it does not speak.
+		return "tls: the destination refused the handshake (" + op.Err.Error() + ")"
 	case errors.As(err, &record):
 		return "tls: " + w.hostPort() + " does not speak TLS"
 	case errors.As(err, &alert):

@@ -35,6 +35,9 @@ type Security struct {
 	cause    error          // the latest refusal; nil once a connection succeeds
 	inSASL   map[string]int // broker address -> SASL exchanges begun, not finished
 	reported string         // the cause last logged, so each is logged once
+	// own is a destination's own TLS (its client certificate, CAs and
+	// version), used instead of the one k describes when set.
+	own *tls.Config
 }
 
 // ForDestination is the security of a tenant's Kafka destination: TLS (with
@@ -43,6 +46,17 @@ type Security struct {
 func ForDestination(tls bool, caCert []byte, mechanism, username, password string, logger *slog.Logger) (*Security, error) {
 	return New(config.Kafka{TLS: tls, CACert: caCert, SASLMechanism: mechanism,
 		SASLUsername: username, SASLPassword: password}, logger)
+}
+
+// ForDestinationTLS is ForDestination with tc, a destination's own TLS
+// settings (mutual TLS, its CAs, its lowest version), as its TLS.
+func ForDestinationTLS(tc *tls.Config, mechanism, username, password string, logger *slog.Logger) (*Security, error) {
+	s, err := ForDestination(true, nil, mechanism, username, password, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.own = tc
+	return s, nil
 }
 
 // New checks k and prepares its options; logger (nil discards) gets one
@@ -104,6 +118,9 @@ func (s *Security) OptsWithDialer(dial func(ctx context.Context, network, host s
 // tlsConfig is nil without TLS. Verification is never skipped: there is no
 // option for it.
 func (s *Security) tlsConfig() (*tls.Config, error) {
+	if s.own != nil {
+		return s.own, nil
+	}
 	if !s.k.TLS {
 		return nil, nil
 	}

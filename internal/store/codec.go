@@ -14,8 +14,8 @@ type SubscriptionJSON struct {
 	Headers       string
 	RetrySchedule *string // nil: the default curve
 	Filters       *string // nil: none
-	// DestinationConfig is a broker destination's settings ("{}" for a
-	// webhook).
+	// DestinationConfig is a broker destination's settings and any
+	// destination's TLS settings ("{}" for a webhook without them).
 	DestinationConfig string
 }
 
@@ -31,6 +31,10 @@ type destinationConfig struct {
 	Subject       string   `json:"subject,omitempty"`
 	Stream        string   `json:"stream,omitempty"`
 	Project       string   `json:"project,omitempty"`
+	// Mutual TLS: public material only (the client key is sealed).
+	ClientCertificate string `json:"client_certificate,omitempty"`
+	CACertificates    string `json:"ca_certificates,omitempty"`
+	TLSMinVersion     string `json:"tls_min_version,omitempty"`
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -52,7 +56,8 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 	d := s.Destination
 	dc, err := json.Marshal(destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
 		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername,
-		Subject: d.Subject, Stream: d.Stream, Project: d.Project})
+		Subject: d.Subject, Stream: d.Stream, Project: d.Project,
+		ClientCertificate: d.ClientCertificate, CACertificates: d.CACertificates, TLSMinVersion: d.TLSMinVersion})
 	if err != nil {
 		return out, err
 	}
@@ -109,5 +114,6 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	d.Exchange, d.RoutingKey, d.Brokers, d.Topic = dc.Exchange, dc.RoutingKey, dc.Brokers, dc.Topic
 	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
 	d.Subject, d.Stream, d.Project = dc.Subject, dc.Stream, dc.Project
+	d.ClientCertificate, d.CACertificates, d.TLSMinVersion = dc.ClientCertificate, dc.CACertificates, dc.TLSMinVersion
 	return nil
 }

@@ -91,6 +91,18 @@ func (p *PKI) ClientTLS() *tls.Config {
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{p.Client.TLS}, MinVersion: tls.VersionTLS12}
 }
 
+// ClientCertValid is another client certificate the CA signs, valid from
+// notBefore to notAfter (an expired one, one about to expire).
+func (p *PKI) ClientCertValid(t testing.TB, notBefore, notAfter time.Time) Cert {
+	t.Helper()
+	return newCert(t, t.TempDir(), "client", &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "streaming-hub"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		NotBefore:   notBefore, NotAfter: notAfter,
+	}, &p.CA)
+}
+
 var serial atomic.Int64
 
 func newCert(t testing.TB, dir, name string, tmpl *x509.Certificate, parent *Cert) Cert {
@@ -100,7 +112,9 @@ func newCert(t testing.TB, dir, name string, tmpl *x509.Certificate, parent *Cer
 		t.Fatal(err)
 	}
 	tmpl.SerialNumber = big.NewInt(serial.Add(1))
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	if tmpl.NotAfter.IsZero() {
+		tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	}
 	signer, signerKey := tmpl, key
 	if parent != nil {
 		signer, signerKey = parent.x509, parent.key

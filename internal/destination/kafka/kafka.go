@@ -54,8 +54,9 @@ type Producer struct {
 // connection failed, for the attempt's error.
 type client struct {
 	*kgo.Client
-	mu      sync.Mutex
-	lastErr error
+	notAfter time.Time // of the client certificate (zero: none)
+	mu       sync.Mutex
+	lastErr  error
 }
 
 // OnBrokerConnect is franz-go's hook after each connection attempt.
@@ -113,6 +114,9 @@ func (p *Producer) send(ctx context.Context, t destination.Target, m destination
 		return err
 	}
 	defer release()
+	if !cl.notAfter.IsZero() && !p.now().Before(cl.notAfter) {
+		return fmt.Errorf("client certificate expired at %s", cl.notAfter.UTC().Format(time.RFC3339))
+	}
 	rec := &kgo.Record{Topic: t.Topic, Key: []byte(m.TenantID), Value: m.Body, Headers: headers(m)}
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		why := "kafka: produce: " + err.Error()
@@ -178,6 +182,13 @@ func (p *Producer) Close() error {
 	return nil
 }
 
+func (p *Producer) now() time.Time {
+	if p.o.Now != nil {
+		return p.o.Now()
+	}
+	return time.Now()
+}
+
 // Clients is how many clients are kept (one per destination and
 // credentials in use; idle ones are closed after destination.IdleAfter,
 // dropped ones once their sends are over).
@@ -187,16 +198,27 @@ func (p *Producer) Clients() int { return p.clients.Len() }
 // credentials (the password hashed).
 func clientKey(t destination.Target) string {
 	sum := sha256.Sum256([]byte(t.Credentials.Password))
-	return strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:])}, "|")
+	return strings.Join([]string{strings.Join(t.Brokers, ","), fmt.Sprint(t.TLS), t.SASLMechanism, t.SASLUsername, hex.EncodeToString(sum[:]), destination.TLSKey(t)}, "|")
 }
 
 // open makes t's client.
 func (p *Producer) open(t destination.Target) (*client, error) {
 	sec, err := kafkasec.ForDestination(t.TLS, p.o.CACert, t.SASLMechanism, t.SASLUsername, t.Credentials.Password, p.o.Logger)
+	c := &client{}
+	if t.TLS && t.HasTLSSettings() {
+		// The destination's own TLS: its client certificate, CAs, version.
+		tc, terr := destination.TLSConfig(t, p.now())
+		if terr != nil {
+			return nil, terr
+		}
+		if len(tc.Certificates) > 0 {
+			c.notAfter = tc.Certificates[0].Leaf.NotAfter
+		}
+		sec, err = kafkasec.ForDestinationTLS(tc, t.SASLMechanism, t.SASLUsername, t.Credentials.Password, p.o.Logger)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %v", err)
 	}
-	c := &client{}
 	opts := append(sec.OptsWithDialer(p.o.Dial),
 		kgo.WithHooks(c),
 		kgo.SeedBrokers(t.Brokers...),

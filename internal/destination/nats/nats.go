@@ -50,8 +50,9 @@ type Publisher struct {
 
 // conn is one server's connection and its JetStream context.
 type conn struct {
-	nc *natsgo.Conn
-	js jetstream.JetStream
+	nc       *natsgo.Conn
+	js       jetstream.JetStream
+	notAfter time.Time // of the client certificate (zero: none)
 }
 
 // New returns a Publisher.
@@ -114,6 +115,9 @@ func (p *Publisher) send(ctx context.Context, t destination.Target, m destinatio
 		p.conns.Discard(key, c)
 	}
 	defer release()
+	if !c.notAfter.IsZero() && !p.now().Before(c.notAfter) {
+		return fmt.Errorf("client certificate expired at %s", c.notAfter.UTC().Format(time.RFC3339))
+	}
 	if m.Probe && t.Stream != "" {
 		if _, err := c.js.Stream(ctx, t.Stream); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -189,6 +193,13 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
+func (p *Publisher) now() time.Time {
+	if p.o.Now != nil {
+		return p.o.Now()
+	}
+	return time.Now()
+}
+
 // Conns is how many connections are kept.
 func (p *Publisher) Conns() int { return p.conns.Len() }
 
@@ -196,7 +207,7 @@ func (p *Publisher) Conns() int { return p.conns.Len() }
 // (the password hashed).
 func connKey(t destination.Target) string {
 	sum := sha256.Sum256([]byte(t.Credentials.Password))
-	return t.URL + "|" + t.Credentials.Username + "|" + hex.EncodeToString(sum[:])
+	return t.URL + "|" + t.Credentials.Username + "|" + hex.EncodeToString(sum[:]) + "|" + destination.TLSKey(t)
 }
 
 // hostOf is a server URL's host, for logs (never its credentials).
@@ -251,10 +262,20 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 	if c := t.Credentials; c.Username != "" || c.Password != "" {
 		opts = append(opts, natsgo.UserInfo(c.Username, c.Password))
 	}
+	var notAfter time.Time
 	if u.Scheme == "tls" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if p.o.TLS != nil {
 			cfg = p.o.TLS.Clone()
+		}
+		if t.HasTLSSettings() {
+			// The destination's own TLS: its client certificate, CAs, version.
+			if cfg, err = destination.TLSConfig(t, p.now()); err != nil {
+				return nil, err
+			}
+			if len(cfg.Certificates) > 0 {
+				notAfter = cfg.Certificates[0].Leaf.NotAfter
+			}
 		}
 		opts = append(opts, natsgo.Secure(cfg))
 	}
@@ -270,7 +291,7 @@ func (p *Publisher) connect(ctx context.Context, t destination.Target) (*conn, e
 		nc.Close()
 		return nil, fmt.Errorf("nats: %v", err)
 	}
-	return &conn{nc: nc, js: js}, nil
+	return &conn{nc: nc, js: js, notAfter: notAfter}, nil
 }
 
 // describe is an error as a tenant may read it: without the URL,

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,7 +107,25 @@ func (p *Publisher) send(ctx context.Context, t destination.Target, m destinatio
 	if err != nil {
 		return err
 	}
-	l, release, err := p.links.Acquire(raw, func() (*link, error) { return &link{url: raw, host: hostOf(t.URL), p: p}, nil })
+	key := raw
+	if k := destination.TLSKey(t); k != "" {
+		key += "|" + k
+	}
+	l, release, err := p.links.Acquire(key, func() (*link, error) {
+		l := &link{url: raw, key: key, host: hostOf(t.URL), p: p}
+		if t.HasTLSSettings() && strings.HasPrefix(strings.ToLower(t.URL), "amqps:") {
+			// The destination's own TLS: its client certificate, CAs, version.
+			tc, err := destination.TLSConfig(t, p.now())
+			if err != nil {
+				return nil, err
+			}
+			l.tls = tc
+			if len(tc.Certificates) > 0 {
+				l.notAfter = tc.Certificates[0].Leaf.NotAfter
+			}
+		}
+		return l, nil
+	})
 	if errors.Is(err, destination.ErrClosed) {
 		err = errors.New("rabbitmq: the publisher is closed")
 	}
@@ -114,6 +133,9 @@ func (p *Publisher) send(ctx context.Context, t destination.Target, m destinatio
 		return err
 	}
 	defer release()
+	if !l.notAfter.IsZero() && !p.now().Before(l.notAfter) {
+		return fmt.Errorf("client certificate expired at %s", l.notAfter.UTC().Format(time.RFC3339))
+	}
 	pub := publishing(m)
 	// Mandatory, so an unroutable message comes back as a failure; a
 	// verification passes on the confirm wherever it goes.
@@ -130,6 +152,13 @@ func (p *Publisher) Close() error {
 // credentials in use; idle ones are closed after destination.IdleAfter,
 // failed ones once their sends are over).
 func (p *Publisher) Links() int { return p.links.Len() }
+
+func (p *Publisher) now() time.Time {
+	if p.o.Now != nil {
+		return p.o.Now()
+	}
+	return time.Now()
+}
 
 // brokerURL is t's URL with its sealed userinfo put back.
 func brokerURL(t destination.Target) (string, error) {
@@ -163,8 +192,13 @@ const closeWait = 5 * time.Second
 // that met the failure fails, the next one gets a new link and dials.
 type link struct {
 	url  string
+	key  string // in the pool: the URL and the TLS settings
 	host string
 	p    *Publisher
+	// tls is the destination's own TLS (nil: Options.TLS) and notAfter
+	// when its client certificate expires (zero: none).
+	tls      *tls.Config
+	notAfter time.Time
 
 	mu   sync.Mutex // serializes dialing and publishing
 	sess *session
@@ -180,7 +214,7 @@ func (l *link) close() {
 
 // drop discards l from the pool, once.
 func (l *link) drop(why error) {
-	if l.p.links.Discard(l.url, l) {
+	if l.p.links.Discard(l.key, l) {
 		l.p.o.Logger.Warn("dropped a RabbitMQ destination's connection; the next attempt dials again",
 			"host", l.host, "error", why.Error())
 	}
@@ -252,6 +286,9 @@ func (l *link) connect(ctx context.Context) (*session, error) {
 	}
 	if l.p.o.TLS != nil {
 		cfg.TLSClientConfig = l.p.o.TLS.Clone()
+	}
+	if l.tls != nil {
+		cfg.TLSClientConfig = l.tls.Clone()
 	}
 	conn, err := amqp.DialConfig(l.url, cfg)
 	if err != nil {

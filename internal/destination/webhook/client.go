@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"crypto/tls"
 	"net/http"
 	"time"
 
@@ -8,26 +9,38 @@ import (
 )
 
 // NewClient returns the HTTP client for webhook destinations. It dials
-// with d (which refuses private addresses unless allowed), never follows
-// redirects and ignores proxy variables. It has no timeout of its own: the
-// send path gives each attempt the delivery timeout as its context's
-// deadline.
+// with d (which refuses private addresses unless allowed, and tunnels
+// through the egress proxy when one is set), never follows redirects and
+// ignores proxy variables. It has no timeout of its own: the send path
+// gives each attempt the delivery timeout as its context's deadline.
 func NewClient(d destination.Dialer) *http.Client {
 	return &http.Client{
-		Transport: &http.Transport{
-			DialContext:       d.DialContext,
-			ForceAttemptHTTP2: true,
-			// Workers reuse connections: a busy destination keeps one
-			// per concurrent attempt instead of dialing for each.
-			MaxIdleConns:          1024,
-			MaxIdleConnsPerHost:   256,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-			// A receiver flooding headers cannot make the hub hold
-			// megabytes per attempt (Go's default is 10 MiB).
-			MaxResponseHeaderBytes: destination.MaxResponseHeaderBytes,
-		},
+		Transport:     NewTransport(d, nil),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// NewTransport is the transport of NewClient with tc as its TLS (nil: the
+// system roots, TLS 1.2 at least): what webhook attempts, probes, test
+// events and any other request to a tenant's endpoint go through, so they
+// all leave by the same dialer and egress proxy.
+func NewTransport(d destination.Dialer, tc *tls.Config) *http.Transport {
+	if tc == nil {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return &http.Transport{
+		DialContext:       d.DialContext,
+		TLSClientConfig:   tc,
+		ForceAttemptHTTP2: true,
+		// Workers reuse connections: a busy destination keeps one
+		// per concurrent attempt instead of dialing for each.
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// A receiver flooding headers cannot make the hub hold
+		// megabytes per attempt (Go's default is 10 MiB).
+		MaxResponseHeaderBytes: destination.MaxResponseHeaderBytes,
 	}
 }

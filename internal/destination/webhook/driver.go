@@ -20,11 +20,58 @@ const maxProbeAnswer = 64 << 10
 
 // Driver sends to webhook destinations.
 type Driver struct {
+	dial   destination.Dialer
 	client *http.Client
+	// tls holds a client per mutual TLS setting in use (by
+	// destination.TLSKey): connections made with one client certificate
+	// or trust are never reused by a destination with another.
+	tls *destination.Pool[*tlsClient]
+	now func() time.Time
+}
+
+// tlsClient is a client for one destination TLS setting and when its
+// client certificate expires (zero: none).
+type tlsClient struct {
+	*http.Client
+	notAfter time.Time
 }
 
 // New returns the webhook driver, dialing with d.
-func New(d destination.Dialer) *Driver { return &Driver{client: NewClient(d)} }
+func New(d destination.Dialer) *Driver {
+	return &Driver{dial: d, client: NewClient(d), now: time.Now,
+		tls: destination.NewPool(nil, func(c *tlsClient) { c.CloseIdleConnections() })}
+}
+
+// Client is the HTTP client for t's endpoints (its TLS settings, the
+// dialer, the egress proxy); release must be called once the request is
+// over. A client certificate expired now is an error. Anything sending to
+// a tenant's endpoint (a token request, say) uses it, so it leaves the
+// way attempts do.
+func (d *Driver) Client(t destination.Target) (c *http.Client, release func(), err error) {
+	if !t.HasTLSSettings() {
+		return d.client, func() {}, nil
+	}
+	now := d.now()
+	tc, release, err := d.tls.Acquire(destination.TLSKey(t), func() (*tlsClient, error) {
+		cfg, err := destination.TLSConfig(t, now)
+		if err != nil {
+			return nil, err
+		}
+		c := &tlsClient{Client: &http.Client{Transport: NewTransport(d.dial, cfg), CheckRedirect: d.client.CheckRedirect}}
+		if len(cfg.Certificates) > 0 {
+			c.notAfter = cfg.Certificates[0].Leaf.NotAfter
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !tc.notAfter.IsZero() && !now.Before(tc.notAfter) {
+		release()
+		return nil, nil, fmt.Errorf("client certificate expired at %s", tc.notAfter.UTC().Format(time.RFC3339))
+	}
+	return tc.Client, release, nil
+}
 
 // Send POSTs m to t and reads the answer: a 2xx is a success (with the
 // challenge in its body, for a probe), anything else a failure naming the
@@ -36,8 +83,13 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 		return destination.Result{Err: err}
 	}
 	sent := sentHeaders(t, req)
+	client, release, err := d.Client(t)
+	if err != nil {
+		return destination.Result{Err: err}
+	}
+	defer release()
 	start := time.Now()
-	resp, err := d.client.Do(req)
+	resp, err := client.Do(req)
 	res := destination.Result{Duration: time.Since(start), Sent: sent}
 	if err != nil {
 		// The request's URL may hold a secret in its query: the error
@@ -70,5 +122,6 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 // Close closes the idle connections.
 func (d *Driver) Close() error {
 	d.client.CloseIdleConnections()
+	d.tls.Close()
 	return nil
 }

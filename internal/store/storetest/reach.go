@@ -70,4 +70,43 @@ func testReach(t *testing.T, open Opener) {
 			t.Fatalf("claimed subscription %+v", got)
 		}
 	})
+
+	// Mutual TLS settings (docs/concepts.md#mutual-tls-and-fixed-egress)
+	// are stored with the destination, kept by an update, cleared by one,
+	// and come with a claimed job; the client key is in the sealed secrets.
+	t.Run("TLSSettingsRoundTrip", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		s := NewSubscription("acme", "sub_mtls")
+		s.VerificationState = hub.VerificationActive
+		s.Destination.ClientCertificate = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+		s.Destination.CACertificates = "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n"
+		s.Destination.TLSMinVersion = hub.TLSVersion13
+		created, err := e.store.CreateSubscription(e.ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.store.GetSubscription(e.ctx, "acme", s.ID)
+		if err != nil || !reflect.DeepEqual(got.Destination, s.Destination) || !reflect.DeepEqual(got, created) {
+			t.Fatalf("stored %+v\nread %+v (%v)", s.Destination, got.Destination, err)
+		}
+		e.publish(t, "acme", "ev", 1)
+		claimed, err := e.store.ClaimJobs(e.ctx, store.ClaimParams{Batch: 4, Lease: 30e9})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d jobs, %v", len(claimed), err)
+		}
+		if d := claimed[0].Subscription.Destination; !reflect.DeepEqual(d, s.Destination) {
+			t.Fatalf("claimed destination %+v", d)
+		}
+		got.Destination.ClientCertificate, got.Destination.TLSMinVersion = "", ""
+		updated, err := e.store.UpdateSubscription(e.ctx, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := e.store.GetSubscription(e.ctx, "acme", s.ID)
+		if again.Destination.ClientCertificate != "" || again.Destination.TLSMinVersion != "" ||
+			again.Destination.CACertificates != s.Destination.CACertificates || !reflect.DeepEqual(again, updated) {
+			t.Fatalf("after update: %+v", again.Destination)
+		}
+	})
 }

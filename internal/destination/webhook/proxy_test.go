@@ -1,0 +1,163 @@
+package webhook
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+// loopback resolves every name to 127.0.0.1 only.
+type loopback struct{}
+
+func (loopback) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+func portOf(t *testing.T, rawURL string) int {
+	u, _ := url.Parse(rawURL)
+	p, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func proxiedSend(t *testing.T, proxy string, allowPrivate bool, d hub.Destination, key string) destination.Result {
+	t.Helper()
+	u, err := url.Parse(proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := destination.NewRegistry(5*time.Second, map[string]destination.Driver{hub.DestinationWebhook: New(
+		destination.NewDialer(destination.DialOptions{AllowPrivate: allowPrivate, Resolver: loopback{}, Proxy: u}))})
+	t.Cleanup(func() { r.Close() })
+	d.Type = hub.DestinationWebhook
+	return r.Send(context.Background(), destination.Target{Destination: d, ClientKey: key, Secrets: []string{destination.NewSecret()}},
+		destination.Message{ID: "evt-1", ContentType: "application/json", Body: []byte(`{}`), Time: time.Now(), Headers: http.Header{}})
+}
+
+// With an egress proxy, an http and an https (mutual TLS, private CA)
+// destination are both reached through a CONNECT tunnel to the address
+// the hub resolved, while the Host header and the TLS server name keep
+// the destination's name; the proxy's credentials are sent to it.
+func TestEgressProxy_WebhooksGoThroughTinyproxyByCONNECT(t *testing.T) {
+	pki := testkit.NewPKI(t)
+	var hosts []string
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts = append(hosts, r.Host)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	plain := httptest.NewServer(handler)
+	defer plain.Close()
+	secure := httptest.NewUnstartedServer(handler)
+	secure.Config.ErrorLog = log.New(io.Discard, "", 0)
+	secure.TLS = pki.ServerTLS(true)
+	secure.StartTLS()
+	defer secure.Close()
+	pp, sp := portOf(t, plain.URL), portOf(t, secure.URL)
+	tp := testkit.StartTinyproxy(t, testkit.TinyproxyOptions{ConnectPorts: []int{pp, sp}, User: "hub", Pass: "s3cret"})
+
+	proxy := "http://hub:s3cret@" + tp.Addr
+	res := proxiedSend(t, proxy, true, hub.Destination{URL: "http://localhost:" + strconv.Itoa(pp) + "/hook"}, "")
+	if res.Err != nil || res.Status != http.StatusNoContent {
+		t.Fatalf("http through the proxy: %+v", res)
+	}
+	res = proxiedSend(t, proxy, true, hub.Destination{URL: "https://localhost:" + strconv.Itoa(sp) + "/hook",
+		ClientCertificate: string(pki.Client.CertPEM), CACertificates: string(pki.CA.CertPEM)}, string(pki.Client.KeyPEM))
+	if res.Err != nil || res.Status != http.StatusNoContent {
+		t.Fatalf("https (mutual TLS) through the proxy: %+v", res)
+	}
+	if n, m := tp.CONNECTs("127.0.0.1:"+strconv.Itoa(pp)), tp.CONNECTs("127.0.0.1:"+strconv.Itoa(sp)); n != 1 || m != 1 {
+		t.Fatalf("the proxy logged %d CONNECTs to the http destination and %d to the https one, want 1 each", n, m)
+	}
+	if len(hosts) != 2 || hosts[0] != "localhost:"+strconv.Itoa(pp) || hosts[1] != "localhost:"+strconv.Itoa(sp) {
+		t.Fatalf("Host headers %v", hosts)
+	}
+
+	// Wrong credentials: the proxy refuses (tinyproxy answers CONNECT
+	// with 401), the attempt names it, not them.
+	res = proxiedSend(t, "http://hub:wrong@"+tp.Addr, true, hub.Destination{URL: plain.URL}, "")
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "egress proxy "+tp.Addr+" refused the tunnel: 40") || strings.Contains(res.Err.Error(), "wrong") {
+		t.Fatalf("wrong proxy credentials: %v", res.Err)
+	}
+	// A port the proxy does not allow CONNECT to.
+	other := httptest.NewServer(handler)
+	defer other.Close()
+	res = proxiedSend(t, proxy, true, hub.Destination{URL: other.URL}, "")
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "egress proxy "+tp.Addr+" refused the tunnel: 403") || len(hosts) != 2 {
+		t.Fatalf("CONNECT to a port the proxy forbids: %v (delivered %d)", res.Err, len(hosts))
+	}
+}
+
+// A proxy that refuses CONNECT, or is not there at all, fails the attempt
+// with an error naming the proxy (never its credentials).
+func TestEgressProxy_AFailingProxyFailsTheAttemptNamingIt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				http.ReadRequest(bufio.NewReader(c))
+				io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+			}()
+		}
+	}()
+	res := proxiedSend(t, "http://hub:s3cret@"+ln.Addr().String(), true, hub.Destination{URL: "http://example.test/hook"}, "")
+	if want := "egress proxy " + ln.Addr().String() + " refused the tunnel: 403 Forbidden"; res.Err == nil || res.Err.Error() != want {
+		t.Fatalf("got %v, want %q", res.Err, want)
+	}
+	closed := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
+	res = proxiedSend(t, "http://hub:s3cret@"+closed, true, hub.Destination{URL: "https://example.test/hook"}, "")
+	if want := "egress proxy " + closed + ": connection refused"; res.Err == nil || res.Err.Error() != want {
+		t.Fatalf("got %v, want %q", res.Err, want)
+	}
+}
+
+// The SSRF rule holds with a proxy: a destination that resolves to a
+// private address is refused by the hub itself, and the proxy is never
+// asked.
+func TestEgressProxy_SSRFStillRefusesPrivateDestinations(t *testing.T) {
+	var asked atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			asked.Add(1)
+			c.Close()
+		}
+	}()
+	res := proxiedSend(t, "http://"+ln.Addr().String(), false, hub.Destination{URL: "http://internal.example/hook"}, "")
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "resolves to a private address: refused") || asked.Load() != 0 {
+		t.Fatalf("got %v; the proxy was asked %d times", res.Err, asked.Load())
+	}
+}
