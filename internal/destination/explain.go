@@ -112,6 +112,7 @@ func Explain(err error, w Written, timeout time.Duration) string {
 	var (
 		refused  *RefusedError
 		proxyErr *ProxyError
+		expired  ExpiredCertificateError
 		op       *net.OpError
 		dns      *net.DNSError
 		unknown  x509.UnknownAuthorityError
@@ -125,6 +126,8 @@ func Explain(err error, w Written, timeout time.Duration) string {
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &expired):
+		return expired.Error() // a date, not an address
 	case errors.As(err, &proxyErr):
 		// The egress proxy's address is the operator's, not the tenant's:
 		// it is named so that the tenant can tell the hub's egress failed.

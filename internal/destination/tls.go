@@ -36,7 +36,7 @@ func TLSConfig(t Target, now time.Time) (*tls.Config, error) {
 			return nil, fmt.Errorf("client certificate: unusable with its key: %v", err)
 		}
 		if !now.Before(cert.Leaf.NotAfter) {
-			return nil, fmt.Errorf("client certificate expired at %s", cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+			return nil, ExpiredCertificateError{At: cert.Leaf.NotAfter.UTC()}
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
@@ -55,4 +55,12 @@ func TLSKey(t Target) string {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ExpiredCertificateError fails an attempt whose client certificate has
+// expired: its text, with the date, is what the tenant reads.
+type ExpiredCertificateError struct{ At time.Time }
+
+func (e ExpiredCertificateError) Error() string {
+	return "client certificate expired at " + e.At.Format(time.RFC3339)
 }
