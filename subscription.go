@@ -30,7 +30,29 @@ const (
 	AuthBearer = "bearer"
 	AuthBasic  = "basic"
 	AuthHeader = "header"
+	// AuthOAuth2ClientCredentials: the hub fetches a token from
+	// Destination.OAuth2.TokenURL (RFC 6749 section 4.4) and sends it as
+	// a bearer (docs/concepts.md#oauth-20-client-credentials).
+	AuthOAuth2ClientCredentials = "oauth2_client_credentials"
 )
+
+// How an OAuth 2.0 client authenticates to the token endpoint: HTTP Basic
+// (the default, which every authorization server must support) or
+// client_id and client_secret in the form body.
+const (
+	OAuth2ClientAuthBasic = "basic"
+	OAuth2ClientAuthBody  = "body"
+)
+
+// OAuth2 is the non-secret part of an oauth2_client_credentials auth (the
+// client secret is sealed in Credentials.ClientSecret).
+type OAuth2 struct {
+	TokenURL   string
+	ClientID   string
+	Scope      string // space-separated; "": none sent
+	Audience   string // "": none sent
+	ClientAuth string // basic or body
+}
 
 // Destination types.
 const (
@@ -50,8 +72,9 @@ type Destination struct {
 	// userinfo (sealed in Secrets.Broker).
 	URL     string
 	Headers map[string]string // sent on every attempt (webhook)
-	// AuthType is "", bearer, basic or header; AuthHeaderName names the
-	// header of the header type. The values are secret.
+	// AuthType is "", bearer, basic, header or oauth2_client_credentials;
+	// AuthHeaderName names the header of the header type. The values are
+	// secret.
 	AuthType       string
 	AuthHeaderName string
 
@@ -74,6 +97,8 @@ type Destination struct {
 	// Google Cloud Pub/Sub: the project of Topic (its service account
 	// key is sealed in Secrets.Broker).
 	Project string
+	// OAuth2 is set for the oauth2_client_credentials auth type (webhook).
+	OAuth2 OAuth2
 }
 
 // Address is the destination as breakers know it (SPEC 8, 22): the
@@ -187,6 +212,8 @@ type Credentials struct {
 	// ServiceAccount is a Google Cloud service account key (JSON), a
 	// Pub/Sub destination's credentials.
 	ServiceAccount string `json:"service_account,omitempty"`
+	// ClientSecret is an oauth2_client_credentials auth's client secret.
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // Valid returns the signing secrets still valid at now, current first.
@@ -352,8 +379,11 @@ func ValidateHeaders(h map[string]string) error {
 	return nil
 }
 
-// ValidateAuth checks a destination's auth settings and credentials.
-func ValidateAuth(authType, headerName string, c Credentials) error {
+// ValidateAuth checks a destination's auth settings and credentials. For
+// oauth2_client_credentials the token URL is checked for its form only:
+// whether its host may be reached is the caller's (internal/destination).
+func ValidateAuth(d Destination, c Credentials) error {
+	authType, headerName := d.AuthType, d.AuthHeaderName
 	switch authType {
 	case "":
 		return nil
@@ -381,8 +411,53 @@ func ValidateAuth(authType, headerName string, c Credentials) error {
 			return Errorf(EINVALID, "destination.auth.value: required for header")
 		}
 		return wrapValue("destination.auth.value", validHeaderValue(c.Value))
+	case AuthOAuth2ClientCredentials:
+		return validateOAuth2(d.OAuth2, c.ClientSecret)
 	}
-	return Errorf(EINVALID, "destination.auth.type: must be bearer, basic or header")
+	return Errorf(EINVALID, "destination.auth.type: must be bearer, basic, header or oauth2_client_credentials")
+}
+
+// Limits of oauth2_client_credentials values.
+const (
+	MaxOAuth2ClientID = 256
+	MaxOAuth2Value    = 1024 // client_secret, scope, audience
+)
+
+func validateOAuth2(o OAuth2, secret string) error {
+	if o.TokenURL == "" {
+		return Errorf(EINVALID, "destination.auth.token_url: required for oauth2_client_credentials")
+	}
+	if len(o.TokenURL) > MaxURLBytes {
+		return Errorf(EINVALID, "destination.auth.token_url: at most %d bytes", MaxURLBytes)
+	}
+	if o.ClientID == "" {
+		return Errorf(EINVALID, "destination.auth.client_id: required for oauth2_client_credentials")
+	}
+	if secret == "" {
+		return Errorf(EINVALID, "destination.auth.client_secret: required for oauth2_client_credentials")
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"client_id", o.ClientID, MaxOAuth2ClientID},
+		{"client_secret", secret, MaxOAuth2Value},
+		{"scope", o.Scope, MaxOAuth2Value},
+		{"audience", o.Audience, MaxOAuth2Value},
+	} {
+		if len(f.v) > f.max {
+			return Errorf(EINVALID, "destination.auth.%s: at most %d bytes", f.name, f.max)
+		}
+		if !PlainText(f.v) {
+			return Errorf(EINVALID, "destination.auth.%s: must be valid UTF-8 without control characters", f.name)
+		}
+	}
+	switch o.ClientAuth {
+	case OAuth2ClientAuthBasic, OAuth2ClientAuthBody:
+	default:
+		return Errorf(EINVALID, "destination.auth.client_auth: must be basic or body")
+	}
+	return nil
 }
 
 func wrapValue(field string, err error) error {

@@ -61,10 +61,16 @@ type saslJSON struct {
 	Username  string `json:"username"`
 }
 
-// authJSON shows how a destination authenticates, never with what.
+// authJSON shows how a destination authenticates, never with what: an
+// oauth2_client_credentials auth shows all but its client_secret.
 type authJSON struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"` // the header of the header type
+	Type       string `json:"type"`
+	Name       string `json:"name,omitempty"` // the header of the header type
+	TokenURL   string `json:"token_url,omitempty"`
+	ClientID   string `json:"client_id,omitempty"`
+	Scope      string `json:"scope,omitempty"`
+	Audience   string `json:"audience,omitempty"`
+	ClientAuth string `json:"client_auth,omitempty"`
 }
 
 type rateLimitJSON struct {
@@ -117,8 +123,12 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 	}
 	if sub.Destination.AuthType != "" {
 		out.Destination.Auth = &authJSON{Type: sub.Destination.AuthType}
-		if sub.Destination.AuthType == hub.AuthHeader {
+		switch o := sub.Destination.OAuth2; sub.Destination.AuthType {
+		case hub.AuthHeader:
 			out.Destination.Auth.Name = sub.Destination.AuthHeaderName
+		case hub.AuthOAuth2ClientCredentials:
+			a := out.Destination.Auth
+			a.TokenURL, a.ClientID, a.Scope, a.Audience, a.ClientAuth = o.TokenURL, o.ClientID, o.Scope, o.Audience, o.ClientAuth
 		}
 	}
 	if sub.RateLimit > 0 {

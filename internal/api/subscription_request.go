@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/transform"
@@ -60,6 +61,38 @@ type authRequest struct {
 	Password string `json:"password"`
 	Name     string `json:"name"`
 	Value    string `json:"value"`
+	// oauth2_client_credentials: client_secret is sealed, the rest shown.
+	TokenURL     string `json:"token_url"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	Scope        string `json:"scope"`
+	Audience     string `json:"audience"`
+	ClientAuth   string `json:"client_auth"`
+}
+
+// authFields are the fields each auth type takes besides type.
+var authFields = map[string][]string{
+	hub.AuthBearer:                  {"token"},
+	hub.AuthBasic:                   {"username", "password"},
+	hub.AuthHeader:                  {"name", "value"},
+	hub.AuthOAuth2ClientCredentials: {"token_url", "client_id", "client_secret", "scope", "audience", "client_auth"},
+}
+
+// onlyItsFields refuses a field of another auth type, so that nothing
+// given is silently dropped.
+func (a authRequest) onlyItsFields() error {
+	allowed, ok := authFields[a.Type]
+	if !ok {
+		return nil // ValidateAuth names the type
+	}
+	for _, f := range []struct{ name, v string }{{"token", a.Token}, {"username", a.Username}, {"password", a.Password},
+		{"name", a.Name}, {"value", a.Value}, {"token_url", a.TokenURL}, {"client_id", a.ClientID},
+		{"client_secret", a.ClientSecret}, {"scope", a.Scope}, {"audience", a.Audience}, {"client_auth", a.ClientAuth}} {
+		if f.v != "" && !slices.Contains(allowed, f.name) {
+			return hub.Errorf(hub.EINVALID, "destination.auth.%s: not a field of the %s type", f.name, a.Type)
+		}
+	}
+	return nil
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
@@ -183,13 +216,18 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		if len(d.Auth) > 0 {
 			if isNull(d.Auth) {
 				sub.Destination.AuthType, sub.Destination.AuthHeaderName = "", ""
+				sub.Destination.OAuth2 = hub.OAuth2{}
 				secrets.Auth = hub.Credentials{}
 			} else {
 				var a authRequest
 				if err := strict(d.Auth, &a, "destination.auth"); err != nil {
 					return false, err
 				}
+				if err := a.onlyItsFields(); err != nil {
+					return false, err
+				}
 				sub.Destination.AuthType, sub.Destination.AuthHeaderName = a.Type, ""
+				sub.Destination.OAuth2 = hub.OAuth2{}
 				// Keep only what the type uses: nothing stray is stored.
 				switch a.Type {
 				case hub.AuthBearer:
@@ -199,6 +237,16 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 				case hub.AuthHeader:
 					sub.Destination.AuthHeaderName = a.Name
 					secrets.Auth = hub.Credentials{Value: a.Value}
+				case hub.AuthOAuth2ClientCredentials:
+					// The object is replaced whole, client_secret
+					// included: a secret never follows a token_url
+					// it was not given for.
+					if a.ClientAuth == "" {
+						a.ClientAuth = hub.OAuth2ClientAuthBasic
+					}
+					sub.Destination.OAuth2 = hub.OAuth2{TokenURL: a.TokenURL, ClientID: a.ClientID,
+						Scope: a.Scope, Audience: a.Audience, ClientAuth: a.ClientAuth}
+					secrets.Auth = hub.Credentials{ClientSecret: a.ClientSecret}
 				}
 			}
 		}

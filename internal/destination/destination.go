@@ -24,6 +24,9 @@ type Target struct {
 	Credentials hub.Credentials
 	// Secrets are the signing secrets valid at the attempt, current first.
 	Secrets []string
+	// SubscriptionID is the subscription the target is of: what caches
+	// kept per subscription (an OAuth 2.0 token) are keyed by.
+	SubscriptionID string
 }
 
 // Message is what one attempt sends: the body unchanged and the headers,

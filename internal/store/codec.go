@@ -31,6 +31,17 @@ type destinationConfig struct {
 	Subject       string   `json:"subject,omitempty"`
 	Stream        string   `json:"stream,omitempty"`
 	Project       string   `json:"project,omitempty"`
+	// A webhook's oauth2_client_credentials settings (its client secret
+	// is sealed with the other credentials).
+	OAuth2 *oauth2Config `json:"oauth2,omitempty"`
+}
+
+type oauth2Config struct {
+	TokenURL   string `json:"token_url"`
+	ClientID   string `json:"client_id"`
+	Scope      string `json:"scope,omitempty"`
+	Audience   string `json:"audience,omitempty"`
+	ClientAuth string `json:"client_auth"`
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -50,9 +61,13 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 	}
 	out.EventTypes, out.Headers = string(et), string(h)
 	d := s.Destination
-	dc, err := json.Marshal(destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
+	cfg := destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
 		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername,
-		Subject: d.Subject, Stream: d.Stream, Project: d.Project})
+		Subject: d.Subject, Stream: d.Stream, Project: d.Project}
+	if o := d.OAuth2; o != (hub.OAuth2{}) {
+		cfg.OAuth2 = &oauth2Config{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
+	}
+	dc, err := json.Marshal(cfg)
 	if err != nil {
 		return out, err
 	}
@@ -109,5 +124,8 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	d.Exchange, d.RoutingKey, d.Brokers, d.Topic = dc.Exchange, dc.RoutingKey, dc.Brokers, dc.Topic
 	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
 	d.Subject, d.Stream, d.Project = dc.Subject, dc.Stream, dc.Project
+	if o := dc.OAuth2; o != nil {
+		d.OAuth2 = hub.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
+	}
 	return nil
 }

@@ -27,7 +27,11 @@ func testReach(t *testing.T, open Opener) {
 		pubsub := NewSubscription("acme", "sub_pubsub")
 		pubsub.Destination = hub.Destination{Type: hub.DestinationPubSub, Project: "acme-events", Topic: "events",
 			Headers: map[string]string{}}
-		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub} {
+		oauth := NewSubscription("acme", "sub_oauth")
+		oauth.Destination = hub.Destination{Type: hub.DestinationWebhook, URL: "https://hooks.example.com/in", Headers: map[string]string{},
+			AuthType: hub.AuthOAuth2ClientCredentials, OAuth2: hub.OAuth2{TokenURL: "https://auth.example.com/token", ClientID: "hub",
+				Scope: "events:write", Audience: "https://hooks.example.com", ClientAuth: hub.OAuth2ClientAuthBody}}
+		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub, oauth} {
 			created, err := e.store.CreateSubscription(e.ctx, in)
 			if err != nil {
 				t.Fatal(err)
@@ -68,6 +72,26 @@ func testReach(t *testing.T, open Opener) {
 		got := claimed[0].Subscription
 		if got.RateLimit != 7 || got.Destination.Topic != "t" || !reflect.DeepEqual(got.Destination.Brokers, []string{"b1:9093"}) {
 			t.Fatalf("claimed subscription %+v", got)
+		}
+	})
+
+	t.Run("ClaimCarriesOAuth2Settings", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		s := NewSubscription("acme", "sub_o")
+		s.VerificationState = hub.VerificationActive
+		s.Destination.AuthType, s.Destination.AuthHeaderName = hub.AuthOAuth2ClientCredentials, ""
+		s.Destination.OAuth2 = hub.OAuth2{TokenURL: "https://auth.example.com/token", ClientID: "hub", ClientAuth: hub.OAuth2ClientAuthBasic}
+		if _, err := e.store.CreateSubscription(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		e.publish(t, "acme", "ev", 1)
+		claimed, err := e.store.ClaimJobs(e.ctx, store.ClaimParams{Batch: 4, Lease: 30e9})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d jobs, %v", len(claimed), err)
+		}
+		if got := claimed[0].Subscription.Destination; got.OAuth2 != s.Destination.OAuth2 || got.AuthType != hub.AuthOAuth2ClientCredentials {
+			t.Fatalf("claimed destination %+v", got)
 		}
 	})
 }
