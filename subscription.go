@@ -122,6 +122,12 @@ func (d Destination) Address() string {
 	return d.URL
 }
 
+// Signature schemes (Standard Webhooks signature identifiers).
+const (
+	SignatureV1  = "v1"  // HMAC-SHA256 under a whsec_ secret
+	SignatureV1a = "v1a" // Ed25519 under a key pair: whsk_ private, whpk_ public
+)
+
 // FailureSpan is a subscription's open failure span: its first and last
 // failed attempt since the last success.
 type FailureSpan struct {
@@ -145,6 +151,13 @@ type Subscription struct {
 	// Transform is a jq program that turns each event into the body sent
 	// (SPEC 29, internal/transform); "": the event's data unchanged.
 	Transform string
+	// SignatureScheme is how attempts are signed: v1 (HMAC-SHA256, also
+	// when "") or v1a (Ed25519). It is chosen at create.
+	SignatureScheme string
+	// SigningPublicKey is a v1a subscription's current public key,
+	// whpk_<base64>: not secret, shown in answers (its private key is
+	// sealed in Secrets).
+	SigningPublicKey string
 
 	Enabled           bool
 	VerificationState VerificationState
@@ -197,7 +210,8 @@ type SubscriptionSecrets struct {
 	Broker Credentials `json:"broker,omitzero"`
 }
 
-// SigningSecret is a whsec_ secret; ExpiresAt is nil for the current one.
+// SigningSecret is a whsec_ secret (v1) or a whsk_ private key (v1a);
+// ExpiresAt is nil for the current one.
 type SigningSecret struct {
 	Secret    string     `json:"secret"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`

@@ -35,6 +35,15 @@ type subscriptionJSON struct {
 	// Backfill is the subscription's latest backfill (SPEC 29); null when
 	// it never asked for one.
 	Backfill *backfillJSON `json:"backfill"`
+
+	// Signature is how attempts are signed; SigningPublicKey is a v1a
+	// subscription's current public key (whpk_), null for v1.
+	Signature        signatureJSON `json:"signature"`
+	SigningPublicKey *string       `json:"signing_public_key"`
+}
+
+type signatureJSON struct {
+	Scheme string `json:"scheme"`
 }
 
 type destinationJSON struct {
@@ -101,6 +110,12 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 			URL:     sub.Destination.URL,
 			Headers: sub.Destination.Headers,
 		},
+	}
+	out.Signature.Scheme = hub.SignatureV1
+	if sub.SignatureScheme == hub.SignatureV1a {
+		out.Signature.Scheme = hub.SignatureV1a
+		key := sub.SigningPublicKey
+		out.SigningPublicKey = &key
 	}
 	if out.Filters = sub.Filters; out.Filters == nil {
 		out.Filters = []hub.Filter{}

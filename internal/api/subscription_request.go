@@ -27,6 +27,37 @@ type subscriptionRequest struct {
 	Backfill json.RawMessage `json:"backfill"`
 	// Transform is a jq program (SPEC 29); null or "" clears it.
 	Transform json.RawMessage `json:"transform"`
+	// Signature is {"scheme": "v1"|"v1a"}: chosen at create, the same
+	// (or absent) in a PATCH.
+	Signature json.RawMessage `json:"signature"`
+}
+
+type signatureRequest struct {
+	Scheme *string `json:"scheme"`
+}
+
+// signatureScheme reads signature: the scheme as stored ("" for v1, the
+// default, or v1a); given is false when the request has none.
+func (req subscriptionRequest) signatureScheme() (scheme string, given bool, err error) {
+	if len(req.Signature) == 0 {
+		return "", false, nil
+	}
+	var sr signatureRequest
+	if isNull(req.Signature) {
+		return "", false, hub.Errorf(hub.EINVALID, `signature: an object {"scheme": "v1"|"v1a"}`)
+	}
+	if err := strict(req.Signature, &sr, "signature"); err != nil {
+		return "", false, err
+	}
+	switch {
+	case sr.Scheme == nil:
+		return "", false, hub.Errorf(hub.EINVALID, "signature.scheme: required")
+	case *sr.Scheme == hub.SignatureV1:
+		return "", true, nil
+	case *sr.Scheme == hub.SignatureV1a:
+		return hub.SignatureV1a, true, nil
+	}
+	return "", false, hub.Errorf(hub.EINVALID, "signature.scheme: must be v1 (HMAC-SHA256) or v1a (Ed25519)")
 }
 
 // rateLimitRequest is rate_limit: {"per_second": N}.
@@ -130,6 +161,14 @@ func parseTransform(raw json.RawMessage) (string, error) {
 // for PATCH) and onto its opened secrets, then validates the result.
 // It reports whether the destination URL changed.
 func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.SubscriptionSecrets, allowPrivate bool) (urlChanged bool, err error) {
+	if scheme, given, err := req.signatureScheme(); err != nil {
+		return false, err
+	} else if given && scheme != sub.SignatureScheme {
+		// Receivers verify with what they were given at create: a new
+		// scheme is a new subscription (a new key within the scheme is
+		// a rotation).
+		return false, hub.Errorf(hub.EINVALID, "signature.scheme: cannot be changed after create; create a new subscription, or rotate the key (rotate-secret)")
+	}
 	if req.Name != nil {
 		sub.Name = *req.Name
 	}

@@ -34,6 +34,11 @@ type destinationConfig struct {
 	// A webhook's oauth2_client_credentials settings (its client secret
 	// is sealed with the other credentials).
 	OAuth2 *oauth2Config `json:"oauth2,omitempty"`
+	// How attempts to the destination are signed: the subscription's
+	// signature scheme when not v1, and a v1a subscription's public key
+	// (kept here rather than in a column of their own).
+	SignatureScheme  string `json:"signature_scheme,omitempty"`
+	SigningPublicKey string `json:"signing_public_key,omitempty"`
 }
 
 type oauth2Config struct {
@@ -63,7 +68,8 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 	d := s.Destination
 	cfg := destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
 		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername,
-		Subject: d.Subject, Stream: d.Stream, Project: d.Project}
+		Subject: d.Subject, Stream: d.Stream, Project: d.Project,
+		SignatureScheme: s.SignatureScheme, SigningPublicKey: s.SigningPublicKey}
 	if o := d.OAuth2; o != (hub.OAuth2{}) {
 		cfg.OAuth2 = &oauth2Config{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
 	}
@@ -111,7 +117,8 @@ func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule,
 	return nil
 }
 
-// DecodeDestinationConfig fills s's broker settings from destination_config.
+// DecodeDestinationConfig fills s's broker and OAuth 2.0 settings, its
+// signature scheme and public key, from destination_config.
 func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	if len(raw) == 0 {
 		return nil
@@ -124,6 +131,7 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	d.Exchange, d.RoutingKey, d.Brokers, d.Topic = dc.Exchange, dc.RoutingKey, dc.Brokers, dc.Topic
 	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
 	d.Subject, d.Stream, d.Project = dc.Subject, dc.Stream, dc.Project
+	s.SignatureScheme, s.SigningPublicKey = dc.SignatureScheme, dc.SigningPublicKey
 	if o := dc.OAuth2; o != nil {
 		d.OAuth2 = hub.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
 	}
