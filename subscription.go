@@ -393,10 +393,18 @@ func ValidateHeaders(h map[string]string) error {
 	return nil
 }
 
-// ValidateAuth checks a destination's auth settings and credentials. For
-// oauth2_client_credentials the token URL is checked for its form only:
-// whether its host may be reached is the caller's (internal/destination).
-func ValidateAuth(d Destination, c Credentials) error {
+// ValidateAuth checks a destination's auth settings and credentials of
+// the bearer, basic and header types (an oauth2_client_credentials auth
+// needs its settings: ValidateDestinationAuth).
+func ValidateAuth(authType, headerName string, c Credentials) error {
+	return ValidateDestinationAuth(Destination{AuthType: authType, AuthHeaderName: headerName}, c)
+}
+
+// ValidateDestinationAuth checks d's auth settings and credentials c, of
+// any type. For oauth2_client_credentials the token URL is checked for its
+// form only: whether its host may be reached is the caller's
+// (internal/destination).
+func ValidateDestinationAuth(d Destination, c Credentials) error {
 	authType, headerName := d.AuthType, d.AuthHeaderName
 	switch authType {
 	case "":

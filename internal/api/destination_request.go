@@ -142,7 +142,7 @@ func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, all
 		if err := hub.ValidateHeaders(d.Headers); err != nil {
 			return err
 		}
-		if err := hub.ValidateAuth(d, secrets.Auth); err != nil {
+		if err := hub.ValidateDestinationAuth(d, secrets.Auth); err != nil {
 			return err
 		}
 		if d.AuthType == hub.AuthOAuth2ClientCredentials {
