@@ -30,7 +30,29 @@ const (
 	AuthBearer = "bearer"
 	AuthBasic  = "basic"
 	AuthHeader = "header"
+	// AuthOAuth2ClientCredentials: the hub fetches a token from
+	// Destination.OAuth2.TokenURL (RFC 6749 section 4.4) and sends it as
+	// a bearer (docs/concepts.md#oauth-20-client-credentials).
+	AuthOAuth2ClientCredentials = "oauth2_client_credentials"
 )
+
+// How an OAuth 2.0 client authenticates to the token endpoint: HTTP Basic
+// (the default, which every authorization server must support) or
+// client_id and client_secret in the form body.
+const (
+	OAuth2ClientAuthBasic = "basic"
+	OAuth2ClientAuthBody  = "body"
+)
+
+// OAuth2 is the non-secret part of an oauth2_client_credentials auth (the
+// client secret is sealed in Credentials.ClientSecret).
+type OAuth2 struct {
+	TokenURL   string
+	ClientID   string
+	Scope      string // space-separated; "": none sent
+	Audience   string // "": none sent
+	ClientAuth string // basic or body
+}
 
 // Destination types.
 const (
@@ -50,8 +72,9 @@ type Destination struct {
 	// userinfo (sealed in Secrets.Broker).
 	URL     string
 	Headers map[string]string // sent on every attempt (webhook)
-	// AuthType is "", bearer, basic or header; AuthHeaderName names the
-	// header of the header type. The values are secret.
+	// AuthType is "", bearer, basic, header or oauth2_client_credentials;
+	// AuthHeaderName names the header of the header type. The values are
+	// secret.
 	AuthType       string
 	AuthHeaderName string
 
@@ -82,6 +105,8 @@ type Destination struct {
 	ClientCertificate string
 	CACertificates    string
 	TLSMinVersion     string
+	// OAuth2 is set for the oauth2_client_credentials auth type (webhook).
+	OAuth2 OAuth2
 }
 
 // Address is the destination as breakers know it (SPEC 8, 22): the
@@ -104,6 +129,12 @@ func (d Destination) Address() string {
 	}
 	return d.URL
 }
+
+// Signature schemes (Standard Webhooks signature identifiers).
+const (
+	SignatureV1  = "v1"  // HMAC-SHA256 under a whsec_ secret
+	SignatureV1a = "v1a" // Ed25519 under a key pair: whsk_ private, whpk_ public
+)
 
 // FailureSpan is a subscription's open failure span: its first and last
 // failed attempt since the last success.
@@ -128,6 +159,13 @@ type Subscription struct {
 	// Transform is a jq program that turns each event into the body sent
 	// (SPEC 29, internal/transform); "": the event's data unchanged.
 	Transform string
+	// SignatureScheme is how attempts are signed: v1 (HMAC-SHA256, also
+	// when "") or v1a (Ed25519). It is chosen at create.
+	SignatureScheme string
+	// SigningPublicKey is a v1a subscription's current public key,
+	// whpk_<base64>: not secret, shown in answers (its private key is
+	// sealed in Secrets).
+	SigningPublicKey string
 
 	Enabled           bool
 	VerificationState VerificationState
@@ -183,7 +221,8 @@ type SubscriptionSecrets struct {
 	ClientKey string `json:"client_key,omitempty"`
 }
 
-// SigningSecret is a whsec_ secret; ExpiresAt is nil for the current one.
+// SigningSecret is a whsec_ secret (v1) or a whsk_ private key (v1a);
+// ExpiresAt is nil for the current one.
 type SigningSecret struct {
 	Secret    string     `json:"secret"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -198,6 +237,8 @@ type Credentials struct {
 	// ServiceAccount is a Google Cloud service account key (JSON), a
 	// Pub/Sub destination's credentials.
 	ServiceAccount string `json:"service_account,omitempty"`
+	// ClientSecret is an oauth2_client_credentials auth's client secret.
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // Valid returns the signing secrets still valid at now, current first.
@@ -363,8 +404,19 @@ func ValidateHeaders(h map[string]string) error {
 	return nil
 }
 
-// ValidateAuth checks a destination's auth settings and credentials.
+// ValidateAuth checks a destination's auth settings and credentials of
+// the bearer, basic and header types (an oauth2_client_credentials auth
+// needs its settings: ValidateDestinationAuth).
 func ValidateAuth(authType, headerName string, c Credentials) error {
+	return ValidateDestinationAuth(Destination{AuthType: authType, AuthHeaderName: headerName}, c)
+}
+
+// ValidateDestinationAuth checks d's auth settings and credentials c, of
+// any type. For oauth2_client_credentials the token URL is checked for its
+// form only: whether its host may be reached is the caller's
+// (internal/destination).
+func ValidateDestinationAuth(d Destination, c Credentials) error {
+	authType, headerName := d.AuthType, d.AuthHeaderName
 	switch authType {
 	case "":
 		return nil
@@ -392,8 +444,53 @@ func ValidateAuth(authType, headerName string, c Credentials) error {
 			return Errorf(EINVALID, "destination.auth.value: required for header")
 		}
 		return wrapValue("destination.auth.value", validHeaderValue(c.Value))
+	case AuthOAuth2ClientCredentials:
+		return validateOAuth2(d.OAuth2, c.ClientSecret)
 	}
-	return Errorf(EINVALID, "destination.auth.type: must be bearer, basic or header")
+	return Errorf(EINVALID, "destination.auth.type: must be bearer, basic, header or oauth2_client_credentials")
+}
+
+// Limits of oauth2_client_credentials values.
+const (
+	MaxOAuth2ClientID = 256
+	MaxOAuth2Value    = 1024 // client_secret, scope, audience
+)
+
+func validateOAuth2(o OAuth2, secret string) error {
+	if o.TokenURL == "" {
+		return Errorf(EINVALID, "destination.auth.token_url: required for oauth2_client_credentials")
+	}
+	if len(o.TokenURL) > MaxURLBytes {
+		return Errorf(EINVALID, "destination.auth.token_url: at most %d bytes", MaxURLBytes)
+	}
+	if o.ClientID == "" {
+		return Errorf(EINVALID, "destination.auth.client_id: required for oauth2_client_credentials")
+	}
+	if secret == "" {
+		return Errorf(EINVALID, "destination.auth.client_secret: required for oauth2_client_credentials")
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"client_id", o.ClientID, MaxOAuth2ClientID},
+		{"client_secret", secret, MaxOAuth2Value},
+		{"scope", o.Scope, MaxOAuth2Value},
+		{"audience", o.Audience, MaxOAuth2Value},
+	} {
+		if len(f.v) > f.max {
+			return Errorf(EINVALID, "destination.auth.%s: at most %d bytes", f.name, f.max)
+		}
+		if !PlainText(f.v) {
+			return Errorf(EINVALID, "destination.auth.%s: must be valid UTF-8 without control characters", f.name)
+		}
+	}
+	switch o.ClientAuth {
+	case OAuth2ClientAuthBasic, OAuth2ClientAuthBody:
+	default:
+		return Errorf(EINVALID, "destination.auth.client_auth: must be basic or body")
+	}
+	return nil
 }
 
 func wrapValue(field string, err error) error {

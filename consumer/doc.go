@@ -28,8 +28,12 @@
 //		w.WriteHeader(http.StatusNoContent)
 //	})))
 //
-// Receivers that do their own plumbing can call [Verify] (or a [Verifier]
-// during a secret rotation) and use a [Deduper] directly.
+// A subscription signed with Ed25519 (signature scheme v1a) is verified
+// with its public key instead of a secret: Options.PublicKeys (whpk_...)
+// in place of Options.Secrets, [VerifyV1a] in place of [Verify].
+//
+// Receivers that do their own plumbing can call [Verify] or [VerifyV1a] (or
+// a [Verifier] during a rotation) and use a [Deduper] directly.
 //
 // The package depends on the standard library only, so a receiver does not
 // pull in the hub's dependencies; package consumer/redisdedupe adds a

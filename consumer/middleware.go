@@ -34,6 +34,10 @@ type Options struct {
 	// (whsec_<base64>): one, or during a rotation the old and the new. A
 	// request passes when any of its signatures matches any of them.
 	Secrets []string
+	// PublicKeys are a v1a (Ed25519) subscription's public keys
+	// (signing_public_key, whpk_<base64>): one, or during a rotation the
+	// old and the new. Give Secrets, PublicKeys or both.
+	PublicKeys []string
 	// Tolerance is how far webhook-timestamp may be from now, either way
 	// (<= 0 means DefaultTolerance).
 	Tolerance time.Duration
@@ -75,11 +79,12 @@ type Options struct {
 //     net/http sends as 200) and releases it otherwise, or if it panicked,
 //     so the hub's retry is processed.
 //
-// The error reports a secret that is not whsec_<base64>: a configuration
+// The error reports a secret that is not whsec_<base64> or a public key
+// that is not whpk_<base64>: a configuration
 // error worth failing at startup rather than answering 401 to every
 // delivery.
 func Middleware(o Options) (func(http.Handler) http.Handler, error) {
-	keys, err := decodeSecrets(o.Secrets)
+	keys, err := decodeKeys(o.Secrets, o.PublicKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +104,7 @@ func Middleware(o Options) (func(http.Handler) http.Handler, error) {
 
 type middleware struct {
 	o       Options
-	keys    [][]byte
+	keys    keys
 	maxBody int64
 	now     func() time.Time
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,6 +12,53 @@ import (
 
 // SecretPrefix starts the hub's signing secrets: whsec_<base64 key>.
 const SecretPrefix = "whsec_"
+
+// PublicKeyPrefix starts the public keys of v1a (Ed25519) subscriptions:
+// whpk_<base64 of the 32-byte public key>, the subscription's
+// signing_public_key.
+const PublicKeyPrefix = "whpk_"
+
+// keys are what a request is verified against: HMAC keys for v1
+// signatures, Ed25519 public keys for v1a.
+type keys struct {
+	hmac [][]byte
+	ed   []ed25519.PublicKey
+}
+
+// decodeKeys decodes secrets and public keys; at least one must be given.
+func decodeKeys(secrets, publicKeys []string) (keys, error) {
+	var k keys
+	if len(secrets) == 0 && len(publicKeys) == 0 {
+		return k, fmt.Errorf("%w: no secret or public key given", ErrInvalidSecret)
+	}
+	if len(secrets) > 0 {
+		hk, err := decodeSecrets(secrets)
+		if err != nil {
+			return k, err
+		}
+		k.hmac = hk
+	}
+	for i, pk := range publicKeys {
+		key, err := decodePublicKey(pk)
+		if err != nil {
+			if len(publicKeys) > 1 {
+				return k, fmt.Errorf("public key %d of %d: %w", i+1, len(publicKeys), err)
+			}
+			return k, err
+		}
+		k.ed = append(k.ed, key)
+	}
+	return k, nil
+}
+
+// decodePublicKey decodes a whpk_ public key (the prefix optional).
+func decodePublicKey(pk string) (ed25519.PublicKey, error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(pk, PublicKeyPrefix))
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%w: not %s<base64 of 32 bytes>", ErrInvalidPublicKey, PublicKeyPrefix)
+	}
+	return ed25519.PublicKey(raw), nil
+}
 
 // decodeSecret returns the HMAC key of a secret. Like the Standard Webhooks
 // libraries it accepts the base64 key without its whsec_ prefix too. Errors

@@ -1,7 +1,9 @@
 package consumer
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,12 +29,16 @@ var (
 	// or a delivery that sat too long) or too far in the future.
 	ErrTimestampOutsideTolerance = errors.New("consumer: webhook-timestamp outside tolerance")
 	// ErrNoMatchingSignature: no v1 signature in webhook-signature matches
-	// the request under any of the secrets (wrong secret, tampered body, id
-	// or timestamp).
+	// the request under any of the secrets, nor any v1a signature under
+	// any of the public keys (wrong secret or key, tampered body, id or
+	// timestamp).
 	ErrNoMatchingSignature = errors.New("consumer: no matching webhook signature")
 	// ErrInvalidSecret: a configured secret is empty or not base64 after
 	// whsec_. A configuration error, not the sender's fault.
 	ErrInvalidSecret = errors.New("consumer: invalid signing secret")
+	// ErrInvalidPublicKey: a configured public key is not whpk_<base64 of
+	// 32 bytes>. A configuration error, not the sender's fault.
+	ErrInvalidPublicKey = errors.New("consumer: invalid public key")
 )
 
 // Verify checks the Standard Webhooks signature of a delivery against the
@@ -52,22 +58,45 @@ func VerifyAt(secret string, headers http.Header, body []byte, tolerance time.Du
 	if err != nil {
 		return err
 	}
-	return verifyKeys([][]byte{key}, headers, body, tolerance, now)
+	return verifyKeys(keys{hmac: [][]byte{key}}, headers, body, tolerance, now)
 }
 
-// Verifier verifies against several secrets at once, for a receiver in the
-// middle of a secret rotation: during the overlap the hub signs with every
-// valid secret, and a request passes when any signature matches any secret.
-// The zero Verifier rejects everything (no secret).
+// VerifyV1a checks the Standard Webhooks asymmetric (v1a, Ed25519)
+// signature of a delivery against the receiver's clock. publicKey is the
+// subscription's signing_public_key (whpk_<base64>, the prefix optional);
+// tolerance <= 0 means DefaultTolerance. It returns nil when any v1a
+// signature of the webhook-signature header verifies, else an error
+// wrapping one of the package's sentinel errors.
+func VerifyV1a(publicKey string, headers http.Header, body []byte, tolerance time.Duration) error {
+	return VerifyV1aAt(publicKey, headers, body, tolerance, time.Now())
+}
+
+// VerifyV1aAt is VerifyV1a with the clock given.
+func VerifyV1aAt(publicKey string, headers http.Header, body []byte, tolerance time.Duration, now time.Time) error {
+	key, err := decodePublicKey(publicKey)
+	if err != nil {
+		return err
+	}
+	return verifyKeys(keys{ed: []ed25519.PublicKey{key}}, headers, body, tolerance, now)
+}
+
+// Verifier verifies against several secrets or public keys at once, for a
+// receiver in the middle of a rotation: during the overlap the hub signs
+// with every valid secret (or private key), and a request passes when any
+// signature matches any of them. The zero Verifier rejects everything (no
+// secret).
 type Verifier struct {
-	Secrets   []string         // whsec_<base64>, the prefix optional
-	Tolerance time.Duration    // <= 0 means DefaultTolerance
-	Now       func() time.Time // nil means time.Now
+	Secrets []string // whsec_<base64>, the prefix optional: v1 (HMAC) subscriptions
+	// PublicKeys are v1a (Ed25519) subscriptions' signing_public_key,
+	// whpk_<base64>, the prefix optional.
+	PublicKeys []string
+	Tolerance  time.Duration    // <= 0 means DefaultTolerance
+	Now        func() time.Time // nil means time.Now
 }
 
 // Verify checks the signature of one delivery.
 func (v Verifier) Verify(headers http.Header, body []byte) error {
-	keys, err := decodeSecrets(v.Secrets)
+	keys, err := decodeKeys(v.Secrets, v.PublicKeys)
 	if err != nil {
 		return err
 	}
@@ -81,7 +110,7 @@ func (v Verifier) Verify(headers http.Header, body []byte) error {
 // verifyKeys is the verification proper, on decoded keys so the middleware
 // decodes its secrets once. Headers are checked before any HMAC is computed:
 // a request that cannot be authentic costs nothing.
-func verifyKeys(keys [][]byte, headers http.Header, body []byte, tolerance time.Duration, now time.Time) error {
+func verifyKeys(k keys, headers http.Header, body []byte, tolerance time.Duration, now time.Time) error {
 	if tolerance <= 0 {
 		tolerance = DefaultTolerance
 	}
@@ -117,19 +146,47 @@ func verifyKeys(keys [][]byte, headers http.Header, body []byte, tolerance time.
 
 	// Compare against the canonical timestamp string the sender signed;
 	// ts is used as received, exactly like the Standard Webhooks libraries.
-	for _, key := range keys {
+	for _, key := range k.hmac {
 		want := []byte(signature(key, id, ts, body))
 		for _, s := range sigs {
 			version, sig, ok := strings.Cut(s, ",")
 			if !ok || version != "v1" {
-				continue // another scheme (v1a, v2...): not ours to check
+				continue // another scheme (v1a, v2...): checked below or not ours
 			}
 			if hmac.Equal([]byte(sig), want) {
 				return nil
 			}
 		}
 	}
+	if len(k.ed) > 0 {
+		msg := signedContent(id, ts, body)
+		for _, s := range sigs {
+			version, sig, ok := strings.Cut(s, ",")
+			if !ok || version != "v1a" {
+				continue
+			}
+			raw, err := base64.StdEncoding.DecodeString(sig)
+			if err != nil || len(raw) != ed25519.SignatureSize {
+				continue
+			}
+			for _, key := range k.ed {
+				if ed25519.Verify(key, msg, raw) {
+					return nil
+				}
+			}
+		}
+	}
 	return ErrNoMatchingSignature
+}
+
+// signedContent is what v1a signs: id.timestamp.body.
+func signedContent(id, ts string, body []byte) []byte {
+	msg := make([]byte, 0, len(id)+len(ts)+len(body)+2)
+	msg = append(msg, id...)
+	msg = append(msg, '.')
+	msg = append(msg, ts...)
+	msg = append(msg, '.')
+	return append(msg, body...)
 }
 
 // truncate bounds attacker-controlled text quoted in errors.

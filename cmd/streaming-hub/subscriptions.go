@@ -47,8 +47,13 @@ type subscriptionView struct {
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers"`
 		Auth    *struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
+			Type       string `json:"type"`
+			Name       string `json:"name"`
+			TokenURL   string `json:"token_url"`
+			ClientID   string `json:"client_id"`
+			Scope      string `json:"scope"`
+			Audience   string `json:"audience"`
+			ClientAuth string `json:"client_auth"`
 		} `json:"auth"`
 		Exchange   string   `json:"exchange"`
 		RoutingKey string   `json:"routing_key"`
@@ -76,6 +81,11 @@ type subscriptionView struct {
 	SigningSecret string `json:"signing_secret"`
 
 	Backfill *backfillView `json:"backfill"` // SPEC 29
+
+	Signature struct {
+		Scheme string `json:"scheme"`
+	} `json:"signature"`
+	SigningPublicKey *string `json:"signing_public_key"`
 }
 
 // backfillView is a subscription's backfill as the API shows it (SPEC 29).
@@ -117,6 +127,16 @@ func (s *subscriptionView) print(w io.Writer) {
 		if a.Name != "" {
 			auth += " (" + a.Name + ")"
 		}
+		if a.TokenURL != "" {
+			auth += " (token_url " + a.TokenURL + ", client_id " + a.ClientID + ", client_auth " + a.ClientAuth
+			if a.Scope != "" {
+				auth += ", scope " + a.Scope
+			}
+			if a.Audience != "" {
+				auth += ", audience " + a.Audience
+			}
+			auth += ")"
+		}
 	}
 	retry := "default"
 	if s.RetrySchedule != nil {
@@ -143,6 +163,8 @@ func (s *subscriptionView) print(w io.Writer) {
 		"url", s.where(),
 		"headers", joinMap(s.Destination.Headers),
 		"auth", auth,
+		"signature", s.Signature.Scheme,
+		"signing_public_key", str(s.SigningPublicKey),
 		"retry_schedule", retry,
 		"max_in_flight", itoa(s.MaxInFlight),
 		"filters", filters,
@@ -206,11 +228,21 @@ type subscriptionFlags struct {
 	name, url, retry, filters, fromFile string
 	backfillSince                       string
 	transform, transformFile            string
+	signatureScheme                     string
+	oauth                               oauthFlags
 	maxInFlight                         int
 	enabled                             bool
 	eventTypes, headers                 multiFlag
 	dest                                destFlags
 }
+
+// oauthFlags make a webhook's oauth2_client_credentials auth.
+type oauthFlags struct {
+	tokenURL, clientID, clientSecret, scope, audience, clientAuth string
+}
+
+// oauthFlagNames are the flags of oauthFlags.
+var oauthFlagNames = []string{"oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"}
 
 // destFlags are the destination flags of every type (SPEC 22, 29).
 type destFlags struct {
@@ -228,7 +260,7 @@ type destFlags struct {
 var (
 	destTypes     = []string{"webhook", "rabbitmq", "kafka", "nats", "pubsub"}
 	destTypeFlags = map[string][]string{
-		"webhook":  {"url", "header"},
+		"webhook":  {"url", "header", "oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"},
 		"rabbitmq": {"amqp-url", "exchange", "routing-key"},
 		"kafka":    {"brokers", "topic", "tls", "sasl-mechanism", "sasl-username", "sasl-password"},
 		"nats":     {"nats-url", "subject", "stream"},
@@ -241,7 +273,9 @@ var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule"
 	"backfill-since", "transform", "transform-file",
 	"type", "amqp-url", "exchange", "routing-key", "brokers", "topic", "tls", "sasl-mechanism", "sasl-username",
 	"sasl-password", "nats-url", "subject", "stream", "project", "credentials-file",
-	"client-cert", "client-key", "ca-certs", "tls-min-version"}
+	"client-cert", "client-key", "ca-certs", "tls-min-version",
+	"oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth",
+	"signature-scheme"}
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
@@ -267,6 +301,13 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.dest.clientKey, "client-key", "", "mutual TLS: the client certificate's PEM private key `file` (- reads stdin; sealed, never shown)")
 	c.fs.StringVar(&f.dest.caCerts, "ca-certs", "", "PEM `file` of the CAs that replace the system roots for this destination")
 	c.fs.StringVar(&f.dest.tlsMinVersion, "tls-min-version", "", "lowest TLS `version` offered to the destination: 1.2 (default) or 1.3")
+	c.fs.StringVar(&f.oauth.tokenURL, "oauth-token-url", "", "webhook: OAuth 2.0 token endpoint (https) the hub gets a bearer token from (client credentials grant)")
+	c.fs.StringVar(&f.oauth.clientID, "oauth-client-id", "", "webhook: OAuth 2.0 client id")
+	c.fs.StringVar(&f.oauth.clientSecret, "oauth-client-secret", "", "webhook: OAuth 2.0 client secret (sealed, never shown; - reads it from stdin)")
+	c.fs.StringVar(&f.oauth.scope, "oauth-scope", "", "webhook: space-separated OAuth 2.0 scopes to ask for")
+	c.fs.StringVar(&f.oauth.audience, "oauth-audience", "", "webhook: OAuth 2.0 audience to ask for")
+	c.fs.StringVar(&f.oauth.clientAuth, "oauth-client-auth", "", "webhook: `basic|body`: how the client authenticates to the token endpoint (default basic)")
+	c.fs.StringVar(&f.signatureScheme, "signature-scheme", "", "`v1|v1a`: sign with HMAC-SHA256 (v1, the default) or Ed25519 (v1a: the answer shows the public key); chosen at create")
 	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
 	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
@@ -373,8 +414,17 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 		}
 		dest["headers"] = h
 	}
+	if code, ok := f.oauth.apply(c, dest); !ok {
+		return nil, code, false
+	}
 	if len(dest) > 0 {
 		b["destination"] = dest
+	}
+	if c.set["signature-scheme"] {
+		if f.signatureScheme != "v1" && f.signatureScheme != "v1a" {
+			return nil, c.usageError("--signature-scheme: v1 or v1a, not %q", f.signatureScheme), false
+		}
+		b["signature"] = map[string]string{"scheme": f.signatureScheme}
 	}
 	if c.set["retry-schedule"] {
 		if s := strings.TrimSpace(f.retry); s == "" || s == "default" {
@@ -428,6 +478,46 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 	return b, exitOK, true
 }
 
+// apply sets destination.auth from the --oauth-* flags, if any is given:
+// the whole oauth2_client_credentials object, as the API replaces it whole.
+func (o *oauthFlags) apply(c *apiCmd, dest map[string]any) (int, bool) {
+	given := false
+	for _, n := range oauthFlagNames {
+		given = given || c.set[n]
+	}
+	if !given {
+		return exitOK, true
+	}
+	var missing []string
+	for _, n := range oauthFlagNames[:3] {
+		if !c.set[n] {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return c.usageError("%s: required with the other --oauth-* flags", strings.Join(missing, ", ")), false
+	}
+	if c.set["oauth-client-auth"] && o.clientAuth != "basic" && o.clientAuth != "body" {
+		return c.usageError("--oauth-client-auth: basic or body, not %q", o.clientAuth), false
+	}
+	secret := o.clientSecret
+	if secret == "-" {
+		data, err := readInput(c.e, "-")
+		if err != nil {
+			return c.usageError("--oauth-client-secret: %v", err), false
+		}
+		secret = strings.TrimRight(string(data), "\r\n")
+	}
+	auth := map[string]any{"type": "oauth2_client_credentials", "token_url": o.tokenURL, "client_id": o.clientID, "client_secret": secret}
+	for k, v := range map[string]string{"scope": o.scope, "audience": o.audience, "client_auth": o.clientAuth} {
+		if v != "" {
+			auth[k] = v
+		}
+	}
+	dest["auth"] = auth
+	return exitOK, true
+}
+
 // backfillSince reads --backfill-since: an RFC 3339 time, or a duration
 // back from now.
 func backfillSince(v string, now time.Time) (string, error) {
@@ -470,9 +560,14 @@ Example:
 
 --type picks the destination: webhook (--url, --header), rabbitmq (--amqp-url, --exchange,
 --routing-key), kafka (--brokers, --topic, --tls, --sasl-*), nats (--nats-url, --subject,
---stream) or pubsub (--project, --topic, --credentials-file). --from-file covers the rest
-(webhook auth). A destination that speaks TLS takes --client-cert and --client-key (mutual
-TLS), --ca-certs and --tls-min-version.
+--stream) or pubsub (--project, --topic, --credentials-file). A webhook authenticates with
+an OAuth 2.0 token the hub fetches with --oauth-token-url, --oauth-client-id and
+--oauth-client-secret (--oauth-scope, --oauth-audience, --oauth-client-auth basic|body);
+--from-file covers the rest (bearer, basic and header auth). A destination that speaks TLS
+takes --client-cert and --client-key (mutual TLS), --ca-certs and --tls-min-version.
+
+--signature-scheme v1a signs with Ed25519 instead of HMAC: the answer shows
+signing_public_key (whpk_...), which receivers verify with, and no signing secret.
 
 With --backfill-since, once verified it first receives the tenant's retained events it
 matches from that time on, in order, then the new ones; `+"`subscriptions get`"+` shows the progress.`, true)
@@ -488,6 +583,10 @@ matches from that time on, in order, then the new ones; `+"`subscriptions get`"+
 	var s subscriptionView
 	return c.do("POST", "/v1/subscriptions", nil, body, &s, func(w io.Writer) {
 		s.print(w)
+		if s.SigningPublicKey != nil {
+			fmt.Fprintln(c.e.stderr, "Receivers verify with signing_public_key (it is not secret). Next: streaming-hub subscriptions verify "+s.ID)
+			return
+		}
 		fmt.Fprintln(c.e.stderr, "The signing secret is shown only now: store it. Next: streaming-hub subscriptions verify "+s.ID)
 	})
 }
@@ -537,7 +636,7 @@ outcome (422 probe_failed).`, true, "<id>")
 
 func subscriptionsRotate(args []string, e env) int {
 	c := newAPICmd(e, "subscriptions rotate-secret", "<id> [--overlap 24h] [flags]",
-		"Makes a new signing secret (shown only now). The previous one keeps signing until the\noverlap ends, so receivers can switch without losing deliveries.", true, "<id>")
+		"Makes a new signing secret (shown only now), or for a v1a subscription a new key pair\n(its public key shown). The previous one keeps signing until the overlap ends, so\nreceivers can switch without losing deliveries.", true, "<id>")
 	overlap := c.fs.String("overlap", "", "how long the previous secret keeps signing, 0s to 168h (default 24h)")
 	if code, ok := c.parse(args); !ok {
 		return code
@@ -547,10 +646,15 @@ func subscriptionsRotate(args []string, e env) int {
 		body["overlap"] = *overlap
 	}
 	var r struct {
-		SigningSecret string `json:"signing_secret"`
-		Expires       string `json:"previous_secret_expires_at"`
+		SigningSecret    string `json:"signing_secret"`
+		SigningPublicKey string `json:"signing_public_key"`
+		Expires          string `json:"previous_secret_expires_at"`
 	}
 	return c.do("POST", "/v1/subscriptions/"+pathEscape(c.args[0])+"/rotate-secret", nil, body, &r, func(w io.Writer) {
+		if r.SigningPublicKey != "" { // a v1a subscription: a new key pair
+			fields(w, "signing_public_key", r.SigningPublicKey, "previous_secret_expires_at", r.Expires)
+			return
+		}
 		fields(w, "signing_secret", r.SigningSecret, "previous_secret_expires_at", r.Expires)
 	})
 }

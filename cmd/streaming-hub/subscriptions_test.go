@@ -188,3 +188,57 @@ func TestSubscriptionsDisabledListsTheAdminRoute(t *testing.T) {
 		t.Fatalf("table:\n%s", out)
 	}
 }
+
+// The --oauth-* flags make a webhook's oauth2_client_credentials auth (the
+// secret read from stdin, never shown); --signature-scheme v1a makes an
+// Ed25519 subscription whose answer and rotation show the public key.
+func TestCLI_SubscriptionOAuthAndSignatureFlags(t *testing.T) {
+	h := startHub(t)
+	c := newCLI(t, h.URL(), h.Config.AdminToken, "STREAMING_HUB_TENANT", "default")
+	base := []string{"subscriptions", "create", "--event-type", "transaction.posted:1", "--url", "http://127.0.0.1:1/hook"}
+	code, out, errOut := runCmdStdin(c.vars, "cli-SECRET-42\n", append(base, "--name", "oauth", "--oauth-token-url", "http://127.0.0.1:1/token",
+		"--oauth-client-id", "hub", "--oauth-client-secret", "-", "--oauth-scope", "events:write", "--oauth-client-auth", "body",
+		"--signature-scheme", "v1a", "-o", "json")...)
+	if code != exitOK || strings.Contains(out+errOut, "cli-SECRET-42") {
+		t.Fatalf("create: exit %d\n%s%s", code, out, errOut)
+	}
+	var s struct {
+		ID          string `json:"id"`
+		Destination struct {
+			Auth map[string]string `json:"auth"`
+		} `json:"destination"`
+		Signature        struct{ Scheme string } `json:"signature"`
+		SigningPublicKey string                  `json:"signing_public_key"`
+		SigningSecret    string                  `json:"signing_secret"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"type": "oauth2_client_credentials", "token_url": "http://127.0.0.1:1/token", "client_id": "hub", "scope": "events:write", "client_auth": "body"}
+	if fmt.Sprint(s.Destination.Auth) != fmt.Sprint(want) || s.Signature.Scheme != "v1a" || !strings.HasPrefix(s.SigningPublicKey, "whpk_") || s.SigningSecret != "" {
+		t.Fatalf("created %+v", s)
+	}
+	if out := c.ok("subscriptions", "get", s.ID); !strings.Contains(out, "token_url http://127.0.0.1:1/token") || !strings.Contains(out, s.SigningPublicKey) {
+		t.Fatalf("get:\n%s", out)
+	}
+	if out := c.ok("subscriptions", "rotate-secret", s.ID); !strings.Contains(out, "signing_public_key") || strings.Contains(out, s.SigningPublicKey) || !strings.Contains(out, "whpk_") {
+		t.Fatalf("rotate-secret of a v1a subscription:\n%s", out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--name", "x", "--oauth-token-url", "https://a/token", "--oauth-client-id", "c"}, "--oauth-client-secret: required"},
+		{[]string{"--name", "x", "--oauth-token-url", "https://a/token", "--oauth-client-id", "c", "--oauth-client-secret", "s", "--oauth-client-auth", "jwt"}, "--oauth-client-auth: basic or body"},
+		{[]string{"--name", "x", "--signature-scheme", "v2"}, "--signature-scheme: v1 or v1a"},
+		{[]string{"--name", "x", "--type", "kafka", "--brokers", "b:1", "--topic", "t", "--oauth-client-id", "c"}, "--oauth-client-id is for --type webhook, not kafka"},
+	} {
+		args := append(append([]string(nil), base...), tc.args...)
+		if tc.args[2] == "--type" { // no --url for a broker
+			args = append([]string{"subscriptions", "create", "--event-type", "transaction.posted:1"}, tc.args...)
+		}
+		if errOut := c.fail(exitUsage, args...); !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.args, errOut, tc.want)
+		}
+	}
+}

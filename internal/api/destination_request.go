@@ -142,7 +142,15 @@ func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, all
 		if err := hub.ValidateHeaders(d.Headers); err != nil {
 			return err
 		}
-		return hub.ValidateAuth(d.AuthType, d.AuthHeaderName, secrets.Auth)
+		if err := hub.ValidateDestinationAuth(d, secrets.Auth); err != nil {
+			return err
+		}
+		if d.AuthType == hub.AuthOAuth2ClientCredentials {
+			// The token URL is sent to like the webhook: the same
+			// SSRF rules (checked again at dial time).
+			return destination.ValidateHTTPURL("destination.auth.token_url", d.OAuth2.TokenURL, allowPrivate)
+		}
+		return nil
 	case hub.DestinationRabbitMQ, hub.DestinationKafka, hub.DestinationNATS, hub.DestinationPubSub:
 		if len(d.Headers) > 0 {
 			return hub.Errorf(hub.EINVALID, "destination.headers: only for webhook destinations")

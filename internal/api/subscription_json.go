@@ -35,6 +35,15 @@ type subscriptionJSON struct {
 	// Backfill is the subscription's latest backfill (SPEC 29); null when
 	// it never asked for one.
 	Backfill *backfillJSON `json:"backfill"`
+
+	// Signature is how attempts are signed; SigningPublicKey is a v1a
+	// subscription's current public key (whpk_), null for v1.
+	Signature        signatureJSON `json:"signature"`
+	SigningPublicKey *string       `json:"signing_public_key"`
+}
+
+type signatureJSON struct {
+	Scheme string `json:"scheme"`
 }
 
 type destinationJSON struct {
@@ -68,10 +77,16 @@ type saslJSON struct {
 	Username  string `json:"username"`
 }
 
-// authJSON shows how a destination authenticates, never with what.
+// authJSON shows how a destination authenticates, never with what: an
+// oauth2_client_credentials auth shows all but its client_secret.
 type authJSON struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"` // the header of the header type
+	Type       string `json:"type"`
+	Name       string `json:"name,omitempty"` // the header of the header type
+	TokenURL   string `json:"token_url,omitempty"`
+	ClientID   string `json:"client_id,omitempty"`
+	Scope      string `json:"scope,omitempty"`
+	Audience   string `json:"audience,omitempty"`
+	ClientAuth string `json:"client_auth,omitempty"`
 }
 
 type rateLimitJSON struct {
@@ -103,6 +118,12 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 			Headers: sub.Destination.Headers,
 		},
 	}
+	out.Signature.Scheme = hub.SignatureV1
+	if sub.SignatureScheme == hub.SignatureV1a {
+		out.Signature.Scheme = hub.SignatureV1a
+		key := sub.SigningPublicKey
+		out.SigningPublicKey = &key
+	}
 	if out.Filters = sub.Filters; out.Filters == nil {
 		out.Filters = []hub.Filter{}
 	}
@@ -129,8 +150,12 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 	}
 	if sub.Destination.AuthType != "" {
 		out.Destination.Auth = &authJSON{Type: sub.Destination.AuthType}
-		if sub.Destination.AuthType == hub.AuthHeader {
+		switch o := sub.Destination.OAuth2; sub.Destination.AuthType {
+		case hub.AuthHeader:
 			out.Destination.Auth.Name = sub.Destination.AuthHeaderName
+		case hub.AuthOAuth2ClientCredentials:
+			a := out.Destination.Auth
+			a.TokenURL, a.ClientID, a.Scope, a.Audience, a.ClientAuth = o.TokenURL, o.ClientID, o.Scope, o.Audience, o.ClientAuth
 		}
 	}
 	if sub.RateLimit > 0 {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -27,6 +28,37 @@ type subscriptionRequest struct {
 	Backfill json.RawMessage `json:"backfill"`
 	// Transform is a jq program (SPEC 29); null or "" clears it.
 	Transform json.RawMessage `json:"transform"`
+	// Signature is {"scheme": "v1"|"v1a"}: chosen at create, the same
+	// (or absent) in a PATCH.
+	Signature json.RawMessage `json:"signature"`
+}
+
+type signatureRequest struct {
+	Scheme *string `json:"scheme"`
+}
+
+// signatureScheme reads signature: the scheme as stored ("" for v1, the
+// default, or v1a); given is false when the request has none.
+func (req subscriptionRequest) signatureScheme() (scheme string, given bool, err error) {
+	if len(req.Signature) == 0 {
+		return "", false, nil
+	}
+	var sr signatureRequest
+	if isNull(req.Signature) {
+		return "", false, hub.Errorf(hub.EINVALID, `signature: an object {"scheme": "v1"|"v1a"}`)
+	}
+	if err := strict(req.Signature, &sr, "signature"); err != nil {
+		return "", false, err
+	}
+	switch {
+	case sr.Scheme == nil:
+		return "", false, hub.Errorf(hub.EINVALID, "signature.scheme: required")
+	case *sr.Scheme == hub.SignatureV1:
+		return "", true, nil
+	case *sr.Scheme == hub.SignatureV1a:
+		return hub.SignatureV1a, true, nil
+	}
+	return "", false, hub.Errorf(hub.EINVALID, "signature.scheme: must be v1 (HMAC-SHA256) or v1a (Ed25519)")
 }
 
 // rateLimitRequest is rate_limit: {"per_second": N}.
@@ -68,6 +100,38 @@ type authRequest struct {
 	Password string `json:"password"`
 	Name     string `json:"name"`
 	Value    string `json:"value"`
+	// oauth2_client_credentials: client_secret is sealed, the rest shown.
+	TokenURL     string `json:"token_url"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	Scope        string `json:"scope"`
+	Audience     string `json:"audience"`
+	ClientAuth   string `json:"client_auth"`
+}
+
+// authFields are the fields each auth type takes besides type.
+var authFields = map[string][]string{
+	hub.AuthBearer:                  {"token"},
+	hub.AuthBasic:                   {"username", "password"},
+	hub.AuthHeader:                  {"name", "value"},
+	hub.AuthOAuth2ClientCredentials: {"token_url", "client_id", "client_secret", "scope", "audience", "client_auth"},
+}
+
+// onlyItsFields refuses a field of another auth type, so that nothing
+// given is silently dropped.
+func (a authRequest) onlyItsFields() error {
+	allowed, ok := authFields[a.Type]
+	if !ok {
+		return nil // ValidateAuth names the type
+	}
+	for _, f := range []struct{ name, v string }{{"token", a.Token}, {"username", a.Username}, {"password", a.Password},
+		{"name", a.Name}, {"value", a.Value}, {"token_url", a.TokenURL}, {"client_id", a.ClientID},
+		{"client_secret", a.ClientSecret}, {"scope", a.Scope}, {"audience", a.Audience}, {"client_auth", a.ClientAuth}} {
+		if f.v != "" && !slices.Contains(allowed, f.name) {
+			return hub.Errorf(hub.EINVALID, "destination.auth.%s: not a field of the %s type", f.name, a.Type)
+		}
+	}
+	return nil
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
@@ -140,6 +204,14 @@ func applyTLS(d *destinationRequest, dest *hub.Destination, secrets *hub.Subscri
 // for PATCH) and onto its opened secrets, then validates the result.
 // It reports whether the destination URL changed.
 func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.SubscriptionSecrets, allowPrivate bool) (urlChanged bool, err error) {
+	if scheme, given, err := req.signatureScheme(); err != nil {
+		return false, err
+	} else if given && scheme != sub.SignatureScheme {
+		// Receivers verify with what they were given at create: a new
+		// scheme is a new subscription (a new key within the scheme is
+		// a rotation).
+		return false, hub.Errorf(hub.EINVALID, "signature.scheme: cannot be changed after create; create a new subscription, or rotate the key (rotate-secret)")
+	}
 	if req.Name != nil {
 		sub.Name = *req.Name
 	}
@@ -230,13 +302,18 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		if len(d.Auth) > 0 {
 			if isNull(d.Auth) {
 				sub.Destination.AuthType, sub.Destination.AuthHeaderName = "", ""
+				sub.Destination.OAuth2 = hub.OAuth2{}
 				secrets.Auth = hub.Credentials{}
 			} else {
 				var a authRequest
 				if err := strict(d.Auth, &a, "destination.auth"); err != nil {
 					return false, err
 				}
+				if err := a.onlyItsFields(); err != nil {
+					return false, err
+				}
 				sub.Destination.AuthType, sub.Destination.AuthHeaderName = a.Type, ""
+				sub.Destination.OAuth2 = hub.OAuth2{}
 				// Keep only what the type uses: nothing stray is stored.
 				switch a.Type {
 				case hub.AuthBearer:
@@ -246,6 +323,16 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 				case hub.AuthHeader:
 					sub.Destination.AuthHeaderName = a.Name
 					secrets.Auth = hub.Credentials{Value: a.Value}
+				case hub.AuthOAuth2ClientCredentials:
+					// The object is replaced whole, client_secret
+					// included: a secret never follows a token_url
+					// it was not given for.
+					if a.ClientAuth == "" {
+						a.ClientAuth = hub.OAuth2ClientAuthBasic
+					}
+					sub.Destination.OAuth2 = hub.OAuth2{TokenURL: a.TokenURL, ClientID: a.ClientID,
+						Scope: a.Scope, Audience: a.Audience, ClientAuth: a.ClientAuth}
+					secrets.Auth = hub.Credentials{ClientSecret: a.ClientSecret}
 				}
 			}
 		}

@@ -45,8 +45,20 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		Enabled:           true,
 		VerificationState: hub.VerificationPending,
 	}
-	secret := destination.NewSecret()
-	secrets := hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: secret}}}
+	scheme, _, err := req.signatureScheme()
+	if err != nil {
+		return err
+	}
+	// v1 answers its secret once; v1a seals its private key and shows
+	// only the public key.
+	secret, signing := "", ""
+	if sub.SignatureScheme = scheme; scheme == hub.SignatureV1a {
+		signing, sub.SigningPublicKey = destination.NewKeyPair()
+	} else {
+		secret = destination.NewSecret()
+		signing = secret
+	}
+	secrets := hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: signing}}}
 	if _, err := req.apply(&sub, &secrets, s.deps.AllowPrivateSinks); err != nil {
 		return err
 	}

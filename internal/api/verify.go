@@ -93,8 +93,9 @@ const (
 	maxOverlap     = 7 * 24 * time.Hour
 )
 
-// rotateSecret makes a new current signing secret; the old one keeps
-// signing until the overlap ends, and secrets already expired are dropped.
+// rotateSecret makes a new current signing secret (a v1a subscription: a
+// new key pair, its public key shown); the old one keeps signing until the
+// overlap ends, and secrets already expired are dropped.
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	tenantID, err := s.tenantScope(r)
 	if err != nil {
@@ -114,11 +115,23 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 		}
 		overlap = d
 	}
-	secret := destination.NewSecret()
 	now := s.now()
 	expires := now.Add(overlap)
-	_, err = s.modifySubscription(r.Context(), tenantID, r.PathValue("id"), func(_ *hub.Subscription, sec *hub.SubscriptionSecrets) error {
-		kept := []hub.SigningSecret{{Secret: secret}}
+	var secret, private, public string
+	_, err = s.modifySubscription(r.Context(), tenantID, r.PathValue("id"), func(sub *hub.Subscription, sec *hub.SubscriptionSecrets) error {
+		signing := ""
+		if sub.SignatureScheme == hub.SignatureV1a {
+			if private == "" { // once, should the write be tried again
+				private, public = destination.NewKeyPair()
+			}
+			signing, sub.SigningPublicKey = private, public
+		} else {
+			if secret == "" {
+				secret = destination.NewSecret()
+			}
+			signing = secret
+		}
+		kept := []hub.SigningSecret{{Secret: signing}}
 		for _, old := range sec.Signing {
 			if old.ExpiresAt == nil {
 				old.ExpiresAt = &expires
@@ -132,6 +145,10 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if public != "" {
+		writeJSON(w, http.StatusOK, map[string]any{"signing_public_key": public, "previous_secret_expires_at": expires})
+		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"signing_secret": secret, "previous_secret_expires_at": expires})
 	return nil

@@ -112,11 +112,24 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 		"bearer": {"type": "bearer", "token": f.Get("auth_token")},
 		"basic":  {"type": "basic", "username": f.Get("auth_username"), "password": f.Get("auth_password")},
 		"header": {"type": "header", "name": f.Get("auth_name"), "value": f.Get("auth_value")},
+		"oauth2_client_credentials": {"type": "oauth2_client_credentials", "token_url": strings.TrimSpace(f.Get("oauth_token_url")),
+			"client_id": f.Get("oauth_client_id"), "client_secret": f.Get("oauth_client_secret"),
+			"client_auth": strOr(f.Get("oauth_client_auth"), "basic")},
 	}[f.Get("auth_type")]
+	if auth != nil && auth["type"] == "oauth2_client_credentials" {
+		for _, k := range []string{"scope", "audience"} {
+			if v := strings.TrimSpace(f.Get("oauth_" + k)); v != "" {
+				auth[k] = v
+			}
+		}
+	}
 	if auth != nil && dest["type"] == hub.DestinationWebhook {
 		dest["auth"] = auth
 	}
 	body := m{"name": strings.TrimSpace(f.Get("name")), "event_types": types, "destination": dest}
+	if creating && f.Get("signature_scheme") == "v1a" {
+		body["signature"] = m{"scheme": "v1a"}
+	}
 	if types == nil {
 		body["event_types"] = []m{}
 	}
@@ -290,6 +303,13 @@ func (c *Console) createSubscription(w http.ResponseWriter, r *http.Request, s *
 		c.fail(w, r, s, err)
 		return
 	}
+	if key, ok := created["signing_public_key"].(string); ok {
+		c.show(w, r, s, http.StatusCreated, "shown_once", "subscriptions", "Subscription created", m{
+			"Sub": created, "Secret": key, "Label": "Public key", "Warnings": created["warnings"],
+			"Message": "Subscription created. Receivers verify its Ed25519 (v1a) signatures with this public key; it is not secret and stays on the subscription's page. Then verify the destination.",
+		})
+		return
+	}
 	c.show(w, r, s, http.StatusCreated, "shown_once", "subscriptions", "Subscription created", m{
 		"Sub": created, "Secret": created["signing_secret"], "Warnings": created["warnings"],
 		"Message": "Subscription created. Copy its signing secret now: it is shown only this once. Then verify the destination.",
@@ -342,6 +362,13 @@ func (c *Console) subscriptionAction(w http.ResponseWriter, r *http.Request, s *
 		var res m
 		if err := c.call(r, s, "POST", base+"/rotate-secret", m{"overlap": strOr(r.PostFormValue("overlap"), "24h")}, &res); err != nil {
 			c.fail(w, r, s, err)
+			return
+		}
+		if key, ok := res["signing_public_key"].(string); ok {
+			c.show(w, r, s, http.StatusOK, "shown_once", "subscriptions", "Key rotated", m{
+				"Sub": m{"id": id}, "Secret": key, "Label": "New public key", "Expires": res["previous_secret_expires_at"],
+				"Message": "A new Ed25519 key pair signs from now on; give receivers this public key. The previous key keeps signing until it expires.",
+			})
 			return
 		}
 		c.show(w, r, s, http.StatusOK, "shown_once", "subscriptions", "Secret rotated", m{

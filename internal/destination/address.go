@@ -12,30 +12,36 @@ import (
 // unless private sinks are allowed, and no literal private address then.
 // Hostnames are checked again at dial time, after DNS.
 func ValidateURL(raw string, allowPrivate bool) error {
+	return ValidateHTTPURL("destination.url", raw, allowPrivate)
+}
+
+// ValidateHTTPURL is ValidateURL for any URL the hub sends to (field names
+// it in the error): a webhook's, or its OAuth 2.0 token URL.
+func ValidateHTTPURL(field, raw string, allowPrivate bool) error {
 	if len(raw) > hub.MaxURLBytes {
-		return hub.Errorf(hub.EINVALID, "destination.url: at most %d bytes", hub.MaxURLBytes)
+		return hub.Errorf(hub.EINVALID, "%s: at most %d bytes", field, hub.MaxURLBytes)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" {
-		return hub.Errorf(hub.EINVALID, "destination.url: must be an absolute http(s) URL")
+		return hub.Errorf(hub.EINVALID, "%s: must be an absolute http(s) URL", field)
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !allowPrivate {
-			return hub.Errorf(hub.EINVALID, "destination.url: must be https")
+			return hub.Errorf(hub.EINVALID, "%s: must be https", field)
 		}
 	default:
-		return hub.Errorf(hub.EINVALID, "destination.url: must be an absolute http(s) URL")
+		return hub.Errorf(hub.EINVALID, "%s: must be an absolute http(s) URL", field)
 	}
 	if u.User != nil {
-		return hub.Errorf(hub.EINVALID, "destination.url: credentials in the URL are not allowed; use destination.auth")
+		return hub.Errorf(hub.EINVALID, "%s: credentials in the URL are not allowed; use destination.auth", field)
 	}
 	if u.Fragment != "" {
-		return hub.Errorf(hub.EINVALID, "destination.url: must not have a fragment")
+		return hub.Errorf(hub.EINVALID, "%s: must not have a fragment", field)
 	}
 	if !allowPrivate && !publicHost(u.Hostname()) {
-		return hub.Errorf(hub.EINVALID, "destination.url: private destinations are not allowed")
+		return hub.Errorf(hub.EINVALID, "%s: private destinations are not allowed", field)
 	}
 	return nil
 }

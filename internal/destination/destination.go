@@ -27,6 +27,9 @@ type Target struct {
 	// ClientKey is the PEM key of Destination.ClientCertificate (mutual
 	// TLS): see TLSConfig.
 	ClientKey string
+	// SubscriptionID is the subscription the target is of: what caches
+	// kept per subscription (an OAuth 2.0 token) are keyed by.
+	SubscriptionID string
 }
 
 // Message is what one attempt sends: the body unchanged and the headers,

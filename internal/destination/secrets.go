@@ -31,5 +31,5 @@ func TargetOf(sub hub.Subscription, sec hub.SubscriptionSecrets, now time.Time) 
 	if sub.Destination.Type != hub.DestinationWebhook {
 		creds = sec.Broker
 	}
-	return Target{Destination: sub.Destination, Credentials: creds, Secrets: sec.Valid(now), ClientKey: sec.ClientKey}
+	return Target{Destination: sub.Destination, Credentials: creds, Secrets: sec.Valid(now), ClientKey: sec.ClientKey, SubscriptionID: sub.ID}
 }

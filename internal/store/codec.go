@@ -35,6 +35,22 @@ type destinationConfig struct {
 	ClientCertificate string `json:"client_certificate,omitempty"`
 	CACertificates    string `json:"ca_certificates,omitempty"`
 	TLSMinVersion     string `json:"tls_min_version,omitempty"`
+	// A webhook's oauth2_client_credentials settings (its client secret
+	// is sealed with the other credentials).
+	OAuth2 *oauth2Config `json:"oauth2,omitempty"`
+	// How attempts to the destination are signed: the subscription's
+	// signature scheme when not v1, and a v1a subscription's public key
+	// (kept here rather than in a column of their own).
+	SignatureScheme  string `json:"signature_scheme,omitempty"`
+	SigningPublicKey string `json:"signing_public_key,omitempty"`
+}
+
+type oauth2Config struct {
+	TokenURL   string `json:"token_url"`
+	ClientID   string `json:"client_id"`
+	Scope      string `json:"scope,omitempty"`
+	Audience   string `json:"audience,omitempty"`
+	ClientAuth string `json:"client_auth"`
 }
 
 // EncodeSubscription encodes s's JSON columns.
@@ -54,10 +70,15 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 	}
 	out.EventTypes, out.Headers = string(et), string(h)
 	d := s.Destination
-	dc, err := json.Marshal(destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
+	cfg := destinationConfig{Exchange: d.Exchange, RoutingKey: d.RoutingKey, Brokers: d.Brokers,
 		Topic: d.Topic, TLS: d.TLS, SASLMechanism: d.SASLMechanism, SASLUsername: d.SASLUsername,
 		Subject: d.Subject, Stream: d.Stream, Project: d.Project,
-		ClientCertificate: d.ClientCertificate, CACertificates: d.CACertificates, TLSMinVersion: d.TLSMinVersion})
+		ClientCertificate: d.ClientCertificate, CACertificates: d.CACertificates, TLSMinVersion: d.TLSMinVersion,
+		SignatureScheme: s.SignatureScheme, SigningPublicKey: s.SigningPublicKey}
+	if o := d.OAuth2; o != (hub.OAuth2{}) {
+		cfg.OAuth2 = &oauth2Config{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
+	}
+	dc, err := json.Marshal(cfg)
 	if err != nil {
 		return out, err
 	}
@@ -101,7 +122,8 @@ func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule,
 	return nil
 }
 
-// DecodeDestinationConfig fills s's broker settings from destination_config.
+// DecodeDestinationConfig fills s's broker and OAuth 2.0 settings, its
+// signature scheme and public key, from destination_config.
 func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	if len(raw) == 0 {
 		return nil
@@ -115,5 +137,9 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	d.TLS, d.SASLMechanism, d.SASLUsername = dc.TLS, dc.SASLMechanism, dc.SASLUsername
 	d.Subject, d.Stream, d.Project = dc.Subject, dc.Stream, dc.Project
 	d.ClientCertificate, d.CACertificates, d.TLSMinVersion = dc.ClientCertificate, dc.CACertificates, dc.TLSMinVersion
+	s.SignatureScheme, s.SigningPublicKey = dc.SignatureScheme, dc.SigningPublicKey
+	if o := dc.OAuth2; o != nil {
+		d.OAuth2 = hub.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
+	}
 	return nil
 }

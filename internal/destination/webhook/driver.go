@@ -22,6 +22,9 @@ const maxProbeAnswer = 64 << 10
 type Driver struct {
 	dial   destination.Dialer
 	client *http.Client
+	// tokens are the OAuth 2.0 tokens of oauth2_client_credentials
+	// destinations, fetched through the destination's client (Client).
+	tokens *TokenCache
 	// tls holds a client per mutual TLS setting in use (by
 	// destination.TLSKey): connections made with one client certificate
 	// or trust are never reused by a destination with another.
@@ -38,7 +41,7 @@ type tlsClient struct {
 
 // New returns the webhook driver, dialing with d.
 func New(d destination.Dialer) *Driver {
-	return &Driver{dial: d, client: NewClient(d), now: time.Now,
+	return &Driver{dial: d, client: NewClient(d), now: time.Now, tokens: NewTokenCache(MaxCachedTokens),
 		tls: destination.NewPool(nil, func(c *tlsClient) { c.CloseIdleConnections() })}
 }
 
@@ -68,7 +71,7 @@ func (d *Driver) Client(t destination.Target) (c *http.Client, release func(), e
 	}
 	if !tc.notAfter.IsZero() && !now.Before(tc.notAfter) {
 		release()
-		return nil, nil, fmt.Errorf("client certificate expired at %s", tc.notAfter.UTC().Format(time.RFC3339))
+		return nil, nil, destination.ExpiredCertificateError{At: tc.notAfter.UTC()}
 	}
 	return tc.Client, release, nil
 }
@@ -77,17 +80,36 @@ func (d *Driver) Client(t destination.Target) (c *http.Client, release func(), e
 // challenge in its body, for a probe), anything else a failure naming the
 // status; no answer is a failure with the transport's error (the send path
 // words it for the tenant: destination.Explain).
+//
+// An oauth2_client_credentials destination gets its bearer from the token
+// cache (fetched first if needed, an attempt failure naming token_url if
+// that fails); its 401 drops the token, so the retry fetches a new one.
+// m.Time is the cache's clock. The token request leaves as attempts do:
+// the destination's TLS settings, the SSRF-safe dialer, the egress proxy.
 func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.Message) destination.Result {
-	req, err := newRequest(ctx, t, m)
-	if err != nil {
-		return destination.Result{Err: err}
-	}
-	sent := sentHeaders(t, req)
 	client, release, err := d.Client(t)
 	if err != nil {
 		return destination.Result{Err: err}
 	}
 	defer release()
+	var bearer string
+	if t.AuthType == hub.AuthOAuth2ClientCredentials {
+		now := m.Time
+		if now.IsZero() {
+			now = time.Now()
+		}
+		start := time.Now()
+		token, err := d.tokens.Token(ctx, client, TokenConfigOf(t), now)
+		if err != nil {
+			return destination.Result{Err: err, Duration: time.Since(start)}
+		}
+		bearer = token
+	}
+	req, err := newRequest(ctx, t, m, bearer)
+	if err != nil {
+		return destination.Result{Err: err}
+	}
+	sent := sentHeaders(t, req)
 	start := time.Now()
 	resp, err := client.Do(req)
 	res := destination.Result{Duration: time.Since(start), Sent: sent}
@@ -111,6 +133,9 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 	res.Status, res.Header = resp.StatusCode, resp.Header
 	res.Body = store.CleanText(string(body), hub.MaxResponseBody)
 	switch {
+	case res.Status == http.StatusUnauthorized && bearer != "":
+		d.tokens.Drop(TokenConfigOf(t), bearer)
+		res.Err = fmt.Errorf("destination answered 401: the OAuth 2.0 token is dropped, the next attempt fetches a new one")
 	case res.Status < 200 || res.Status > 299:
 		res.Err = fmt.Errorf("destination answered %d", res.Status)
 	case m.Challenge != "" && !bytes.Contains(body, []byte(m.Challenge)):

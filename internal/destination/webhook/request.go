@@ -15,7 +15,8 @@ import (
 // newRequest builds the POST of m to t. Custom headers go first, then the
 // auth, and m's headers (the hub's own and the signature) last, so nothing
 // a subscriber configured can replace them (validation refuses it anyway).
-func newRequest(ctx context.Context, t destination.Target, m destination.Message) (*http.Request, error) {
+// bearer is the OAuth 2.0 token of an oauth2_client_credentials target.
+func newRequest(ctx context.Context, t destination.Target, m destination.Message, bearer string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(m.Body))
 	if err != nil {
 		return nil, err
@@ -30,6 +31,8 @@ func newRequest(ctx context.Context, t destination.Target, m destination.Message
 		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(t.Credentials.Username+":"+t.Credentials.Password)))
 	case hub.AuthHeader:
 		req.Header.Set(t.AuthHeaderName, t.Credentials.Value)
+	case hub.AuthOAuth2ClientCredentials:
+		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	for k, vs := range m.Headers {
 		req.Header[k] = vs

@@ -27,7 +27,13 @@ func testReach(t *testing.T, open Opener) {
 		pubsub := NewSubscription("acme", "sub_pubsub")
 		pubsub.Destination = hub.Destination{Type: hub.DestinationPubSub, Project: "acme-events", Topic: "events",
 			Headers: map[string]string{}}
-		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub} {
+		oauth := NewSubscription("acme", "sub_oauth")
+		oauth.Destination = hub.Destination{Type: hub.DestinationWebhook, URL: "https://hooks.example.com/in", Headers: map[string]string{},
+			AuthType: hub.AuthOAuth2ClientCredentials, OAuth2: hub.OAuth2{TokenURL: "https://auth.example.com/token", ClientID: "hub",
+				Scope: "events:write", Audience: "https://hooks.example.com", ClientAuth: hub.OAuth2ClientAuthBody}}
+		v1a := NewSubscription("acme", "sub_v1a")
+		v1a.SignatureScheme, v1a.SigningPublicKey = hub.SignatureV1a, "whpk_0HHYm1dI6N9QMrp4M2UCTrsW/TDUiUPbcq6I92etrR8="
+		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub, oauth, v1a} {
 			created, err := e.store.CreateSubscription(e.ctx, in)
 			if err != nil {
 				t.Fatal(err)
@@ -107,6 +113,30 @@ func testReach(t *testing.T, open Opener) {
 		if again.Destination.ClientCertificate != "" || again.Destination.TLSMinVersion != "" ||
 			again.Destination.CACertificates != s.Destination.CACertificates || !reflect.DeepEqual(again, updated) {
 			t.Fatalf("after update: %+v", again.Destination)
+		}
+	})
+
+	t.Run("ClaimCarriesOAuth2AndSignatureSettings", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		s := NewSubscription("acme", "sub_o")
+		s.VerificationState = hub.VerificationActive
+		s.Destination.AuthType, s.Destination.AuthHeaderName = hub.AuthOAuth2ClientCredentials, ""
+		s.Destination.OAuth2 = hub.OAuth2{TokenURL: "https://auth.example.com/token", ClientID: "hub", ClientAuth: hub.OAuth2ClientAuthBasic}
+		s.SignatureScheme, s.SigningPublicKey = hub.SignatureV1a, "whpk_0HHYm1dI6N9QMrp4M2UCTrsW/TDUiUPbcq6I92etrR8="
+		if _, err := e.store.CreateSubscription(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		e.publish(t, "acme", "ev", 1)
+		claimed, err := e.store.ClaimJobs(e.ctx, store.ClaimParams{Batch: 4, Lease: 30e9})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claimed %d jobs, %v", len(claimed), err)
+		}
+		if got := claimed[0].Subscription.Destination; got.OAuth2 != s.Destination.OAuth2 || got.AuthType != hub.AuthOAuth2ClientCredentials {
+			t.Fatalf("claimed destination %+v", got)
+		}
+		if got := claimed[0].Subscription; got.SignatureScheme != hub.SignatureV1a || got.SigningPublicKey != s.SigningPublicKey {
+			t.Fatalf("claimed signature %q %q", got.SignatureScheme, got.SigningPublicKey)
 		}
 	})
 }
