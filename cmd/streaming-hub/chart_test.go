@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +74,9 @@ func chartEnv(t *testing.T, fill map[string]string) map[string]string {
 // access manager on, the lab's opt-ins for plaintext Kafka and PostgreSQL
 // without TLS) migrates its database, becomes ready, lets an operator in
 // with a JWT the access manager allows, warns about none of the names it
-// reads, and on SIGTERM answers /readyz 503 while draining, then exits 0.
+// reads, serves its one tenant (a tenant JWT subscribes and receives its
+// event; another tenant's record is rejected as tenant_not_served), and on
+// SIGTERM answers /readyz 503 while draining, then exits 0.
 func TestServe_StartsWithLerianChartEnvironment(t *testing.T) {
 	testkit.Long(t)
 	dsn := testkit.PostgresPoolURL(t)
@@ -102,6 +105,21 @@ func TestServe_StartsWithLerianChartEnvironment(t *testing.T) {
 	if len(vars) != 34 {
 		t.Fatalf("lerian-chart.env has %d names, want 34", len(vars))
 	}
+	// The receiver of this lab is on loopback, which the SSRF rule refuses
+	// unless told: the one name added to the chart's.
+	vars["STREAMING_HUB_ALLOW_PRIVATE_SINKS"] = "true"
+	received := make(chan string, 16)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var probe struct{ Challenge string }
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &probe) == nil && probe.Challenge != "" {
+			io.WriteString(w, probe.Challenge) // the verification probe
+			return
+		}
+		received <- r.Header.Get("X-Lerian-Event-Id")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(sink.Close)
 	if _, ok := vars["STREAMING_HUB_ADMIN_TOKEN"]; ok {
 		t.Fatal("the chart sets no admin token")
 	}
@@ -153,6 +171,54 @@ func TestServe_StartsWithLerianChartEnvironment(t *testing.T) {
 	}
 	if a, _ := asked.Load("tenants"); a != "get" {
 		t.Errorf("the access manager was not asked tenants/get")
+	}
+
+	// The one tenant the chart serves (MULTI_TENANT_ENABLED=false,
+	// STREAMING_HUB_TENANT_ID=default) was made at start: a tenant JWT of it
+	// subscribes, verifies and receives its event; another tenant's record
+	// is rejected as tenant_not_served.
+	tenantJWT := enc(map[string]string{"alg": "RS256", "typ": "JWT"}) + "." +
+		enc(map[string]any{"type": "normal-user", "owner": "lerian", "sub": "alice", "tenantId": "default", "exp": time.Now().Add(time.Hour).Unix()}) + ".c2ln"
+	call := func(method, path, token, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	st, b := call("POST", "/v1/subscriptions", tenantJWT, `{"name":"chart","event_types":[{"type":"transaction.posted","schema_major":1}],
+		"destination":{"type":"webhook","url":"`+sink.URL+`"}}`)
+	var sub struct{ ID string }
+	if json.Unmarshal(b, &sub); st != 201 || sub.ID == "" {
+		t.Fatalf("a tenant JWT subscribing: %d %s", st, b)
+	}
+	if st, b := call("POST", "/v1/subscriptions/"+sub.ID+"/verify", tenantJWT, ""); st != 200 {
+		t.Fatalf("verify: %d %s", st, b)
+	}
+	prod := testkit.Producer(t, kafka)
+	testkit.Produce(t, prod, testkit.CERecord("lerian.streaming.ledger", 0, "default", "evt-chart-1"),
+		testkit.CERecord("lerian.streaming.ledger", 0, "globex", "evt-chart-2"))
+	select {
+	case id := <-received:
+		if id != "evt-chart-1" {
+			t.Fatalf("the receiver got %q, want evt-chart-1", id)
+		}
+	case <-time.After(testkit.Patience):
+		t.Fatal("the served tenant's event was not delivered")
+	}
+	testkit.WaitFor(t, "the other tenant's record rejected as tenant_not_served", func() bool {
+		_, b := call("GET", "/v1/admin/rejections", jwt, "")
+		return bytes.Contains(b, []byte("tenant_not_served")) && bytes.Contains(b, []byte("evt-chart-2"))
+	})
+	select {
+	case id := <-received:
+		t.Fatalf("the receiver also got %q", id)
+	default:
 	}
 
 	// SIGTERM: /readyz answers 503 at once while the hub drains (5s), then
