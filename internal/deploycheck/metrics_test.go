@@ -76,8 +76,8 @@ func TestDeployedQueries_NameOnlyMetricsTheHubExports(t *testing.T) {
 				cur = nil
 			}
 		}
-		if len(exprs) != 6 {
-			t.Fatalf("found %d alert expressions, want 6", len(exprs))
+		if len(exprs) != 7 {
+			t.Fatalf("found %d alert expressions, want 7", len(exprs))
 		}
 		checkNames(t, "alerts", exprs, exported)
 	})
