@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 // Written is a destination as its tenant wrote it: the host of the URL
@@ -50,6 +52,10 @@ func WrittenOf(t Target) Written {
 	}
 	return w
 }
+
+// WrittenURL is an endpoint a tenant wrote as a URL (a token URL), as
+// Explain names it.
+func WrittenURL(raw string) Written { return WrittenOf(Target{Destination: hub.Destination{URL: raw}}) }
 
 var defaultPorts = map[string]string{"https": "443", "http": "80", "amqp": "5672", "amqps": "5671", "nats": "4222", "tls": "4222"}
 

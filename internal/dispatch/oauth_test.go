@@ -285,7 +285,7 @@ func TestOAuth_TokenEndpointFailuresAreAttemptErrorsNamingTokenURL(t *testing.T)
 		cases := []struct{ sub, tokenURL, want string }{
 			{"sub_500", failing.URL + "/token?tenant=x", "oauth2: token_url " + failing.URL + "/token answered 500 (temporarily_unavailable)"},
 			{"sub_html", notJSON.URL + "/token", "oauth2: token_url " + notJSON.URL + "/token answered 200 without a JSON token"},
-			{"sub_down", down.URL + "/token", "oauth2: token_url " + down.URL + "/token: connection refused"},
+			{"sub_down", down.URL + "/token", "oauth2: token_url " + down.URL + "/token: connect: connection refused by " + strings.TrimPrefix(down.URL, "http://")},
 		}
 		for _, c := range cases {
 			r.oauthSubscription(c.sub, recv.URL, c.tokenURL, hub.OAuth2ClientAuthBasic)

@@ -102,7 +102,7 @@ func (c *TokenCache) Token(ctx context.Context, client *http.Client, cfg TokenCo
 				}
 				return e.token, nil
 			case <-ctx.Done():
-				return "", fmt.Errorf("oauth2: token_url %s: %s", urlName(cfg.TokenURL), destination.Describe(ctx.Err()))
+				return "", fmt.Errorf("oauth2: token_url %s: %s", urlName(cfg.TokenURL), destination.Explain(ctx.Err(), destination.WrittenURL(cfg.TokenURL), 0))
 			}
 		}
 	}
@@ -215,12 +215,12 @@ func fetchToken(ctx context.Context, client *http.Client, cfg TokenConfig) (toke
 	req.Header.Set("User-Agent", hub.UserAgent())
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", 0, fmt.Errorf("oauth2: token_url %s: %s", name, destination.Describe(err))
+		return "", 0, fmt.Errorf("oauth2: token_url %s: %s", name, destination.Explain(err, destination.WrittenURL(cfg.TokenURL), 0))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
 	if err != nil {
-		return "", 0, fmt.Errorf("oauth2: token_url %s: reading the answer: %s", name, destination.Describe(err))
+		return "", 0, fmt.Errorf("oauth2: token_url %s: reading the answer: %s", name, destination.Explain(err, destination.WrittenURL(cfg.TokenURL), 0))
 	}
 	var a tokenAnswerJSON
 	jsonErr := json.Unmarshal(body, &a)
