@@ -39,24 +39,22 @@ import (
 // arrival order once it closes). The last one cuts the replicas' database
 // connections again and again under load (docs/operations.md).
 
-// holdRetry is the retry schedule of the scenarios' subscriptions: short,
-// few steps (five attempts in all), the one of the report that found the
-// break.
-var holdRetry = []string{"1s", "2s", "4s", "8s"}
+// holdRetry is the retry schedule of the scenarios' subscriptions: twelve
+// steps of 1 s, each shorter than any breaker's open time, so a failed
+// job's retry is due before the breaker's probe and the backlog, failed
+// jobs included, drains in arrival order once it closes. (A retry further
+// away than the probe may still be overtaken: docs/concepts.md#ordering.)
+var holdRetry = []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"}
 
 // holdBreakers are the breaker settings of the scenarios' replicas: a
 // breaker opens after STREAMING_HUB_BREAKER_FAILURES (default 5)
-// consecutive failures and stays open 10 s, doubling up to 20 s after each
-// failed probe. The outage (8 s) ends before the first probe, as the
-// report's 25 s outage did before its 30 s breakers probed: the failed
-// jobs' retries (1 s after their one failure) are due by then, so the
-// backlog drains in arrival order. A retry still further away than the
-// breaker's probe may be overtaken (docs/concepts.md#ordering), which is
-// why the retries here are short.
-var holdBreakers = []string{"STREAMING_HUB_BREAKER_OPEN=10s", "STREAMING_HUB_BREAKER_MAX_OPEN=20s"}
+// consecutive failures, stays open 2 s, and doubles up to 8 s after each
+// failed probe, so each replica probes several times during an outage and
+// their breakers close at different moments.
+var holdBreakers = []string{"STREAMING_HUB_BREAKER_OPEN=2s", "STREAMING_HUB_BREAKER_MAX_OPEN=8s"}
 
 // holdOutage is how long the destination fails.
-const holdOutage = 8 * time.Second
+const holdOutage = 10 * time.Second
 
 // addOrderedTenant stores a tenant with one verified, ordered subscription
 // (max_in_flight 1) to dest, retried on retry, credentials sealed as the
@@ -300,7 +298,7 @@ func orderedWebhookAfterOutage(t *testing.T, c holdCase) {
 	receipts, _ := sink.snapshot()
 	f := checkOrder(receipts, w.jobAttempts(db))
 	jobs := w.jobFigures(db)
-	fmt.Printf("\n== %d ordered webhook subscriptions, %d events each, %d replicas; the sink answered 500 for %v (breaker open 10s, max 20s), then healed\n",
+	fmt.Printf("\n== %d ordered webhook subscriptions, %d events each, %d replicas; the sink answered 500 for %v (breaker open 2s, max 8s), then healed\n",
 		c.tenants, c.perTenant, c.replicas, c.outage)
 	fmt.Printf("   requests %d; jobs succeeded %d, dead-lettered %d; every job settled %v after the heal\n",
 		len(receipts), jobs.succeeded, jobs.dead, time.Since(healed).Round(100*time.Millisecond))
@@ -330,7 +328,7 @@ func TestOrderedWebhookFIFOAfterOutageThreeReplicas(t *testing.T) {
 }
 
 // An ordered RabbitMQ subscription per tenant, reached through a proxy that
-// refuses every connection for 8 s while the backlog waits, two replicas:
+// refuses every connection for 10 s while the backlog waits, two replicas:
 // every event reaches the queue, and each tenant's events first reach it in
 // sequence order.
 func TestOrderedRabbitMQFIFOAfterOutage(t *testing.T) {
@@ -390,7 +388,7 @@ func TestOrderedRabbitMQFIFOAfterOutage(t *testing.T) {
 }
 
 // An ordered NATS JetStream subscription per tenant, the server stopped for
-// 8 s while the backlog waits and started again with its stream intact,
+// 10 s while the backlog waits and started again with its stream intact,
 // two replicas: every event reaches the stream, and each tenant's events
 // first reach it in sequence order.
 func TestOrderedNATSFIFOAfterOutage(t *testing.T) {
