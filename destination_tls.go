@@ -25,7 +25,7 @@ const (
 	MaxCertificatePEMBytes = 64 << 10 // client_certificate, client_key, ca_certificates each
 	// CertificateExpiringWithin is how long before its expiry a client
 	// certificate counts as expiring (for the operational event
-	// subscription.certificate_expiring, not emitted yet).
+	// hub.subscription.certificate_expiring).
 	CertificateExpiringWithin = 14 * 24 * time.Hour
 )
 

@@ -168,6 +168,12 @@ const (
 	DefaultPruneBatch    = 1000
 )
 
+// DefaultCertificateCheckInterval is how often, at most, a process's
+// housekeeping looks for client certificates that expire within
+// hub.CertificateExpiringWithin (docs/concepts.md, "Operational events"):
+// the event they emit is once a day, so an hour is soon enough.
+const DefaultCertificateCheckInterval = time.Hour
+
 // dlqGroupFor is the DLQ consumer's group of an environment.
 func dlqGroupFor(env string) string { return "streaming-hub-dlq." + env }
 

@@ -1,6 +1,7 @@
 // Package housekeeping runs the hub's periodic database tasks — retention,
-// the job counts behind the streaming_hub_jobs gauge and, on PostgreSQL,
-// the weekly partitions ahead — on one replica at a time: every replica
+// the job counts behind the streaming_hub_jobs gauge, the hourly check of
+// destinations' client certificates and, on PostgreSQL, the weekly
+// partitions ahead — on one replica at a time: every replica
 // tries each pass, and the store's lock (a PostgreSQL advisory lock) lets
 // one of them run it.
 package housekeeping
@@ -26,6 +27,7 @@ const PartitionsLockName = "partitions"
 // Store is the part of the store housekeeping uses.
 type Store interface {
 	store.Retention
+	store.Certificates
 	CountJobs(ctx context.Context) (map[hub.JobStatus]int64, error)
 	PruneRollups(ctx context.Context, before time.Time) (int, error)
 	PruneDLQRecords(ctx context.Context, before time.Time, batch int) (int, error)
@@ -64,6 +66,9 @@ type Housekeeper struct {
 	// keys last reaped here: each waits its own interval (DLQPruneInterval,
 	// IdempotencyReapInterval) between passes.
 	lastDLQPrune, lastReap time.Time
+	// When client certificates were last checked here (at most every
+	// config.DefaultCertificateCheckInterval).
+	lastCertCheck time.Time
 }
 
 // New returns a Housekeeper.
@@ -175,6 +180,12 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 			}
 			h.lastReap = h.cfg.Now()
 		}
+		if h.due(h.lastCertCheck, config.DefaultCertificateCheckInterval) {
+			if _, err := h.CheckCertificates(ctx); err != nil {
+				return err
+			}
+			h.lastCertCheck = h.cfg.Now()
+		}
 		return h.countJobs(ctx)
 	})
 	h.count(ran, err, deleted)
@@ -244,6 +255,36 @@ func (h *Housekeeper) count(ran bool, err error, deleted store.PruneResult) {
 	m.RetentionDeleted.WithLabelValues("succeeded_jobs").Add(float64(deleted.SucceededJobs))
 	m.RetentionDeleted.WithLabelValues("dead_letters").Add(float64(deleted.DeadLetters))
 	m.RetentionDeleted.WithLabelValues("events").Add(float64(deleted.Events))
+}
+
+// CheckCertificates emits hub.subscription.certificate_expiring for every
+// enabled subscription whose client certificate expires within
+// hub.CertificateExpiringWithin, or has expired, and logs a warning for
+// each. The event's id names the subscription and the day, so a check
+// that runs again the same day writes nothing new: it is once a day per
+// subscription, whichever replica runs it. It returns how many events it
+// wrote.
+func (h *Housekeeper) CheckCertificates(ctx context.Context) (emitted int, err error) {
+	subs, err := h.cfg.Store.ListClientCertificateSubscriptions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := h.cfg.Now()
+	var events []hub.Event
+	for _, s := range subs {
+		sum, notAfter, ok := hub.ClientCertificateInfo(s.Destination.ClientCertificate)
+		if !ok || notAfter.Sub(now) > hub.CertificateExpiringWithin {
+			continue
+		}
+		h.cfg.Logger.Warn("client certificate expiring", "tenant_id", s.TenantID, "subscription_id", s.ID,
+			"client_certificate_sha256", sum, "expires_at", notAfter.UTC().Format(time.RFC3339),
+			"expires_in_days", store.ExpiresInDays(notAfter, now))
+		events = append(events, store.CertificateExpiringEvent(s, sum, notAfter, now))
+	}
+	if len(events) == 0 {
+		return 0, nil
+	}
+	return h.cfg.Store.EmitOperational(ctx, events)
 }
 
 // due says whether a task last run at last and run every every is due

@@ -44,6 +44,7 @@ type Store interface {
 	DLQ
 	Backfills
 	Drifts
+	Certificates
 }
 
 // Options are common to every driver.

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("DisabledPages", func(t *testing.T) { t.Parallel(); testDisabledPages(t, open) })
 	t.Run("Attempts", func(t *testing.T) { t.Parallel(); testAttempts(t, open) })
 	t.Run("TopicDrift", func(t *testing.T) { t.Parallel(); testDrift(t, open) })
+	t.Run("Certificates", func(t *testing.T) { t.Parallel(); testCertificates(t, open) })
 }
 
 // Rows is what the suite needs of a driver beyond store.Store: how many
