@@ -44,7 +44,10 @@ type NATS struct {
 	port int
 	dir  string
 	pki  *PKI // the server's certificate and the CA that signed it (NewNATSTLS); nil: plaintext
-	cmd  *exec.Cmd
+	// verify: clients must present a certificate pki.CA signed
+	// (NewNATSMutualTLS).
+	verify bool
+	cmd    *exec.Cmd
 }
 
 // NewNATS starts a nats-server with JetStream (skipping the test when the
@@ -52,7 +55,7 @@ type NATS struct {
 // clients must present.
 func NewNATS(t testing.TB, userPass ...string) *NATS {
 	t.Helper()
-	return newNATS(t, nil, userPass)
+	return newNATS(t, nil, false, userPass)
 }
 
 // NewNATSTLS is NewNATS with TLS required of every client: the server
@@ -61,12 +64,20 @@ func NewNATS(t testing.TB, userPass ...string) *NATS {
 // trust pki.CA.
 func NewNATSTLS(t testing.TB, pki *PKI, userPass ...string) *NATS {
 	t.Helper()
-	return newNATS(t, pki, userPass)
+	return newNATS(t, pki, false, userPass)
 }
 
-func newNATS(t testing.TB, pki *PKI, userPass []string) *NATS {
+// NewNATSMutualTLS is NewNATSTLS with a client certificate signed by
+// pki.CA required of every client (--tlsverify); the test's own clients
+// present pki.Client.
+func NewNATSMutualTLS(t testing.TB, pki *PKI, userPass ...string) *NATS {
 	t.Helper()
-	n := &NATS{bin: NATSServerBinary(t), dir: t.TempDir(), pki: pki}
+	return newNATS(t, pki, true, userPass)
+}
+
+func newNATS(t testing.TB, pki *PKI, verify bool, userPass []string) *NATS {
+	t.Helper()
+	n := &NATS{bin: NATSServerBinary(t), dir: t.TempDir(), pki: pki, verify: verify}
 	if len(userPass) == 2 {
 		n.User, n.Pass = userPass[0], userPass[1]
 	}
@@ -95,6 +106,9 @@ func (n *NATS) Start(t testing.TB) {
 	}
 	if n.pki != nil {
 		args = append(args, "--tls", "--tlscert", n.pki.Server.CertFile, "--tlskey", n.pki.Server.KeyFile)
+		if n.verify {
+			args = append(args, "--tlsverify", "--tlscacert", n.pki.CA.CertFile)
+		}
 	}
 	n.cmd = exec.Command(n.bin, args...)
 	n.cmd.Stdout, n.cmd.Stderr = os.Stderr, os.Stderr
@@ -142,13 +156,18 @@ func (n *NATS) stop() {
 }
 
 // clientOptions are the options of the test's own clients: the
-// credentials and, with TLS, the CA trusted.
+// credentials and, with TLS, the CA trusted (and the client certificate,
+// when the server requires one).
 func (n *NATS) clientOptions(more ...natsgo.Option) []natsgo.Option {
 	opts := append([]natsgo.Option{natsgo.UserInfo(n.User, n.Pass)}, more...)
 	if n.pki != nil {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(n.pki.CA.CertPEM)
-		opts = append(opts, natsgo.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+		c := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if n.verify {
+			c.Certificates = []tls.Certificate{n.pki.Client.TLS}
+		}
+		opts = append(opts, natsgo.Secure(c))
 	}
 	return opts
 }
