@@ -92,26 +92,11 @@ func TestPass_DeletesPastRetentionInBatchesAndCountsJobs(t *testing.T) {
 // machine's speed (a fixed pause would only make it likely).
 type countingStore struct {
 	store.Store
-	now, max  *atomic.Int32
-	first     *sync.Once
-	contended <-chan struct{}
+	overlap *testkit.Overlap
 }
 
 func (c countingStore) Prune(ctx context.Context, p store.PruneParams) (store.PruneResult, error) {
-	n := c.now.Add(1)
-	defer c.now.Add(-1)
-	for {
-		m := c.max.Load()
-		if n <= m || c.max.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	c.first.Do(func() {
-		select {
-		case <-c.contended:
-		case <-time.After(testkit.Patience):
-		}
-	})
+	defer c.overlap.Enter()()
 	return c.Store.Prune(ctx, p)
 }
 
@@ -122,14 +107,12 @@ func TestPass_OneReplicaAtATime(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		a, b := testkit.OpenTwice(t, d.Name, store.Options{})
-		var now, max atomic.Int32
 		var ran, skipped atomic.Int32
+		overlap := testkit.NewOverlap()
 		var ms []*metrics.Metrics
 		var wg sync.WaitGroup
-		var first, skip sync.Once
-		contended := make(chan struct{})
 		for _, s := range []store.Store{a, b} {
-			cfg := newConfig(countingStore{s, &now, &max, &first, contended})
+			cfg := newConfig(countingStore{s, overlap})
 			ms = append(ms, cfg.Metrics)
 			h := newHousekeeper(t, cfg)
 			wg.Add(1)
@@ -145,14 +128,14 @@ func TestPass_OneReplicaAtATime(t *testing.T) {
 						ran.Add(1)
 					} else {
 						skipped.Add(1)
-						skip.Do(func() { close(contended) })
+						overlap.Contend()
 					}
 				}
 			}()
 		}
 		wg.Wait()
-		if max.Load() != 1 {
-			t.Fatalf("%d passes pruned at once, want 1", max.Load())
+		if most := overlap.Most(); most != 1 {
+			t.Fatalf("%d passes pruned at once, want 1", most)
 		}
 		if ran.Load() == 0 || skipped.Load() == 0 {
 			t.Fatalf("ran %d, skipped %d: the replicas never contended", ran.Load(), skipped.Load())

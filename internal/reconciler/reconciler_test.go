@@ -209,26 +209,11 @@ func TestCheck_ReportsUndeclaredMissingAndUnassignedTopicsAsTheyChange(t *testin
 // first one until the other replica has been refused the lock.
 type countingStore struct {
 	store.Store
-	now, max  *atomic.Int32
-	first     *sync.Once
-	contended <-chan struct{}
+	overlap *testkit.Overlap
 }
 
 func (c countingStore) RecordTopicDrift(ctx context.Context, current []hub.TopicDrift) (store.DriftChanges, error) {
-	n := c.now.Add(1)
-	defer c.now.Add(-1)
-	for {
-		m := c.max.Load()
-		if n <= m || c.max.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	c.first.Do(func() {
-		select {
-		case <-c.contended:
-		case <-time.After(testkit.Patience):
-		}
-	})
+	defer c.overlap.Enter()()
 	return c.Store.RecordTopicDrift(ctx, current)
 }
 
@@ -239,12 +224,11 @@ func TestCheck_OneReplicaAtATime(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		a, b := testkit.OpenTwice(t, d.Name, store.Options{})
 		c := testkit.Kafka(t, 1, crm)
-		var now, max, ran, skipped atomic.Int32
-		var first, skip sync.Once
-		contended := make(chan struct{})
+		var ran, skipped atomic.Int32
+		overlap := testkit.NewOverlap()
 		var wg sync.WaitGroup
 		for _, s := range []store.Store{a, b} {
-			r, m := newReconciler(t, countingStore{s, &now, &max, &first, contended}, admin(t, c), &testkit.Buffer{})
+			r, m := newReconciler(t, countingStore{s, overlap}, admin(t, c), &testkit.Buffer{})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -259,7 +243,7 @@ func TestCheck_OneReplicaAtATime(t *testing.T) {
 						continue
 					}
 					skipped.Add(1)
-					skip.Do(func() { close(contended) })
+					overlap.Contend()
 					if got := testutil.CollectAndCount(m.TopicDrift); got != 0 {
 						t.Errorf("a replica refused the lock reports %d drift series", got)
 					}
@@ -267,8 +251,8 @@ func TestCheck_OneReplicaAtATime(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if max.Load() != 1 {
-			t.Fatalf("%d checks recorded at once, want 1", max.Load())
+		if most := overlap.Most(); most != 1 {
+			t.Fatalf("%d checks recorded at once, want 1", most)
 		}
 		if ran.Load() == 0 || skipped.Load() == 0 {
 			t.Fatalf("ran %d, skipped %d: the replicas never contended", ran.Load(), skipped.Load())
