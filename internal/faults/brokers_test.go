@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/destination"
-	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
@@ -107,34 +105,10 @@ func TestRabbitMQDestinationConnectionsCut(t *testing.T) {
 }
 
 // addBrokerTenant stores a tenant with one verified, ordered subscription
-// (max_in_flight 1) to a broker destination, credentials sealed as the
-// API seals them, and returns it.
+// (max_in_flight 1) to a broker destination, retried every second twelve
+// times, credentials sealed as the API seals them, and returns it.
 func (w *world) addBrokerTenant(id string, dest hub.Destination, creds hub.Credentials) hub.Subscription {
-	t, ctx := w.t, context.Background()
-	keyring, err := envelope.NewKeyring(kek)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.db.CreateTenant(ctx, store.CreateTenantParams{ID: id, Name: id}); err != nil {
-		t.Fatal(err)
-	}
-	s := hub.Subscription{
-		ID: hub.NewID("sub", time.Now()), TenantID: id, Name: "faults-" + dest.Type,
-		EventTypes:    []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
-		Destination:   dest,
-		RetrySchedule: []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"},
-		MaxInFlight:   1, Enabled: true, VerificationState: hub.VerificationActive,
-	}
-	if err := destination.SealSecrets(keyring, &s, hub.SubscriptionSecrets{
-		Signing: []hub.SigningSecret{{Secret: destination.NewSecret()}}, Broker: creds,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := w.db.CreateSubscription(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return w.storeOrderedTenant(id, dest, creds, holdRetry)
 }
 
 // produceTo sends n events of tenant (ids prefix-000000 on) at about rate

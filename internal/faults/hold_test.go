@@ -57,9 +57,17 @@ var holdBreakers = []string{"STREAMING_HUB_BREAKER_OPEN=2s", "STREAMING_HUB_BREA
 const holdOutage = 10 * time.Second
 
 // addOrderedTenant stores a tenant with one verified, ordered subscription
-// (max_in_flight 1) to dest, retried on retry, credentials sealed as the
-// API seals them, and adds the tenant to the world's.
+// (storeOrderedTenant) and adds the tenant to the world's.
 func (w *world) addOrderedTenant(id string, dest hub.Destination, creds hub.Credentials, retry []string) hub.Subscription {
+	sub := w.storeOrderedTenant(id, dest, creds, retry)
+	w.tenants = append(w.tenants, id)
+	return sub
+}
+
+// storeOrderedTenant stores a tenant with one verified, ordered
+// subscription (max_in_flight 1) to dest, retried on retry, credentials
+// sealed as the API seals them.
+func (w *world) storeOrderedTenant(id string, dest hub.Destination, creds hub.Credentials, retry []string) hub.Subscription {
 	t, ctx := w.t, context.Background()
 	keyring, err := envelope.NewKeyring(kek)
 	if err != nil {
@@ -69,7 +77,7 @@ func (w *world) addOrderedTenant(id string, dest hub.Destination, creds hub.Cred
 		t.Fatal(err)
 	}
 	s := hub.Subscription{
-		ID: hub.NewID("sub", time.Now()), TenantID: id, Name: "hold-" + dest.Type,
+		ID: hub.NewID("sub", time.Now()), TenantID: id, Name: "faults-" + dest.Type,
 		EventTypes:    []hub.EventTypeRef{{Type: "transaction.posted", SchemaMajor: 1}},
 		Destination:   dest,
 		RetrySchedule: retry,
@@ -84,7 +92,6 @@ func (w *world) addOrderedTenant(id string, dest hub.Destination, creds hub.Cred
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.tenants = append(w.tenants, id)
 	return out
 }
 
