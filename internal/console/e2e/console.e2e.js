@@ -259,6 +259,9 @@ async function phoneSignIn(browser, token, who, check) {
 
 // noOverflow: the page does not scroll sideways at its width.
 async function noOverflow(page, width, what) {
+  // Measured once the page and its stylesheet have loaded: a click does not
+  // wait for the page it opens, and an unstyled page scrolls sideways.
+  await page.waitForLoadState("load");
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert(overflow <= 1, what + " scrolls sideways at " + width + " px by " + overflow + " px");
 }
@@ -312,6 +315,7 @@ async function attemptHeadersAndReplayMarks(page, w, eventID, width) {
   await noOverflow(page, width, "a dead letter's page with its headers open");
   await snap(page, w, "delivery-headers-" + width);
   await page.locator("dd.replayed a").click();
+  await page.waitForLoadState("load");
   assert(/\/console\/deliveries\/dlv_/.test(page.url()), width + ": the mark links to the fresh delivery: " + page.url());
   await noOverflow(page, width, "the fresh delivery's page");
 }
