@@ -101,6 +101,32 @@ type ClaimParams struct {
 	// arrival order: a run the claimer attempts strictly one at a time.
 	// The jobs after the first are marked run-ahead (see RecoverLeases).
 	Run int
+	// Owner is the claiming dispatcher's identity (BirthOffer.Owner): an
+	// ordered subscription whose jobs it claims is marked leased by it, so
+	// that ingest may append new jobs behind them, born leased to it.
+	Owner string
+}
+
+// BirthOffer is what this process's dispatcher offers an ingest
+// transaction (docs/architecture.md, "The commit protocol"): room for up
+// to Room jobs born leased to it under Token for Lease, none of them of
+// the Exclude subscriptions. Owner names the dispatcher: an ordered
+// subscription whose in-flight jobs it leased may take more, behind them.
+type BirthOffer struct {
+	Owner   string
+	Token   string
+	Lease   time.Duration
+	Room    int
+	Exclude []string
+}
+
+// Births is a dispatcher that takes jobs born leased to it. Offer is
+// called before each ingest transaction (nil: no room, or stopping); Born
+// exactly once after it for each offer made, with the jobs the committed
+// transaction leased to it (none when it failed), in arrival order.
+type Births interface {
+	Offer() *BirthOffer
+	Born(o *BirthOffer, jobs []Claimed)
 }
 
 // RecoveredAttemptError is the error of the attempt a lease recovery logs.

@@ -43,11 +43,11 @@ func (db *DB) EmitOperational(ctx context.Context, events []hub.Event) (_ int, e
 	var subs []string
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		w := &pgx.Batch{}
-		outcomes, _, s, err := db.admitAndMatch(ctx, tx, events, now, w)
+		m, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil)
 		if err != nil {
 			return err
 		}
-		emitted, subs = store.CountAccepted(outcomes), s
+		emitted, subs = store.CountAccepted(m.outcomes), m.subs
 		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {

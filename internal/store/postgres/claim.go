@@ -77,7 +77,9 @@ WITH locked AS (
 	FROM chosen WHERE d.id = chosen.id AND d.status IS NOT DISTINCT FROM 'pending'
 	RETURNING ` + jobColumnsOf("d") + `
 ), counted AS (
-	UPDATE subscriptions s SET in_flight = s.in_flight + c.n
+	-- leased_by names the claimer: ingest may append an ordered
+	-- subscription's new jobs behind these, born leased to it.
+	UPDATE subscriptions s SET in_flight = s.in_flight + c.n, leased_by = nullif($7, '')
 	FROM (SELECT subscription_id, count(*) AS n FROM claimed GROUP BY subscription_id) c
 	WHERE s.id = c.subscription_id
 )
@@ -100,7 +102,7 @@ var (
 		WHERE j.subscription_id = c.id AND j.status = 'pending' AND j.next_attempt_at <= $1 AND j.lease_token IS NULL
 		  AND j.event_sequence <= coalesce(c.backfill_hold, 9223372036854775807)
 		LIMIT 1) due`, "")
-	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($7)")
+	claimSome = fmt.Sprintf(claimJobs, "", "AND c.id = ANY($8)")
 )
 
 func jobColumnsOf(alias string) string { return prefixed(alias+".", jobColumns) }
@@ -171,9 +173,9 @@ func queueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time, out *[]store.C
 	// Never NULL: "NOT (id = ANY(NULL))" would exclude everything.
 	exclude := append([]string{}, p.Exclude...)
 	if p.Subscriptions != nil {
-		q = b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Run, exclude, p.Subscriptions)
+		q = b.Queue(claimSome, now, p.Batch, token, now.Add(p.Lease), p.Run, exclude, p.Owner, p.Subscriptions)
 	} else {
-		q = b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease), p.Run, exclude)
+		q = b.Queue(claimAll, now, p.Batch, token, now.Add(p.Lease), p.Run, exclude, p.Owner)
 	}
 	q.Query(func(rows pgx.Rows) error {
 		var err error
@@ -335,8 +337,10 @@ func (db *DB) RenewLeases(ctx context.Context, p store.RenewParams) (_ []string,
 
 // recoverExpired returns expired jobs (named by $3) to pending or to the
 // poison dead letter. A job counts (recoveries and attempts grow) unless
-// it is run-ahead behind another job of its run still in flight: that
-// one was never attempted. The subquery reads the jobs as they were
+// it is run-ahead behind another job of its subscription still in flight
+// (claimed in the same run, or born leased behind it to the same
+// dispatcher: an ordered subscription's in-flight jobs have one holder):
+// that one was never attempted. The subquery reads the jobs as they were
 // before this statement, so of a whole run recovered at once only its
 // first job counts.
 const recoverExpired = `
@@ -352,7 +356,7 @@ WITH done AS (
 	FROM (
 		SELECT e.id, e.updated_at AS claimed_at, CASE WHEN e.run_ahead AND EXISTS (
 			SELECT 1 FROM delivery_jobs o WHERE o.subscription_id = e.subscription_id AND o.status = 'in_flight'
-			  AND o.lease_token = e.lease_token AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END AS n
+			  AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END AS n
 		FROM delivery_jobs e WHERE e.id = ANY($3)
 	) c
 	WHERE d.id = c.id AND d.status IS NOT DISTINCT FROM 'in_flight' AND d.lease_expires_at < $1

@@ -52,7 +52,7 @@ func (db *DB) RecordTopicDrift(ctx context.Context, current []hub.TopicDrift) (_
 			return nil
 		}
 		w := &pgx.Batch{}
-		if _, _, _, err := db.admitAndMatch(ctx, tx, events, now, w); err != nil {
+		if _, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil); err != nil {
 			return err
 		}
 		return tx.SendBatch(ctx, w).Close()

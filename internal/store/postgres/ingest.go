@@ -23,16 +23,28 @@ import (
 func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
 	defer wrap(&err, "Ingest")
 	defer db.budgets.use(ctx, store.BudgetIngest)()
+	// This process's dispatcher may take the jobs at birth
+	// (docs/architecture.md, "The commit protocol"); it is told which
+	// after the commit, and of none when the transaction fails.
+	births, offer := db.wakes.Offer()
+	var born []store.Claimed
+	defer func() {
+		if births != nil {
+			births.Born(offer, born)
+		}
+	}()
 	var res store.IngestResult
+	var jobs []hub.Job
 	now := db.opts.Stamp()
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		res = store.IngestResult{}
+		res, born, jobs = store.IngestResult{}, nil, nil
 		w := &pgx.Batch{}
 		if len(p.Events) > 0 {
-			var err error
-			if res.Outcomes, res.Jobs, res.Subscriptions, err = db.admitAndMatch(ctx, tx, p.Events, now, w); err != nil {
+			m, err := db.admitAndMatch(ctx, tx, p.Events, now, w, offer, &born)
+			if err != nil {
 				return err
 			}
+			res.Outcomes, res.Jobs, res.Subscriptions, jobs = m.outcomes, len(m.jobs), m.subs, m.jobs
 			res.Tenants = store.AcceptedTenants(p.Events, res.Outcomes)
 		}
 		if len(p.Rejected) > 0 {
@@ -46,10 +58,24 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {
+		born = nil
 		return store.IngestResult{}, err
 	}
-	db.wakes.Notify(res.Subscriptions)
+	if offer == nil {
+		db.wakes.Notify(res.Subscriptions) // the transaction told the other processes
+		return res, nil
+	}
+	pending := store.PendingSubscriptions(jobs, born)
+	db.wakes.Notify(pending)
+	db.notifyAfter(ctx, pending)
 	return res, nil
+}
+
+// matched is what admitAndMatch decided and queued.
+type matched struct {
+	outcomes []store.Outcome
+	jobs     []hub.Job
+	subs     []string // of the jobs, once each
 }
 
 // admitAndMatch reads what admission and matching need (one round trip)
@@ -57,24 +83,33 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 // jobs and the types seen. It serves Ingest and the operational events a
 // store change emits.
 //
-// It returns the subscriptions of the jobs, and queues the notification
-// that tells the dispatchers of other processes sharing the database
-// (ListenJobs); the caller tells this process's after the commit.
-func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch) ([]store.Outcome, int, []string, error) {
+// With an offer (Ingest's, from this process's dispatcher) the jobs it
+// may take are leased at birth and land in *born once w is sent; the
+// caller tells other processes of the rest after the commit. Without
+// one every job is pending and the notification that tells the
+// dispatchers of other processes (ListenJobs) is queued in w; the caller
+// tells this process's after the commit.
+func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch,
+	offer *store.BirthOffer, born *[]store.Claimed) (matched, error) {
 	r, err := db.readForIngest(ctx, q, events)
 	if err != nil {
-		return nil, 0, nil, err
+		return matched{}, err
 	}
-	outcomes := store.Admit(events, r.roster, r.stored)
-	jobs := store.Match(events, outcomes, r.subs, now)
-	if err := queueEvents(w, events, outcomes, r.roster, now); err != nil {
-		return nil, 0, nil, err
+	var m matched
+	m.outcomes = store.Admit(events, r.roster, r.stored)
+	m.jobs = store.Match(events, m.outcomes, r.subs, now)
+	if err := queueEvents(w, events, m.outcomes, r.roster, now); err != nil {
+		return matched{}, err
 	}
-	queueJobs(w, jobs)
-	queueTypesSeen(w, events, outcomes, now)
-	subs := store.SubscriptionsOfJobs(jobs)
-	db.queueNotify(w, subs)
-	return outcomes, len(jobs), subs, nil
+	m.subs = store.SubscriptionsOfJobs(m.jobs)
+	if offer != nil {
+		queueJobsBorn(w, m.jobs, offer, now, born)
+	} else {
+		queueJobs(w, m.jobs)
+		db.queueNotify(w, m.subs)
+	}
+	queueTypesSeen(w, events, m.outcomes, now)
+	return m, nil
 }
 
 // ingestReads is what admission and matching read in the transaction.

@@ -345,7 +345,7 @@ func (db *DB) report(ctx context.Context, q pgxtx, r store.Report, now time.Time
 		return nil
 	}
 	w := &pgx.Batch{}
-	if _, _, _, err := db.admitAndMatch(ctx, q, events, now, w); err != nil {
+	if _, err := db.admitAndMatch(ctx, q, events, now, w, nil, nil); err != nil {
 		return err
 	}
 	return q.SendBatch(ctx, w).Close()

@@ -84,6 +84,15 @@ func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) 
 	if err != nil {
 		return nil, err
 	}
+	if p.Owner != "" {
+		// The claimer holds these subscriptions' in-flight jobs: ingest may
+		// append an ordered one's new jobs behind them, born leased to it.
+		for _, id := range store.SubscriptionsOfJobs(jobs) {
+			if _, err := tx.ExecContext(ctx, `UPDATE subscriptions SET leased_by = ? WHERE id = ?`, p.Owner, id); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return loadClaimed(ctx, tx, jobs, token)
 }
 
@@ -192,7 +201,7 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 		res = store.RecoverResult{}
 		rows, err := tx.QueryContext(ctx, `SELECT e.id, e.updated_at, CASE WHEN e.run_ahead = 1 AND EXISTS (
 				SELECT 1 FROM delivery_jobs o WHERE o.subscription_id = e.subscription_id AND o.status = 'in_flight'
-				  AND o.lease_token = e.lease_token AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END
+				  AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END
 			FROM delivery_jobs e WHERE e.status = 'in_flight' AND e.lease_expires_at < ?
 			ORDER BY e.lease_expires_at LIMIT ?`, nowUS, max(p.Limit, 1))
 		if err != nil {

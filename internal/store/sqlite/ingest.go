@@ -16,16 +16,31 @@ import (
 // race-free.
 func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
 	defer wrap(&err, "Ingest")
+	// This process's dispatcher may take the jobs at birth
+	// (docs/architecture.md, "The commit protocol").
+	births, offer := db.wakes.Offer()
+	var born []store.Claimed
+	defer func() {
+		if births != nil {
+			births.Born(offer, born)
+		}
+	}()
 	var res store.IngestResult
+	var jobs []hub.Job
 	now := micros(db.opts.Stamp())
 	err = db.tx(ctx, func(tx *sql.Tx) error {
+		res, born, jobs = store.IngestResult{}, nil, nil
 		if len(p.Events) > 0 {
 			outcomes, err := db.admit(ctx, tx, p.Events, now)
 			if err != nil {
 				return err
 			}
 			res.Outcomes, res.Tenants = outcomes, store.AcceptedTenants(p.Events, outcomes)
-			if res.Jobs, res.Subscriptions, err = match(ctx, tx, p.Events, res.Tenants, outcomes, fromMicros(now)); err != nil {
+			if jobs, err = matchJobs(ctx, tx, p.Events, res.Tenants, outcomes, fromMicros(now)); err != nil {
+				return err
+			}
+			res.Jobs, res.Subscriptions = len(jobs), store.SubscriptionsOfJobs(jobs)
+			if born, err = bearJobs(ctx, tx, jobs, offer, fromMicros(now)); err != nil {
 				return err
 			}
 			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
@@ -38,9 +53,10 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 		return nil
 	})
 	if err != nil {
+		born = nil
 		return store.IngestResult{}, err
 	}
-	db.wakes.Notify(res.Subscriptions)
+	db.wakes.Notify(store.PendingSubscriptions(jobs, born))
 	return res, nil
 }
 
@@ -48,6 +64,7 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 // commit. SQLite is one process's: no other process creates jobs.
 func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
 	defer db.wakes.Add(p.OnJobs)()
+	defer db.wakes.AddBirths(p.Births)()
 	if p.Ready != nil {
 		p.Ready()
 	}
@@ -178,14 +195,24 @@ func anys[T any](s []T) []any {
 // stored without its jobs. It returns how many it made and their
 // subscriptions, once each.
 func match(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string, outcomes []store.Outcome, now time.Time) (int, []string, error) {
+	jobs, err := matchJobs(ctx, tx, events, tenants, outcomes, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	return len(jobs), store.SubscriptionsOfJobs(jobs), insertJobs(ctx, tx, jobs)
+}
+
+// withMatched reads the tenants' deliverable subscriptions and gives
+// matching's jobs to fn.
+func withMatched(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string, outcomes []store.Outcome, now time.Time, fn func([]hub.Job)) error {
 	if len(tenants) == 0 {
-		return 0, nil, nil
+		return nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, tenant_id, event_types, filters FROM subscriptions
 		WHERE tenant_id IN (`+placeholders(len(tenants))+`) AND enabled = 1 AND verification_state = 'active' AND deleted_at IS NULL`,
 		anys(tenants)...)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	subs, err := collect(rows, func(r scanner) (hub.Subscription, error) {
 		s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
@@ -200,8 +227,16 @@ func match(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string
 		return s, json.Unmarshal([]byte(et), &s.EventTypes)
 	})
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
-	jobs := store.Match(events, outcomes, subs, now)
-	return len(jobs), store.SubscriptionsOfJobs(jobs), insertJobs(ctx, tx, jobs)
+	fn(store.Match(events, outcomes, subs, now))
+	return nil
+}
+
+// matchJobs is match without the insert: Ingest decides first which jobs
+// are born leased.
+func matchJobs(ctx context.Context, tx *sql.Tx, events []hub.Event, tenants []string, outcomes []store.Outcome, now time.Time) ([]hub.Job, error) {
+	var jobs []hub.Job
+	err := withMatched(ctx, tx, events, tenants, outcomes, now, func(js []hub.Job) { jobs = js })
+	return jobs, err
 }

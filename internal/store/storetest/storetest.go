@@ -30,6 +30,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Dispatch", func(t *testing.T) { t.Parallel(); testDispatch(t, open) })
 	t.Run("Results", func(t *testing.T) { t.Parallel(); testResults(t, open) })
 	t.Run("Listen", func(t *testing.T) { t.Parallel(); testListen(t, open) })
+	t.Run("Births", func(t *testing.T) { t.Parallel(); testBirths(t, open) })
 	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, open) })
 	t.Run("Secrets", func(t *testing.T) { t.Parallel(); testSecrets(t, open) })
 	t.Run("TraceContext", func(t *testing.T) { t.Parallel(); testTraceContext(t, open) })
