@@ -145,8 +145,9 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 		Store:        h.Store,
 		Metrics:      h.Metrics,
 		Logger:       h.Logger.With("component", "ingest"),
-		// No OnJobs: the store tells the dispatcher of the jobs ingest
-		// creates, naming their subscriptions (Store.ListenJobs).
+		// The store tells the dispatcher of the jobs ingest creates, and
+		// hands it those born leased to it (Store.ListenJobs): the one
+		// wake-up source.
 		OnEvents: h.Waiters.Notify,
 		Tracer:   h.Tracing.Tracer(),
 	})

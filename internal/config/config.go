@@ -215,6 +215,8 @@ func loadInto(r *reader, mode Mode) Config {
 	r.positiveInt("POISON_THRESHOLD", &d.PoisonThreshold)
 	r.positiveInt("DISPATCH_MAX_IN_FLIGHT", &d.MaxInFlight)
 	r.positiveInt("DISPATCH_MAX_PER_DESTINATION", &d.MaxPerDestination)
+	r.positiveInt("RESULT_FLUSH_SIZE", &d.FlushSize)
+	r.duration("RESULT_FLUSH_INTERVAL", &d.FlushInterval)
 	r.duration("DELIVERY_TIMEOUT", &c.DeliveryTimeout)
 
 	r.positiveInt("BREAKER_FAILURES", &c.Breaker.Failures)

@@ -48,7 +48,8 @@ func Defaults(mode Mode) Config {
 			RunLength:           64,
 			PoisonThreshold:     5,
 			MaintenanceInterval: 5 * time.Second,
-			FlushSize:           128,
+			FlushSize:           256,
+			FlushInterval:       20 * time.Millisecond,
 			BackfillChunk:       500,
 			BackfillPassChunks:  20,
 		},
@@ -270,7 +271,11 @@ type Dispatch struct {
 	RunLength int
 
 	MaintenanceInterval time.Duration // recover leases, auto-disable, sweep
-	FlushSize           int           // most results per completion transaction
+	// Results are written behind, in batches across subscriptions: at
+	// FlushSize results (RESULT_FLUSH_SIZE) or once the oldest waited
+	// FlushInterval (RESULT_FLUSH_INTERVAL), whichever comes first.
+	FlushSize     int
+	FlushInterval time.Duration
 	// Backfills (SPEC 29) advance on every maintenance pass: each running
 	// backfill walks up to BackfillPassChunks chunks of BackfillChunk
 	// events, each chunk its own transaction.

@@ -64,6 +64,8 @@ var variableDocs = map[string]struct{ def, text string }{
 	"DISPATCH_LEASE":               {"", "lease of a claimed job, renewed every sixth of it while the process works on the job, each renewal setting its end a lease less a sixth ahead (it may be shorter than the delivery timeout)"},
 	"DISPATCH_MAX_IN_FLIGHT":       {"", "attempts of a process waiting for their answers"},
 	"DISPATCH_MAX_PER_DESTINATION": {"", "one destination's (scheme, host, port) share of DISPATCH_MAX_IN_FLIGHT"},
+	"RESULT_FLUSH_SIZE":            {"", "delivery results written in one transaction at most; a batch is written once it holds this many"},
+	"RESULT_FLUSH_INTERVAL":        {"", "longest a delivery result waits for its batch to be written (docs/architecture.md, the commit protocol); a crash loses at most this window's results, whose jobs are sent again"},
 	"POISON_THRESHOLD":             {"", "lease recoveries of a job before it is dead-lettered as poison"},
 	"DELIVERY_TIMEOUT":             {"", "bound on one delivery attempt, connection to last byte"},
 	"BREAKER_FAILURES":             {"", "consecutive failed attempts that open a destination's circuit breaker"},

@@ -9,14 +9,20 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// completer writes results as they come: it takes whatever has arrived
-// (up to FlushSize) and writes it in one transaction. Under load, results
-// pile up while a write is in progress, so batches grow by themselves; when
-// idle, a lone result is written at once.
+// completer writes results behind, in batches across subscriptions and
+// events (docs/architecture.md, "The commit protocol"): a batch is
+// written once it holds FlushSize results or its first result has waited
+// FlushInterval, whichever comes first. Nothing waits for the write but
+// the lease's renewal: the next job of an ordered run was sent when this
+// one's answer came. The interval is measured on the process's own timer,
+// not the dispatcher's clock: it bounds a batch's wait, not a schedule.
 func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Completion, q *queue) {
 	batch := make([]store.Completion, 0, d.cfg.FlushSize)
+	t := time.NewTimer(d.cfg.FlushInterval)
+	defer t.Stop()
 	for c := range results {
 		batch = append(batch[:0], c)
+		t.Reset(d.cfg.FlushInterval)
 	more:
 		for len(batch) < d.cfg.FlushSize {
 			select {
@@ -25,7 +31,7 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 					break more
 				}
 				batch = append(batch, c)
-			default:
+			case <-t.C:
 				break more
 			}
 		}
@@ -145,7 +151,7 @@ func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 			claimed = done
 			// A hand-off may take a whole run of an ordered subscription.
 			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.heldLease(), Subscriptions: subs,
-				Run: d.cfg.RunLength, Exclude: d.dests.excluded()}
+				Run: d.cfg.RunLength, Exclude: d.dests.excluded(), Owner: d.owner}
 			seq = d.hintSeq.Load()
 		}
 	}
@@ -214,6 +220,7 @@ func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
 	}
 	if len(fencedIDs) > 0 {
 		m.CompletionsFenced.Add(float64(len(fencedIDs)))
+		m.Redeliveries.WithLabelValues("fenced").Add(float64(len(fencedIDs)))
 		d.cfg.Logger.Info("results not recorded: the lease had been lost to another worker", "jobs", fencedIDs)
 	}
 }
@@ -224,7 +231,7 @@ func (d *Dispatcher) forgetAll(cs []store.Completion) {
 	for i, c := range cs {
 		leases[i] = c.JobLease
 	}
-	d.forget(leases...)
+	d.leases.forget(leases...)
 }
 
 // observeSuccess and observeFailure record an attempt's metrics.

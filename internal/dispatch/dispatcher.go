@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
@@ -73,6 +74,7 @@ func (c Config) check() error {
 	config.Positive(&ch, "PoisonThreshold", c.PoisonThreshold)
 	config.Positive(&ch, "MaintenanceInterval", c.MaintenanceInterval)
 	config.Positive(&ch, "FlushSize", c.FlushSize)
+	config.Positive(&ch, "FlushInterval", c.FlushInterval)
 	config.Positive(&ch, "MaxInFlight", c.MaxInFlight)
 	config.Positive(&ch, "MaxPerDestination", c.MaxPerDestination)
 	config.Positive(&ch, "RunLength", c.RunLength)
@@ -105,10 +107,16 @@ type Dispatcher struct {
 	// transforms are the subscriptions' compiled jq programs (SPEC 29).
 	transforms transform.Cache
 
-	// leases are the leases held here (job id -> token), renewed every
-	// sixth of a lease until the job's result is written or given back.
-	leaseMu sync.Mutex
-	leases  map[string]string
+	// leases are the leases held here, renewed every sixth of a lease
+	// until the job's result is written or given back.
+	leases leaseRegistry
+	// runs are the ordered subscriptions' runs held here; q is Run's local
+	// queue (nil when not running), where born jobs are queued too.
+	runs runs
+	q    atomic.Pointer[queue]
+	// owner names this dispatcher in the store (ClaimParams.Owner,
+	// BirthOffer.Owner).
+	owner string
 
 	// freedSubs are subscriptions whose jobs just finished here: they have
 	// free slots, so the next claim can target them cheaply.
@@ -121,6 +129,13 @@ type Dispatcher struct {
 	// announcements and hints: a claim that overlapped one marks nothing.
 	drained map[string]struct{}
 	hintSeq atomic.Uint64
+	// hintedAt is the hintSeq of each subscription's last hint, wokeAt
+	// that of the last Wake: a birth marks drained only subscriptions
+	// not hinted since its offer.
+	hintedAt map[string]uint64
+	wokeAt   uint64
+	// offerSeq is the hintSeq at each birth offer (by token).
+	offerSeq sync.Map
 
 	randMu sync.Mutex
 	rand   *mrand.Rand
@@ -172,10 +187,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		freedSubs: make(map[string]struct{}), hinted: make(chan struct{}, 1), drained: make(map[string]struct{}),
+		freedSubs: make(map[string]struct{}), hintedAt: make(map[string]uint64), hinted: make(chan struct{}, 1), drained: make(map[string]struct{}),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
 		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
-		leases: make(map[string]string), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
+		leases: newLeaseRegistry(), runs: newRuns(), owner: hub.NewID("disp", cfg.Now()), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
 }
 
 // Stop stops claiming: it returns once no claim of Run is in progress, and
@@ -237,7 +252,7 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 // across all subscriptions.
 func (d *Dispatcher) Wake() {
 	d.hintMu.Lock()
-	d.hintSeq.Add(1)
+	d.wokeAt = d.hintSeq.Add(1)
 	clear(d.drained)
 	d.hintMu.Unlock()
 	d.fullWanted.Store(true)
@@ -280,12 +295,12 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 // offer to it without blocking; once it is closed, offers are refused.
 type queue struct {
 	mu     sync.RWMutex
-	ch     chan []store.Claimed
+	ch     chan unit
 	closed bool
 }
 
 // offer queues what fits and returns the rest.
-func (q *queue) offer(units [][]store.Claimed) (rest [][]store.Claimed) {
+func (q *queue) offer(units []unit) (rest []unit) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	for i, u := range units {
@@ -302,15 +317,15 @@ func (q *queue) offer(units [][]store.Claimed) (rest [][]store.Claimed) {
 }
 
 // close stops offers and returns what no worker took.
-func (q *queue) close() []store.Claimed {
+func (q *queue) close() []unit {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	var left []store.Claimed
+	var left []unit
 	for {
 		select {
 		case u := <-q.ch:
-			left = append(left, u...)
+			left = append(left, u)
 		default:
 			close(q.ch)
 			return left
@@ -331,7 +346,8 @@ func (q *queue) close() []store.Claimed {
 // so the workers go on while destinations think. The leases of every job
 // held here are renewed while it is.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	q := &queue{ch: make(chan []store.Claimed, d.cfg.MaxInFlight+3*d.cfg.ClaimBatch)}
+	q := &queue{ch: make(chan unit, d.cfg.MaxInFlight+3*d.cfg.ClaimBatch)}
+	d.q.Store(q)
 	results := make(chan store.Completion, d.cfg.MaxInFlight)
 	ran := make(chan struct{})
 	defer close(ran)
@@ -356,7 +372,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			for u := range q.ch {
 				if d.isStopping() {
 					unstartedMu.Lock()
-					unstarted = append(unstarted, u...)
+					unstarted = append(unstarted, d.runs.jobs(u)...)
 					unstartedMu.Unlock()
 					continue
 				}
@@ -391,7 +407,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	// Stopping: give back what no worker has started.
 	d.Stop(context.Background()) // no hand-off claims from here on
-	d.release(q.close())
+	var left []store.Claimed
+	for _, u := range q.close() {
+		left = append(left, d.runs.jobs(u)...)
+	}
+	d.release(left)
 	workers.Wait()
 	d.release(unstarted)
 	flying.Wait()
@@ -410,22 +430,24 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // makes the work wait without an attempt: it goes back to pending, and
 // claims here leave the tenant's subscriptions there alone until it has
 // room again.
-func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<- store.Completion, flying *sync.WaitGroup) {
+func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Completion, flying *sync.WaitGroup) {
 	// A unit is one subscription's: one destination address for all.
-	address, tenant := u[0].Subscription.Destination.Address(), u[0].Job.TenantID
+	c := u.first
+	address, tenant := c.Subscription.Destination.Address(), c.Job.TenantID
 	dest := destinationOf(address)
-	if !d.dests.admit(dest, tenant, u[0].Job.SubscriptionID) {
-		for _, c := range u {
+	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID) {
+		all := d.runs.jobs(u)
+		for _, c := range all {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 				SubscriptionID: c.Job.SubscriptionID}}
 			d.shed(a, time.Time{})
 			results <- a.out
 		}
-		d.answered(len(u))
+		d.answered(len(all))
 		return
 	}
 	d.slots <- struct{}{} // waits while the in-flight set is full
-	a := d.prepare(ctx, u[0], address)
+	a := d.prepare(ctx, c, address)
 	flying.Add(1)
 	go func() {
 		defer flying.Done()
@@ -435,16 +457,16 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 				d.hintSubs(freed) // no longer excluded from claims
 			}
 		}()
-		rest := u[1:]
 		for {
 			// The result is written behind, in a batch: the next job of a
 			// run does not wait for it.
 			results <- d.await(a)
 			d.answered(1)
-			if len(rest) == 0 {
+			if u.run == nil {
 				return
 			}
 			if d.isStopping() {
+				rest := d.runs.drain(u.run)
 				d.release(rest)
 				d.answered(len(rest))
 				return
@@ -452,6 +474,7 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 			if !a.throttled.IsZero() {
 				// The rest of an ordered run waits for the same token, in
 				// order, even if the clock reaches it meanwhile.
+				rest := d.runs.drain(u.run)
 				for _, c := range rest {
 					w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 						SubscriptionID: c.Job.SubscriptionID}}
@@ -461,7 +484,11 @@ func (d *Dispatcher) start(ctx context.Context, u []store.Claimed, results chan<
 				d.answered(len(rest))
 				return
 			}
-			a, rest = d.prepare(ctx, rest[0], address), rest[1:]
+			next, ok := d.runs.take(u.run)
+			if !ok {
+				return
+			}
+			a = d.prepare(ctx, next, address)
 		}
 	}()
 }
@@ -487,7 +514,7 @@ func (d *Dispatcher) release(cs []store.Claimed) {
 	for i, c := range cs {
 		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
 	}
-	d.forget(leases...)
+	d.leases.forget(leases...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
@@ -504,7 +531,8 @@ func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
 	ready := func() { once.Do(func() { close(listening) }) }
 	defer ready()
 	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
-		Ready: ready,
+		Ready:  ready,
+		Births: d,
 		OnJobs: func(subs []string) {
 			if subs == nil {
 				d.Wake()
@@ -540,7 +568,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			}
 			continue
 		}
-		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.owner}
 		full := d.fullWanted.Swap(false) || more
 		if !full {
 			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
@@ -604,10 +632,11 @@ func (d *Dispatcher) hintSubs(ids []string) {
 		return
 	}
 	d.hintMu.Lock()
-	d.hintSeq.Add(1)
+	seq := d.hintSeq.Add(1)
 	for _, id := range ids {
 		d.freedSubs[id] = struct{}{}
 		delete(d.drained, id)
+		d.hintedAt[id] = seq
 	}
 	d.hintMu.Unlock()
 	select {
@@ -637,6 +666,23 @@ func (d *Dispatcher) noteDrained(claimed []store.Claimed, p store.ClaimParams, s
 	}
 	for id, k := range n {
 		if k < p.Run {
+			d.drained[id] = struct{}{}
+		}
+	}
+}
+
+// drainedAtBirth marks drained the ordered subscriptions born here with
+// nothing pending (the store leases an ordered subscription's job at birth
+// only then), unless a hint or announcement of theirs came after the offer
+// (seq): their next completions then claim nothing for them.
+func (d *Dispatcher) drainedAtBirth(subs []string, seq uint64) {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	if d.wokeAt > seq {
+		return
+	}
+	for _, id := range subs {
+		if d.hintedAt[id] <= seq {
 			d.drained[id] = struct{}{}
 		}
 	}
@@ -678,39 +724,39 @@ func (d *Dispatcher) takeHints() []string {
 
 // enqueue queues claimed jobs, oldest first so a tenant's jobs start in
 // arrival order, and gives back what does not fit. The jobs of an ordered
-// subscription (a run) go as one unit, attempted one at a time in order.
+// subscription (a run) go as one unit, attempted one at a time in order,
+// or join its run here if it has one.
 func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
 	if len(claimed) == 0 {
 		return
 	}
 	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
-	var units [][]store.Claimed
-	run := make(map[string]int) // ordered subscription -> its unit
-	leases := make([]store.JobLease, len(claimed))
-	for i, c := range claimed {
-		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
-		if c.Subscription.MaxInFlight <= 1 {
-			if k, ok := run[c.Job.SubscriptionID]; ok {
-				units[k] = append(units[k], c)
-				continue
-			}
-			run[c.Job.SubscriptionID] = len(units)
-		}
-		units = append(units, []store.Claimed{c})
-	}
-	d.hold(leases)
+	d.leases.hold(claimed)
 	d.local.Add(int64(len(claimed)))
+	var units []unit
+	for _, g := range bySubscription(claimed) {
+		switch {
+		case g[0].Subscription.MaxInFlight > 1:
+			for _, c := range g {
+				units = append(units, unit{first: c})
+			}
+		case d.runs.join(g[0].Job.SubscriptionID, g):
+		default:
+			units = append(units, d.runs.begin(g[0].Job.SubscriptionID, g))
+		}
+	}
+	d.offer(q, units)
+}
+
+// offer queues units held here and gives back what does not fit.
+func (d *Dispatcher) offer(q *queue, units []unit) {
 	var rest []store.Claimed
 	for _, u := range q.offer(units) {
-		rest = append(rest, u...)
+		rest = append(rest, d.runs.jobs(u)...)
 	}
 	if len(rest) > 0 {
 		d.release(rest)
-		subs := make([]string, len(rest))
-		for i, c := range rest {
-			subs[i] = c.Job.SubscriptionID
-		}
-		d.undrain(subs) // their jobs are pending again
+		d.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
 		d.answered(len(rest))
 	}
 }

@@ -22,7 +22,7 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 		if tick%passEvery == 0 {
 			err = d.Maintain(ctx)
 		} else if d.recoveryAllowed() {
-			err = d.recover(ctx)
+			err = d.recover(ctx, false)
 		}
 		if err != nil && ctx.Err() == nil {
 			d.storeFailed()
@@ -52,7 +52,7 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 // are recovered, and an answered job is not attempted again.
 func (d *Dispatcher) Maintain(ctx context.Context) error {
 	if d.recoveryAllowed() {
-		if err := d.recover(ctx); err != nil {
+		if err := d.recover(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -104,14 +104,20 @@ func (d *Dispatcher) backfill(ctx context.Context) error {
 	return nil
 }
 
-// recover returns expired leases to their queues (or to poison).
-func (d *Dispatcher) recover(ctx context.Context) error {
-	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000})
+// recover returns expired leases to their queues (or to poison); a
+// maintenance pass also reconciles the in-flight counts.
+func (d *Dispatcher) recover(ctx context.Context, reconcile bool) error {
+	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000,
+		Reconcile: reconcile})
 	if err != nil {
 		return err
 	}
 	d.cfg.Metrics.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
 	d.cfg.Metrics.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
+	// Every job recovered is sent again though its result was never
+	// written: it may have reached its receiver (docs/architecture.md,
+	// "The commit protocol").
+	d.cfg.Metrics.Redeliveries.WithLabelValues("unwritten_result").Add(float64(rec.Recovered + rec.Unstarted))
 	if rec.Recovered+rec.Poisoned > 0 {
 		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
 		d.Wake()

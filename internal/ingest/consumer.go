@@ -38,9 +38,6 @@ type Config struct {
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger // nil discards
 
-	// OnJobs, when set, runs after a transaction that created delivery jobs
-	// commits: the in-process wake-up of the dispatcher.
-	OnJobs func()
 	// OnEvents, when set, runs after a transaction that accepted events,
 	// with the tenants they belong to: the wake-up of long-polling pulls.
 	OnEvents func(tenants []string)

@@ -178,9 +178,6 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 			cfg.Metrics.InboxWrites.WithLabelValues("ok").Inc()
 			endBatch(span, params, res, attempt, nil)
 			w.c.count(params, res)
-			if res.Jobs > 0 && cfg.OnJobs != nil {
-				cfg.OnJobs()
-			}
 			if cfg.OnEvents != nil {
 				if len(res.Tenants) > 0 {
 					cfg.OnEvents(res.Tenants)

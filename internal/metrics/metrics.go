@@ -43,12 +43,17 @@ type Metrics struct {
 	Jobs              *prometheus.GaugeVec     // status: pending | in_flight | dead_lettered
 	LeasesRecovered   *prometheus.CounterVec   // result: recovered | poisoned
 	CompletionsFenced prometheus.Counter
-	ResultsGivenUp    prometheus.Counter
-	Shed              prometheus.Counter
-	Throttled         prometheus.Counter
-	BreakerChanges    *prometheus.CounterVec // to: open | half_open | closed
-	BreakersOpen      prometheus.Gauge
-	AutoDisables      prometheus.Counter
+	// JobsBorn counts jobs leased at birth by the ingest transaction;
+	// Redeliveries jobs sent again after their result was lost, by reason
+	// (docs/architecture.md, "The commit protocol").
+	JobsBorn       prometheus.Counter
+	Redeliveries   *prometheus.CounterVec
+	ResultsGivenUp prometheus.Counter
+	Shed           prometheus.Counter
+	Throttled      prometheus.Counter
+	BreakerChanges *prometheus.CounterVec // to: open | half_open | closed
+	BreakersOpen   prometheus.Gauge
+	AutoDisables   prometheus.Counter
 
 	// Pull.
 	PullRequests *prometheus.CounterVec // result: events | empty | rate_limited
@@ -143,6 +148,14 @@ func New() *Metrics {
 			Name: "streaming_hub_leases_recovered_total",
 			Help: "Jobs whose lease expired without a result: recovered to pending, or dead-lettered as poison.",
 		}, []string{"result"}),
+		JobsBorn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_jobs_born_total",
+			Help: "Delivery jobs leased at birth, in the ingest transaction, to this process's dispatcher: no claim was needed.",
+		}),
+		Redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_redeliveries_total",
+			Help: "Jobs to be sent again although an earlier attempt may have reached the receiver, by reason: unwritten_result (a lease expired before the result was written: a crash, or a database lost for most of a lease), fenced (a result arrived after its lease was lost).",
+		}, []string{"reason"}),
 		CompletionsFenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streaming_hub_completions_fenced_total",
 			Help: "Results not written because the worker's lease had been lost.",
@@ -219,7 +232,7 @@ func New() *Metrics {
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
 		m.ConsumerLag, m.PartitionsAssigned, m.PartitionStalled,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
-		m.CompletionsFenced, m.ResultsGivenUp, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
+		m.CompletionsFenced, m.JobsBorn, m.Redeliveries, m.ResultsGivenUp, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.DLQRecords, m.ManifestRefresh, m.PoolWait,
 		m.TopicDrift,
 	)

@@ -148,6 +148,10 @@ type Claimed struct {
 	// when never, and always on SQLite, which serves one process. Another
 	// process whose breaker opened before it closes its own.
 	HealedAt time.Time
+	// Behind: a job born leased behind earlier jobs of its ordered
+	// subscription in flight, leased to the same dispatcher; it may be sent
+	// only after them.
+	Behind bool
 }
 
 // JobLease names a job as claimed: completions are fenced on the token.
@@ -212,6 +216,10 @@ type Disabled struct {
 type RecoverParams struct {
 	PoisonThreshold int
 	Limit           int
+	// Reconcile also repairs in-flight counts that disagree with the jobs
+	// (they never should): the maintenance pass asks for it, the quick
+	// look for expired leases between passes does not.
+	Reconcile bool
 }
 
 type RecoverResult struct {

@@ -113,6 +113,14 @@ func SubscriptionsOfJobs(jobs []hub.Job) []string {
 	return out
 }
 
+// SubscriptionsOfClaimed lists the subscriptions of claimed jobs, once
+// each, sorted.
+func SubscriptionsOfClaimed(cs []Claimed) []string {
+	out := distinct(cs, func(c Claimed) string { return c.Job.SubscriptionID })
+	slices.Sort(out)
+	return out
+}
+
 // PendingSubscriptions lists, once each and sorted, the subscriptions of
 // the jobs not born leased (among born): the dispatchers are told of
 // those.

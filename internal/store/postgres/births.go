@@ -16,12 +16,18 @@ import (
 // (docs/architecture.md, "The commit protocol"), in one statement:
 //
 //   - cand locks the jobs' subscriptions that may take born jobs, in id
-//     order, FOR NO KEY UPDATE SKIP LOCKED: a subscription another
-//     transaction holds (a claim, a completion) is left to claims, never
-//     waited for. Not held by a breaker's shed, no running backfill, no
-//     rate limit, not excluded by the offer; with a free slot; and for an
-//     ordered one (max_in_flight 1) no pending job and nothing in flight
-//     but what the offering dispatcher leased (leased_by).
+//     order, FOR NO KEY UPDATE, as completions do: a completion writing
+//     their results (a millisecond or two) is waited for, not skipped, or
+//     a busy ordered subscription would fall back to claims at every
+//     collision. (Claims skip locked rows and never wait. Only a
+//     completion or recovery that also emits operational events locks a
+//     tenant after subscriptions, the reverse of ingest's order; such a
+//     rare deadlock is broken by PostgreSQL and the loser retried whole,
+//     like any failed ingest or result write.) Not held by a breaker's
+//     shed, no running backfill, no rate limit, not excluded by the
+//     offer; with a free slot; and for an ordered one (max_in_flight 1) no
+//     pending job and nothing in flight but what the offering dispatcher
+//     leased (leased_by).
 //   - ranked and born pick, in arrival order, the jobs that fit their
 //     subscription's free slots (an ordered one takes every job of the
 //     batch, one behind the other) and the offer's room.
@@ -45,7 +51,7 @@ WITH v AS (
 	    OR s.max_in_flight <= 1 AND (s.in_flight = 0 OR s.leased_by = $9)
 	      AND NOT EXISTS (SELECT 1 FROM delivery_jobs p WHERE p.subscription_id = s.id AND p.status = 'pending'))
 	ORDER BY s.id
-	FOR NO KEY UPDATE OF s SKIP LOCKED
+	FOR NO KEY UPDATE OF s
 ), ranked AS (
 	SELECT v.id, v.ord, c.max_in_flight <= 1 AS ordered,
 		c.id IS NOT NULL AND (c.max_in_flight <= 1
@@ -63,14 +69,14 @@ WITH v AS (
 		CASE WHEN b.id IS NULL THEN NULL ELSE $7 END, CASE WHEN b.id IS NULL THEN NULL ELSE $11::timestamptz END,
 		coalesce(b.run_ahead, false)
 	FROM v LEFT JOIN born b ON b.id = v.id
-	RETURNING ` + jobColumns + `
+	RETURNING ` + jobColumns + `, run_ahead
 ), counted AS (
 	UPDATE subscriptions s SET in_flight = s.in_flight + c.n, leased_by = $9
 	FROM (SELECT subscription_id, count(*) AS n FROM ins WHERE status = 'in_flight' GROUP BY subscription_id) c
 	WHERE s.id = c.subscription_id
 )
 SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `,
-	s.healed_at
+	s.healed_at, c.run_ahead
 FROM ins c
 JOIN events e ON e.tenant_id = c.tenant_id AND e.sequence = c.event_sequence
 JOIN subscriptions s ON s.id = c.subscription_id
@@ -92,7 +98,12 @@ func queueJobsBorn(b *pgx.Batch, jobs []hub.Job, o *store.BirthOffer, now time.T
 	b.Queue(insertJobsBorn, ids, tenants, subs, seqs, eventIDs, jobs[0].CreatedAt, o.Token, exclude, o.Owner, o.Room,
 		now.Add(o.Lease)).Query(func(rows pgx.Rows) error {
 		var err error
-		*born, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) { return scanClaimed(r, o.Token) })
+		*born, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
+			var behind bool
+			c, err := scanClaimed(r, o.Token, &behind)
+			c.Behind = behind
+			return c, err
+		})
 		return err
 	})
 }

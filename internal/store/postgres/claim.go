@@ -185,7 +185,7 @@ func queueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time, out *[]store.C
 }
 
 // scanClaimed reads a claim row: job, event and subscription columns.
-func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
+func scanClaimed(r pgx.Row, token string, extra ...any) (store.Claimed, error) {
 	var c store.Claimed
 	c.LeaseToken = token
 	var ev hub.Event
@@ -193,7 +193,7 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 	var dc string
 	var first, last, healed *time.Time
 	j, s := &c.Job, &c.Subscription
-	err := r.Scan(
+	dest := []any{
 		&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
 		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
 		&j.UpdatedAt, &j.CompletedAt,
@@ -204,7 +204,8 @@ func scanClaimed(r pgx.Row, token string) (store.Claimed, error) {
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
 		&filters, &s.RateLimit, &dc,
-		&s.Transform, &healed)
+		&s.Transform, &healed}
+	err := r.Scan(append(dest, extra...)...)
 	if err != nil {
 		return c, err
 	}
@@ -425,6 +426,9 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 	})
 	if err != nil {
 		return res, err
+	}
+	if !p.Reconcile {
+		return res, nil
 	}
 	if err := db.reconcileInFlight(ctx); err != nil {
 		return res, fmt.Errorf("reconcile in-flight counts: %w", err)

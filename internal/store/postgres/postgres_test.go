@@ -51,7 +51,15 @@ func TestInFlightCountDriftIsRepaired(t *testing.T) {
 	if c, _ := db.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute}); len(c) != 0 {
 		t.Fatalf("claimed %d past a (wrong) full count", len(c))
 	}
+	// The quick look for expired leases between maintenance passes does
+	// not repair it; the pass does.
 	if _, err := db.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: 5, Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := db.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute}); len(c) != 0 {
+		t.Fatalf("claimed %d after a recovery that does not reconcile", len(c))
+	}
+	if _, err := db.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: 5, Limit: 10, Reconcile: true}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := db.ClaimJobs(ctx, store.ClaimParams{Batch: 10, Lease: time.Minute})

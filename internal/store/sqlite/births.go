@@ -67,7 +67,11 @@ func bearJobs(ctx context.Context, tx *sql.Tx, jobs []hub.Job, o *store.BirthOff
 			return nil, err
 		}
 	}
-	return loadClaimed(ctx, tx, born, o.Token)
+	out, err := loadClaimed(ctx, tx, born, o.Token)
+	for i := range out {
+		out[i].Behind = runAhead[out[i].Job.ID]
+	}
+	return out, err
 }
 
 // maxRun stands for "no bound" in an ordered subscription's birth room:

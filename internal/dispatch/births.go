@@ -1,0 +1,108 @@
+package dispatch
+
+import (
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// maxBirths bounds the room one ingest transaction is offered: the claim
+// loop is not starved of room while a big batch is written.
+const maxBirths = 512
+
+// Offer is asked by this process's ingest before each transaction
+// (store.Births; docs/architecture.md, "The commit protocol"): it
+// reserves room for jobs born leased to this dispatcher, unless it is not
+// running, is stopping, or has no room.
+func (d *Dispatcher) Offer() *store.BirthOffer {
+	if d.q.Load() == nil || d.isStopping() {
+		return nil
+	}
+	for {
+		held := d.local.Load()
+		n := min(int64(d.cfg.MaxInFlight)-held, maxBirths)
+		if n <= 0 {
+			return nil
+		}
+		if d.local.CompareAndSwap(held, held+n) {
+			o := &store.BirthOffer{Owner: d.owner, Token: hub.NewID("lease", d.now()), Lease: d.heldLease(),
+				Room: int(n), Exclude: d.dests.excluded()}
+			d.offerSeq.Store(o.Token, d.hintSeq.Load())
+			return o
+		}
+	}
+}
+
+// Born takes the jobs the committed ingest transaction leased to this
+// dispatcher (none when it failed) and gives back the rest of the room
+// reserved. Each is held (its lease renewed) and queued like a claimed
+// job; an ordered subscription's join its run here. A job born behind an
+// ordered subscription's earlier jobs that this process no longer holds
+// (given back, or fenced, meanwhile) is given back too: sent now, it
+// could overtake them.
+func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
+	d.answered(o.Room - len(jobs)) // the room not used
+	seq, _ := d.offerSeq.LoadAndDelete(o.Token)
+	if len(jobs) == 0 {
+		return
+	}
+	d.cfg.Metrics.JobsBorn.Add(float64(len(jobs)))
+	q := d.q.Load()
+	var units []unit
+	var back []store.Claimed
+	var ordered []string
+	for _, g := range bySubscription(jobs) {
+		if g[0].Subscription.MaxInFlight <= 1 {
+			ordered = append(ordered, g[0].Job.SubscriptionID)
+		}
+		c := g[0]
+		switch {
+		case q == nil || d.isStopping():
+			back = append(back, g...)
+		case c.Subscription.MaxInFlight > 1:
+			for _, c := range g {
+				units = append(units, unit{first: c})
+			}
+		case d.runs.join(c.Job.SubscriptionID, g):
+		case c.Behind && !d.leases.holds(c.Job.SubscriptionID):
+			back = append(back, g...)
+			ordered = ordered[:len(ordered)-1] // pending again: not drained
+		default:
+			units = append(units, d.runs.begin(c.Job.SubscriptionID, g))
+		}
+	}
+	d.leases.hold(jobs)
+	if s, ok := seq.(uint64); ok {
+		d.drainedAtBirth(ordered, s)
+	}
+	if len(back) > 0 {
+		d.release(back)
+		d.undrain(store.SubscriptionsOfClaimed(back))
+		d.answered(len(back))
+	}
+	if q != nil {
+		d.offer(q, units)
+	} else if len(units) > 0 {
+		var rest []store.Claimed
+		for _, u := range units {
+			rest = append(rest, d.runs.jobs(u)...)
+		}
+		d.release(rest)
+		d.answered(len(rest))
+	}
+}
+
+// bySubscription groups jobs by subscription, each group in sequence
+// order, the groups in the order of their first job.
+func bySubscription(jobs []store.Claimed) [][]store.Claimed {
+	var out [][]store.Claimed
+	at := make(map[string]int)
+	for _, c := range jobs {
+		if k, ok := at[c.Job.SubscriptionID]; ok {
+			out[k] = append(out[k], c)
+			continue
+		}
+		at[c.Job.SubscriptionID] = len(out)
+		out = append(out, []store.Claimed{c})
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/dispatch"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+)
+
+// countingStore counts the claims a dispatcher makes.
+type countingStore struct {
+	store.Store
+	claims atomic.Int64
+}
+
+func (s *countingStore) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	s.claims.Add(1)
+	return s.Store.ClaimJobs(ctx, p)
+}
+
+// Jobs born leased in the ingest transaction are delivered with no claim
+// at all (docs/architecture.md, "The commit protocol"): an ordered
+// subscription's events, published one by one while the earlier ones are
+// in flight here, arrive once each and in order, and their results are
+// written.
+func TestBirths_JobsBornLeasedAreDeliveredInOrderWithoutAClaim(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		counted := &countingStore{}
+		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) { counted.Store = c.Store.(store.Store); c.Store = counted }})
+		r.sink.script(func(int, *http.Request) (int, http.Header, string) {
+			time.Sleep(20 * time.Millisecond) // a receiver that thinks: later events are born behind the one in flight
+			return 200, nil, "ok"
+		})
+		idle := noIdlePoll(r)
+		runUntilDone(t, r)
+		waitIdle(t, idle) // the start's claim found nothing
+		// On PostgreSQL the listening connection, once up, makes one claim
+		// across all subscriptions for what it may have missed: that one
+		// may fall after this point.
+		catchUp := int64(0)
+		if _, ok := counted.Store.(interface{ ListenerPID() uint32 }); ok {
+			catchUp = 1
+		}
+		before := counted.claims.Load()
+		const n = 12
+		for i := range n {
+			r.publish(event("acme", fmt.Sprintf("evt-%02d", i)))
+		}
+		waitRequests(t, r.sink, n, "born jobs were not delivered")
+		var order []string
+		for _, q := range r.sink.got() {
+			order = append(order, q.header.Get("X-Lerian-Event-Id"))
+		}
+		for i, id := range order {
+			if want := fmt.Sprintf("evt-%02d", i); id != want || i >= n {
+				t.Fatalf("received %v; want evt-00 .. evt-%02d once each, in order", order, n-1)
+			}
+		}
+		if got := counted.claims.Load() - before; got > catchUp {
+			t.Errorf("%d claims for jobs born leased to this dispatcher; want none (but the listener's catch-up)", got)
+		}
+		if got := testutil.ToFloat64(r.metrics.JobsBorn); got != n {
+			t.Errorf("streaming_hub_jobs_born_total %v, want %d", got, n)
+		}
+		// The results are written behind: every job ends succeeded.
+		for deadline := time.Now().Add(testkit.Patience); ; time.Sleep(10 * time.Millisecond) {
+			jobs, err := r.store.ListJobs(r.ctx, store.ListJobsParams{TenantID: "acme", SubscriptionID: r.sub.ID, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := 0
+			for _, j := range jobs {
+				if j.Status == hub.JobSucceeded {
+					done++
+				}
+			}
+			if done == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d jobs recorded succeeded", done, n)
+			}
+		}
+	})
+}
+
+// A lease that expires before its result was written is a redelivery:
+// the job is sent again though its receiver may have it, and the process
+// that recovers it counts it (unwritten_result).
+func TestBirths_ALeaseRecoveredCountsAsARedelivery(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{})
+		r.publish(event("acme", "evt-1"))
+		// Another process claimed it and died with its result unwritten.
+		if c, err := r.store.ClaimJobs(r.ctx, store.ClaimParams{Batch: 1, Lease: time.Second}); err != nil || len(c) != 1 {
+			t.Fatalf("claim: %v, %v", c, err)
+		}
+		r.clock.Advance(time.Minute)
+		if err := r.d.Maintain(r.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := testutil.ToFloat64(r.metrics.Redeliveries.WithLabelValues("unwritten_result")); got != 1 {
+			t.Errorf("redeliveries{unwritten_result} %v, want 1", got)
+		}
+		if r.step() != 1 || len(r.sink.got()) != 1 {
+			t.Fatal("the recovered job was not delivered")
+		}
+		if !strings.Contains(fmt.Sprint(r.sink.got()[0].header), "evt-1") {
+			t.Errorf("delivered %v", r.sink.got()[0].header)
+		}
+	})
+}
