@@ -288,8 +288,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		defer cancel()
 		h.Shutdown(sctx)
 	}()
-	if err := h.Broker.CreateTopic(topic, int32(o.Partitions), nil); err != nil && !strings.Contains(err.Error(), "exists") {
-		return Result{}, fmt.Errorf("create topic: %w", err)
+	if err := makeTopic(ctx, h.Broker, o.Partitions); err != nil {
+		return Result{}, err
 	}
 
 	// The receivers stop before the hub does (deferred after it): a hung
@@ -329,6 +329,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	fmt.Fprintf(out, "bench: receivers %s; %d healthy%s, %d hung (answer after %v), %d failing (answer 500); %s; %s\n",
 		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, describeMishaps(o), o.HungTenants, o.Hang, o.FailingTenants,
 		describeHosts(o, len(servers)), describeMaxInFlight(o))
+
+	if err := waitForGroup(ctx, h.Broker, cfg.Ingest.Group, 1, o.Partitions); err != nil {
+		return Result{}, err
+	}
 
 	var pg *pgCPU
 	if app := appName(db); app != "" {
