@@ -82,6 +82,7 @@ func benchFlags(args []string, e env) (r benchRun, err error) {
 	fs.IntVar(&o.Statements, "statements", 0, "count the statements the hub sends to PostgreSQL during the load and print the N most frequent")
 	fs.DurationVar(&o.Limits, "limits", 0, "before the hub starts, measure this machine's limits for this long each (see above) and report them beside the run")
 	fs.BoolVar(&r.limitsOnly, "limits-only", false, "measure the limits (for -limits, default 5s) and exit: no hub, no load")
+	fs.IntVar(&o.Replicas, "replicas", 1, "`N` hub replicas on one PostgreSQL schema and consumer group: this process's hub and N-1 streaming-hub serve processes (see above)")
 	db := fs.String("database", e.getenv(config.Prefix+"DATABASE_URL"), "postgres://... (a fresh schema is used, then dropped) or empty for a temporary SQLite file")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: streaming-hub bench [flags]
@@ -125,6 +126,27 @@ printed as a "machine" block with the load average before and after.
 -limits-only measures them (for 5s each unless -limits says) and exits,
 with no hub and no load; it takes only -limits, -database and -cpuprofile.
 
+Replicas (-replicas N, default 1; PostgreSQL only): N hubs run the load
+on the one schema, the embedded broker and its consumer group, each of
+role all, so the group shares the partitions among them and each claims
+and delivers jobs (docs/operations.md, "Several replicas"). The first is
+the bench's own hub; the others are this binary run again as
+"streaming-hub serve" processes with the variables the first has (KEK,
+admin token, dispatch settings, -set), each on a free loopback port and
+with an application_name of its own, so its PostgreSQL backends' CPU is
+counted apart. Each has its own database pool (16 by default; -set
+DATABASE_MAX_CONNS=8 for smaller ones): keep N × (pool + 1) within
+PostgreSQL's max_connections. The load starts once each answers /readyz
+and the group has assigned every partition. The result block then has a
+line per replica, read from its metrics
+(streaming_hub_delivery_attempts_total): its deliveries (attempts
+answered 2xx), their share of all the replicas' and of the deliveries/s,
+its attempts, partitions, events ingested, its process's CPU and its
+backends'; and the replicas' sum beside the receivers' count of 2xx
+answers. The processes get SIGTERM, then SIGKILL after 15 s, however the
+run ends (ctrl-C and errors too). -soak, -idle and -statements watch the
+bench's own hub only: not with -replicas.
+
 Soak (-soak DURATION, SPEC 25): produces at -rate (default 200/s) for
 DURATION to -tenants, -ordered 20 of them with max_in_flight 1 and the
 others at -max-in-flight 16, while healthy receivers fail -fail-rate 0.05
@@ -156,6 +178,7 @@ Examples:
   streaming-hub bench -tenants 200 -rate 50 -duration 30s -idle 20s -statements 12 -database postgres://...
   streaming-hub bench -tenants 100 -events 100000 -limits 5s -database postgres://...
   streaming-hub bench -limits-only -database postgres://...
+  streaming-hub bench -replicas 2 -tenants 50 -events 5000 -database postgres://...
 
 `)
 		printFlags(fs)
@@ -209,10 +232,31 @@ Examples:
 			o.Progress = 10 * time.Second
 		}
 	}
+	if err := replicaCommand(o); err != nil {
+		return r, badProfile{err}
+	}
 	if r.Options, err = o.Normalize(); err != nil {
 		return r, badProfile{err}
 	}
 	return r, nil
+}
+
+// replicaCommand checks -replicas and, for more than one, names the
+// command that runs the others: this very binary as `serve`, so the
+// replicas are the hub the bench measures, built the same.
+func replicaCommand(o *loadtest.Options) error {
+	if o.Replicas < 1 {
+		return fmt.Errorf("replicas %d: want 1 or more", o.Replicas)
+	}
+	if o.Replicas == 1 {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("replicas %d: cannot find this binary to run them: %w", o.Replicas, err)
+	}
+	o.ReplicaCommand = []string{exe, "serve"}
+	return nil
 }
 
 // badProfile is a run the flags parse but do not describe; the flag

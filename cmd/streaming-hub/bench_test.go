@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +182,47 @@ func TestBench_LimitsOnlyOnPostgreSQL(t *testing.T) {
 	for _, want := range []string{"; PostgreSQL commits ", "/s from 1 client, ", "from 8 connections", "synchronous_commit on"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// -replicas N runs N-1 more hubs as this binary's serve; one (the default)
+// runs none.
+func TestBenchFlags_Replicas(t *testing.T) {
+	noEnv := env{getenv: func(string) string { return "" }}
+	r, err := benchFlags(nil, noEnv)
+	if err != nil || r.Replicas != 1 || r.ReplicaCommand != nil {
+		t.Fatalf("no flags: %+v, %v", r, err)
+	}
+	r, err = benchFlags([]string{"-replicas", "3", "-database", "postgres://db/x", "-events", "100"}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	if r.Replicas != 3 || !slices.Equal(r.ReplicaCommand, []string{self, "serve"}) {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// Replicas need one database they share, and run a load: each mistake is
+// one line and a usage error.
+func TestBench_ReplicasMistakesAreOneLineEach(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-replicas", "0"}, "replicas 0: want 1 or more"},
+		{[]string{"-replicas", "-2", "-database", "postgres://db/x"}, "replicas -2: want 1 or more"},
+		{[]string{"-replicas", "2"}, "replicas 2 need PostgreSQL (-database postgres://...): SQLite is one process's database"},
+		{[]string{"-replicas", "2", "-database", "sqlite:///tmp/x.db"}, "replicas 2 need PostgreSQL"},
+		{[]string{"-replicas", "2", "-database", "postgres://db/x", "-soak", "10s"}, "replicas 2: give no soak, idle or statements"},
+		{[]string{"-replicas", "2", "-database", "postgres://db/x", "-statements", "5"}, "give no soak, idle or statements"},
+		{[]string{"-limits-only", "-replicas", "2"}, "-limits-only measures the machine and runs no load: give no -replicas"},
+		{[]string{"-replicas", "two"}, `invalid value "two" for flag -replicas`},
+	} {
+		code, _, errOut := runCmd(nil, append([]string{"bench"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || (!strings.Contains(tc.want, "invalid value") && strings.Count(strings.TrimSpace(errOut), "\n") != 0) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
 		}
 	}
 }

@@ -93,6 +93,17 @@ type Options struct {
 	// each (MeasureLimits), before the hub starts, so the run's figures
 	// can be read against them (Result.Limits).
 	Limits time.Duration
+	// Replicas is how many hubs run the load (default 1): the bench's own
+	// and Replicas-1 processes started with ReplicaCommand, all of role
+	// all on the one PostgreSQL schema and the embedded broker's consumer
+	// group, so the group shares the partitions among them and each
+	// claims and delivers (docs/operations.md, "Several replicas").
+	// Result.Replicas has each one's part.
+	Replicas int
+	// ReplicaCommand runs one more replica: a command that runs the hub in
+	// serve mode with its configuration from the environment, as
+	// `streaming-hub serve` does.
+	ReplicaCommand []string
 }
 
 // Normalize fills in the defaults and checks the profile.
@@ -150,6 +161,12 @@ func (o Options) Normalize() (Options, error) {
 	if o.SlowLatency == 0 {
 		o.SlowLatency = time.Second
 	}
+	if err := o.checkReplicas(); err != nil {
+		return o, err
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
 	if o.Limits != 0 && o.Limits < MinLimits { // negatives too
 		return o, fmt.Errorf("limits %v: want %v or more for each measurement (0: none)", o.Limits, MinLimits)
 	}
@@ -204,6 +221,24 @@ func (o Options) Normalize() (Options, error) {
 	}
 	o.Set = set
 	return o, nil
+}
+
+// checkReplicas: several replicas share one database, which SQLite is not
+// (one process's file); and the soak, the idle window and the statement
+// count watch the bench's own hub alone, so they would count only one
+// replica's part as if it were the whole.
+func (o Options) checkReplicas() error {
+	switch {
+	case o.Replicas < 0:
+		return fmt.Errorf("replicas %d: want 1 or more", o.Replicas)
+	case o.Replicas <= 1:
+		return nil
+	case o.DatabaseURL == "" || strings.HasPrefix(o.DatabaseURL, "sqlite://"):
+		return fmt.Errorf("replicas %d need PostgreSQL (-database postgres://...): SQLite is one process's database", o.Replicas)
+	case o.Soak > 0 || o.Idle > 0 || o.Statements > 0:
+		return fmt.Errorf("replicas %d: give no soak, idle or statements: they watch the bench's own hub only", o.Replicas)
+	}
+	return nil
 }
 
 // limitsTime is how long the limits take at most: three measurements on
@@ -288,9 +323,13 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		defer cancel()
 		h.Shutdown(sctx)
 	}()
-	if err := h.Broker.CreateTopic(topic, int32(o.Partitions), nil); err != nil && !strings.Contains(err.Error(), "exists") {
-		return Result{}, fmt.Errorf("create topic: %w", err)
+	if err := makeTopic(ctx, h.Broker, o.Partitions); err != nil {
+		return Result{}, err
 	}
+	// Deferred before the receivers' stop, so it runs after it: a hung
+	// request is released before a replica's shutdown waits for it.
+	reps := newReplicas(h, db)
+	defer reps.stop()
 
 	// The receivers stop before the hub does (deferred after it): a hung
 	// request is released at once, so the hub's shutdown does not wait
@@ -330,9 +369,19 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		describeLatency(o), o.Tenants-o.HungTenants-o.FailingTenants, describeMishaps(o), o.HungTenants, o.Hang, o.FailingTenants,
 		describeHosts(o, len(servers)), describeMaxInFlight(o))
 
+	if err := reps.start(ctx, o.Replicas, o.ReplicaCommand, vars, db, h.KafkaAddrs()); err != nil {
+		return Result{}, err
+	}
+	if err := waitForGroup(ctx, h.Broker, cfg.Ingest.Group, o.Replicas, o.Partitions); err != nil {
+		return Result{}, err
+	}
+	if o.Replicas > 1 {
+		fmt.Fprintf(out, "bench: %s\n", reps.describe(ctx))
+	}
+
 	var pg *pgCPU
 	if app := appName(db); app != "" {
-		if pg, err = newPGCPU(ctx, o.DatabaseURL, app); err != nil {
+		if pg, err = newPGCPU(ctx, o.DatabaseURL, reps.apps()...); err != nil {
 			return Result{}, fmt.Errorf("bench: watch PostgreSQL: %w", err)
 		}
 		defer pg.close()
@@ -357,6 +406,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 
 	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage(),
 		pg: pg, stmts: stmts, idle: idle, limits: limits}
+	if o.Replicas > 1 {
+		r.reps = reps
+		reps.begin()
+	}
 	if pg != nil {
 		r.pgWin = pg.begin(ctx)
 	}
@@ -384,14 +437,14 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 		if v := r.produceErr.Load(); v != nil {
 			return Result{}, v.(error)
 		}
-		if lastIngest.IsZero() && r.ingested() >= int64(o.Events) {
+		if lastIngest.IsZero() && r.ingested(ctx) >= int64(o.Events) {
 			lastIngest = time.Now()
 		}
 		el := time.Since(r.start)
 		if o.Progress > 0 && time.Since(lastPrint) >= o.Progress {
 			lastPrint = time.Now()
 			d, bad := rec.totals()
-			line := fmt.Sprintf("  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)", el.Seconds(), r.produced.Load(), r.ingested(), d, float64(d)/el.Seconds())
+			line := fmt.Sprintf("  %6.1fs  produced %7d  ingested %7d  delivered %7d  (%6.0f/s)", el.Seconds(), r.produced.Load(), r.ingested(ctx), d, float64(d)/el.Seconds())
 			if r.unhealthy() {
 				line += fmt.Sprintf("  attempts at hung/failing %6d", bad)
 			}
@@ -423,12 +476,20 @@ type run struct {
 	stmts      *statements // nil unless Options.Statements
 	idle       *IdleResult
 	limits     *Limits      // nil without Options.Limits
+	reps       *replicas    // nil with one replica
 	produced   atomic.Int64 // events the broker acknowledged
 	lastSent   atomic.Int64 // unix ns of the latest send
 	produceErr atomic.Value
 }
 
-func (r *run) ingested() int64 { return int64(counterValue(r.h.Metrics.InboxEvents)) }
+// ingested counts the events in the inbox: the bench's hub's, or every
+// replica's.
+func (r *run) ingested(ctx context.Context) int64 {
+	if r.reps != nil {
+		return r.reps.ingested(ctx)
+	}
+	return int64(counterValue(r.h.Metrics.InboxEvents))
+}
 
 func (r *run) unhealthy() bool { return r.o.HungTenants+r.o.FailingTenants > 0 }
 
@@ -490,16 +551,26 @@ func (r *run) result(lastIngest time.Time) Result {
 	if res.Delivered > 0 {
 		res.CPUPerDelivery = res.CPU / time.Duration(res.Delivered)
 	}
-	r.measureDB(&res)
+	if r.reps == nil {
+		r.measureDB(&res)
+		return res
+	}
+	got, errs := r.reps.settle(res.Delivered + res.Duplicates)
+	res.Replicas = r.reps.results(got, errs, r.measureDB(&res))
 	return res
 }
 
 // measureDB adds the PostgreSQL figures of the load (and the idle window
-// before it) to res.
-func (r *run) measureDB(res *Result) {
+// before it) to res, and returns the backends' CPU by application_name.
+func (r *run) measureDB(res *Result) map[string]pgUse {
 	res.Idle = r.idle
+	var byApp map[string]pgUse
 	if r.pg != nil {
-		res.PGCPU, res.PGBackends = r.pgWin.end(context.Background())
+		byApp = r.pgWin.endByApp(context.Background())
+		for _, u := range byApp {
+			res.PGCPU += u.cpu
+			res.PGBackends += u.backends
+		}
 		if r.o.Events > 0 {
 			res.PGCPUPerEvent = res.PGCPU / time.Duration(r.o.Events)
 		}
@@ -511,6 +582,7 @@ func (r *run) measureDB(res *Result) {
 		}
 		res.Statements = all[:min(len(all), r.o.Statements)]
 	}
+	return byApp
 }
 
 // IdleResult is what the hub cost while idle.
@@ -760,6 +832,15 @@ func produce(ctx context.Context, cl *kgo.Client, o Options, tenants []string, p
 
 // eventID is the ce-id of event i, which goes to tenant i mod Tenants.
 func eventID(i int) string { return fmt.Sprintf("bench-%08d", i) }
+
+// gaugeValue reads a gauge's current value.
+func gaugeValue(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetGauge().GetValue()
+}
 
 // counterValue reads a counter's current value.
 func counterValue(c prometheus.Counter) float64 {

@@ -3,7 +3,10 @@ package loadtest_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +204,86 @@ func TestRun_SharedHost(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
 	}
+}
+
+// Two replicas on PostgreSQL: the bench's own hub and a streaming-hub
+// serve process built from this tree share the schema and the consumer
+// group. Every event is delivered once, in order, as with one; each
+// replica's part is read from its metrics and reported, the parts add up
+// to the receivers' count, the group gave each replica partitions, each
+// replica's backends are found by their own application_name, and no
+// process is left behind.
+func TestRun_TwoReplicasShareTheLoad(t *testing.T) {
+	testkit.Long(t)
+	url := testkit.PostgresURL(t)
+	bin := buildHub(t)
+	t.Chdir(t.TempDir())
+	// Small pools: two hubs share the server's 100 connections with
+	// every other test package.
+	o := loadtest.Options{Events: 300, Tenants: 10, Partitions: 4, Rate: 1000, DatabaseURL: url, Replicas: 2, ReplicaCommand: []string{bin, "serve"},
+		Set: map[string]string{"DATABASE_MAX_CONNS": "4"}, Timeout: testkit.Patience, Progress: 200 * time.Millisecond}
+	var out bytes.Buffer
+	res, err := loadtest.Run(context.Background(), o, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	loadtest.Report(&out, res)
+	if pids := running(bin); len(pids) > 0 {
+		t.Errorf("replica processes left running: %v", pids)
+	}
+	healthy := res.Classes[0]
+	if res.Delivered != 300 || res.Duplicates != 0 || len(res.Classes) != 1 || healthy.Delivered != 300 || healthy.OutOfOrder != 0 {
+		t.Fatalf("result %+v\n%s", res, out.String())
+	}
+	if len(res.Replicas) != 2 {
+		t.Fatalf("replicas %+v\n%s", res.Replicas, out.String())
+	}
+	var delivered, ingested int64
+	var partitions int
+	var share float64
+	for i, r := range res.Replicas {
+		if r.Replica != i+1 || r.Err != "" || r.Attempts < r.Delivered || r.Partitions < 1 || r.PGBackends == 0 {
+			t.Errorf("replica %+v\n%s", r, out.String())
+		}
+		delivered, ingested, partitions, share = delivered+r.Delivered, ingested+r.Ingested, partitions+r.Partitions, share+r.Share
+	}
+	if delivered != 300 || ingested != 300 || partitions != 4 || math.Abs(share-1) > 1e-9 {
+		t.Errorf("sums: %d delivered, %d ingested, %d partitions, shares %v\n%s", delivered, ingested, partitions, share, out.String())
+	}
+	if res.Replicas[1].PID == os.Getpid() || res.Replicas[1].CPU <= 0 {
+		t.Errorf("replica 2 is not a process of its own: %+v", res.Replicas[1])
+	}
+	for _, want := range []string{"bench: 2 replicas (role all, one schema, one consumer group): replica 1 in this process",
+		"  replicas        2 (role all, one schema, one consumer group): 300 deliveries between them (receivers: 300 answered 2xx)",
+		"\n    replica 1 ", "\n    replica 2 ", "300/300 100%"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in\n%s", want, out.String())
+		}
+	}
+}
+
+// buildHub builds the streaming-hub binary of this tree, for the replicas
+// the bench starts as its own binary's serve.
+func buildHub(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "streaming-hub")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/streaming-hub")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// running lists the processes running the binary bin.
+func running(bin string) []string {
+	var pids []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		if exe, err := os.Readlink(filepath.Join(p, "exe")); err == nil && exe == bin {
+			pids = append(pids, filepath.Base(p))
+		}
+	}
+	return pids
 }
 
 // statementsCounted: the most frequent statements are listed most frequent

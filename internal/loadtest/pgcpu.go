@@ -13,29 +13,33 @@ import (
 )
 
 // pgCPU measures the CPU the hub's PostgreSQL backends spend: the backends
-// are the ones pg_stat_activity lists with the hub's application_name (the
-// bench sets it in the hub's URL), their CPU is utime + stime of
-// /proc/<pid>/stat (PostgreSQL runs on this machine). A sampler reads them
-// every 250 ms, so a backend that exits loses at most its last 250 ms.
+// are the ones pg_stat_activity lists with one of the hub's
+// application_names (the bench sets one in each replica's URL), their CPU
+// is utime + stime of /proc/<pid>/stat (PostgreSQL runs on this machine).
+// A sampler reads them every 250 ms, so a backend that exits loses at most
+// its last 250 ms.
 type pgCPU struct {
 	conn *pgx.Conn
-	app  string
+	apps []string
 
 	mu   sync.Mutex
 	last map[int32]time.Duration // the latest reading of every backend seen
+	app  map[int32]string        // the application_name of every backend seen
 }
 
-func newPGCPU(ctx context.Context, url, app string) (*pgCPU, error) {
+// newPGCPU watches the backends of apps; the first names the monitor's own
+// connection too (apps[0]-monitor, which no app matches).
+func newPGCPU(ctx context.Context, url string, apps ...string) (*pgCPU, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
-	cfg.RuntimeParams["application_name"] = app + "-monitor"
+	cfg.RuntimeParams["application_name"] = apps[0] + "-monitor"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &pgCPU{conn: conn, app: app, last: make(map[int32]time.Duration)}, nil
+	return &pgCPU{conn: conn, apps: apps, last: make(map[int32]time.Duration), app: make(map[int32]string)}, nil
 }
 
 // run samples until ctx ends.
@@ -55,21 +59,28 @@ func (p *pgCPU) run(ctx context.Context) {
 func (p *pgCPU) sample(ctx context.Context) {
 	p.mu.Lock() // one query on the connection at a time
 	defer p.mu.Unlock()
-	rows, err := p.conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, p.app)
+	rows, err := p.conn.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity WHERE application_name = ANY($1)`, p.apps)
 	if err != nil {
 		return
 	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	backends, err := pgx.CollectRows(rows, pgx.RowToStructByPos[backend])
 	if err != nil {
 		return
 	}
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	for _, b := range backends {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.PID))
 		if err != nil {
 			continue
 		}
-		p.last[pid] = parseStatCPU(string(b))
+		p.last[b.PID] = parseStatCPU(string(stat))
+		p.app[b.PID] = b.App
 	}
+}
+
+// backend is a row of pg_stat_activity.
+type backend struct {
+	PID int32
+	App string
 }
 
 // pgWindow is a stretch of the run the CPU of the backends is summed over.
@@ -94,14 +105,33 @@ func (p *pgCPU) begin(ctx context.Context) pgWindow {
 // (a backend started within it counts from its start) and how many there
 // were.
 func (w pgWindow) end(ctx context.Context) (cpu time.Duration, backends int) {
+	for _, u := range w.endByApp(ctx) {
+		cpu += u.cpu
+		backends += u.backends
+	}
+	return cpu, backends
+}
+
+// pgUse is the CPU some backends spent in a window, and how many there
+// were.
+type pgUse struct {
+	cpu      time.Duration
+	backends int
+}
+
+// endByApp is end by application_name: each replica's backends apart.
+func (w pgWindow) endByApp(ctx context.Context) map[string]pgUse {
 	w.p.sample(ctx)
 	w.p.mu.Lock()
 	defer w.p.mu.Unlock()
+	by := make(map[string]pgUse)
 	for pid, c := range w.p.last {
-		cpu += c - w.start[pid]
-		backends++
+		u := by[w.p.app[pid]]
+		u.cpu += c - w.start[pid]
+		u.backends++
+		by[w.p.app[pid]] = u
 	}
-	return cpu, backends
+	return by
 }
 
 // close closes the connection once no sample is using it (the sampler

@@ -38,6 +38,9 @@ type Result struct {
 	Statements    []StatementStat // the most frequent statements of the load (Options.Statements)
 	StatementsRun int             // every statement of the load
 	Limits        *Limits         // the machine's limits measured before the run (Options.Limits); nil without
+	// Replicas has each hub replica's part of the load when several ran
+	// it (Options.Replicas); nil with one.
+	Replicas []ReplicaResult
 }
 
 // SinkProfile is what the receivers were told to do.
@@ -100,6 +103,7 @@ func reportTotals(w io.Writer, res Result) {
 		fmt.Fprintf(w, "  PostgreSQL      %.3f ms CPU per event (%v in all, %.1f%% of one core; %d backends of the hub)\n",
 			ms(res.PGCPUPerEvent), res.PGCPU.Round(10*time.Millisecond), 100*res.PGCPU.Seconds()/res.Elapsed.Seconds(), res.PGBackends)
 	}
+	reportReplicas(w, res)
 	fmt.Fprintf(w, "  peak RSS        %d MB\n", res.PeakRSS>>20)
 	reportDB(w, res)
 	if res.LoadAverage[0] != "" {
@@ -253,5 +257,39 @@ func reportDB(w io.Writer, res Result) {
 	fmt.Fprintf(w, "  statements      %d in the load, %.1f per event; the most frequent (count, per event, client time):\n", res.StatementsRun, per)
 	for _, s := range res.Statements {
 		fmt.Fprintf(w, "    %8d %6.2f %9v  %s\n", s.Count, float64(s.Count)/float64(max(res.Events, 1)), s.Time.Round(time.Millisecond), s.SQL)
+	}
+}
+
+// reportReplicas prints each replica's part of the load: its attempts
+// answered 2xx (its deliveries) and their share of the replicas' sum, the
+// deliveries/s that share is of the total, its attempts, the partitions it
+// consumed and the events it ingested, and its CPU and its PostgreSQL
+// backends'. The sum is set beside the receivers' count of 2xx answers:
+// every one of those was some replica's.
+func reportReplicas(w io.Writer, res Result) {
+	if len(res.Replicas) == 0 {
+		return
+	}
+	var sum int64
+	for _, r := range res.Replicas {
+		sum += r.Delivered
+	}
+	fmt.Fprintf(w, "  replicas        %d (role all, one schema, one consumer group): %d deliveries between them (receivers: %d answered 2xx), %.0f/s in all\n",
+		len(res.Replicas), sum, res.Delivered+res.Duplicates, res.DeliveryRate)
+	for _, r := range res.Replicas {
+		proc := fmt.Sprintf("the bench process (pid %d)", r.PID)
+		if r.Replica > 1 {
+			proc = fmt.Sprintf("pid %d, %v CPU", r.PID, r.CPU.Round(10*time.Millisecond))
+		}
+		pg := ""
+		if r.PGBackends > 0 {
+			pg = fmt.Sprintf("; PostgreSQL %v CPU (%d backends)", r.PGCPU.Round(10*time.Millisecond), r.PGBackends)
+		}
+		failed := ""
+		if r.Err != "" {
+			failed = "; its last reading: " + r.Err
+		}
+		fmt.Fprintf(w, "    replica %-4d %7d delivered %6s %7.0f/s  %7d attempts  %2d partitions  %7d ingested  %s%s%s\n",
+			r.Replica, r.Delivered, fmt.Sprintf("%.1f%%", 100*r.Share), r.Share*res.DeliveryRate, r.Attempts, r.Partitions, r.Ingested, proc, pg, failed)
 	}
 }
