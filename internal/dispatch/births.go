@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"github.com/lerianstudio/streaming-hub/internal/crashpoint"
+
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
@@ -45,6 +47,7 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 	if len(jobs) == 0 {
 		return
 	}
+	crashpoint.Reach(crashpoint.Born)
 	d.cfg.Metrics.JobsBorn.Add(float64(len(jobs)))
 	q := d.q.Load()
 	var units []unit

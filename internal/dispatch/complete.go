@@ -5,6 +5,7 @@ import (
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/crashpoint"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
@@ -35,6 +36,7 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 				break more
 			}
 		}
+		crashpoint.Reach(crashpoint.Unwritten)
 		d.flush(ctx, batch, q)
 	}
 }
@@ -164,6 +166,7 @@ func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 	if err != nil {
 		return err
 	}
+	crashpoint.Reach(crashpoint.Written)
 	if next != nil {
 		d.noteDrained(res.Claimed, *next, seq)
 		d.enqueue(q, res.Claimed)

@@ -1,0 +1,24 @@
+// Package crashpoint lets the fault suite kill a hub process at a named
+// step of the commit protocol (docs/architecture.md, "The commit
+// protocol"), as kill -9 would, at the exact moment a test needs. It is
+// compiled in only with the build tag faults, which the fault suite builds
+// its binary with; otherwise Reach does nothing and costs nothing.
+//
+// With the tag, STREAMING_HUB_CRASH_AT=NAME[:N] makes the N-th (default
+// first) Reach(NAME) write one line to stderr and send the process
+// SIGKILL.
+package crashpoint
+
+// The named steps.
+const (
+	// Born: a committed ingest transaction's jobs born leased to this
+	// process are about to be handed to its dispatcher.
+	Born = "born"
+	// Unwritten: a batch of answered results is about to be written.
+	Unwritten = "unwritten"
+	// Written: a batch of results was just written.
+	Written = "written"
+)
+
+// Reach marks that the process reached the named step.
+func Reach(name string) { reach(name) }
