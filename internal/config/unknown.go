@@ -10,7 +10,7 @@ import (
 var otherNames = []string{
 	"SERVER", "TOKEN", "TENANT",
 	"TEST_POSTGRES_URL", "TEST_REDIS_URL", "TEST_AMQP_URL", "TEST_NATS_SERVER", "TEST_NATS_LOG",
-	"TRANSFORM_WORKER",
+	"TRANSFORM_WORKER", "CRASH_AT",
 }
 
 // Known lists every variable name the hub reads (without the prefix).
