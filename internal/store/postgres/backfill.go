@@ -180,7 +180,7 @@ func (db *DB) advanceBackfill(ctx context.Context, subscriptionID string, chunk 
 		}
 		jobs := store.BackfillChunk(&b, &sub, events, had, chunk, now)
 		w := &pgx.Batch{}
-		queueJobs(w, jobs)
+		queueJobs(batchWriter{w}, jobs)
 		w.Queue(`UPDATE subscription_backfills SET state = $2, until_sequence = $3, cursor_sequence = $4,
 			matched = $5, queued = $6, skipped = $7, started_at = $8, finished_at = $9, updated_at = $10
 			WHERE subscription_id = $1`, b.SubscriptionID, b.State, b.UntilSequence, b.Sequence,

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,9 +10,10 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// insertJobsBorn inserts matching's jobs and leases at birth, to the
-// dispatcher that offered room (store.BirthOffer), those it may take
-// (docs/architecture.md, "The commit protocol"), in one statement:
+// bornCTEs insert matching's jobs and lease at birth, to the dispatcher
+// that offered room (store.BirthOffer), those it may take
+// (docs/architecture.md, "The commit protocol"). They join the ingest
+// transaction's other writes in one statement (composite):
 //
 //   - cand locks the jobs' subscriptions that may take born jobs, in id
 //     order, FOR NO KEY UPDATE, as completions do: a completion writing
@@ -36,15 +36,11 @@ import (
 //     them; the rest pending and due.
 //   - counted adds the born jobs to their subscriptions' in-flight counts
 //     and marks them leased by the dispatcher.
-//
-// It returns the born jobs with their events and subscriptions, as a
-// claim does.
-var insertJobsBorn = `
-WITH v AS (
+const bornCTEs = `born_v AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS v(id, t, s, seq, e, ord)
 ), cand AS (
 	SELECT s.id, s.in_flight, s.max_in_flight FROM subscriptions s
-	WHERE s.id IN (SELECT v.s FROM v) AND NOT (s.id = ANY($8))
+	WHERE s.id IN (SELECT v.s FROM born_v v) AND NOT (s.id = ANY($8))
 	  AND s.enabled AND s.verification_state = 'active' AND s.deleted_at IS NULL
 	  AND (s.held_until IS NULL OR s.held_until <= $6) AND s.backfill_hold IS NULL AND s.rate_limit_per_second = 0
 	  AND (s.max_in_flight > 1 AND s.in_flight < s.max_in_flight
@@ -57,7 +53,7 @@ WITH v AS (
 		c.id IS NOT NULL AND (c.max_in_flight <= 1
 			OR row_number() OVER (PARTITION BY v.s ORDER BY v.seq) <= c.max_in_flight - c.in_flight) AS fits,
 		c.in_flight > 0 OR row_number() OVER (PARTITION BY v.s ORDER BY v.seq) > 1 AS behind
-	FROM v LEFT JOIN cand c ON c.id = v.s
+	FROM born_v v LEFT JOIN cand c ON c.id = v.s
 ), born AS (
 	SELECT id, ordered AND behind AS run_ahead
 	FROM (SELECT id, fits, ordered, behind, sum(fits::int) OVER (ORDER BY ord) AS n FROM ranked) r
@@ -68,41 +64,48 @@ WITH v AS (
 	SELECT v.id, v.t, v.s, v.seq, v.e, CASE WHEN b.id IS NULL THEN 'pending' ELSE 'in_flight' END, $6, $6, $6, $6,
 		CASE WHEN b.id IS NULL THEN NULL ELSE $7 END, CASE WHEN b.id IS NULL THEN NULL ELSE $11::timestamptz END,
 		coalesce(b.run_ahead, false)
-	FROM v LEFT JOIN born b ON b.id = v.id
+	FROM born_v v LEFT JOIN born b ON b.id = v.id
 	RETURNING ` + jobColumns + `, run_ahead
 ), counted AS (
 	UPDATE subscriptions s SET in_flight = s.in_flight + c.n, leased_by = $9
 	FROM (SELECT subscription_id, count(*) AS n FROM ins WHERE status = 'in_flight' GROUP BY subscription_id) c
 	WHERE s.id = c.subscription_id
-)
-SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("e.", eventSelect) + `, ` + prefixed("s.", subscriptionColumns) + `,
-	s.healed_at, c.run_ahead
-FROM ins c
-JOIN events e ON e.tenant_id = c.tenant_id AND e.sequence = c.event_sequence
-JOIN subscriptions s ON s.id = c.subscription_id
+)`
+
+// bornSelect returns the born jobs with their subscriptions; their events
+// are the batch's, in memory.
+var bornSelect = `SELECT ` + prefixed("c.", jobColumns) + `, ` + prefixed("s.", subscriptionColumns) + `, s.healed_at, c.run_ahead
+FROM ins c JOIN subscriptions s ON s.id = c.subscription_id
 WHERE c.status = 'in_flight'
 ORDER BY c.event_sequence, c.id`
 
-// queueJobsBorn queues insertJobsBorn for matching's jobs; the born jobs
-// land in *born as the batch's results are read.
-func queueJobsBorn(b *pgx.Batch, jobs []hub.Job, o *store.BirthOffer, now time.Time, born *[]store.Claimed) {
-	if len(jobs) == 0 {
-		return
-	}
+// queueJobsBorn adds bornCTEs for matching's jobs to c and queues c in b
+// with bornSelect as its query; the born jobs, with their events from
+// the batch (events, outcomes), land in *born as b's results are read.
+func queueJobsBorn(c *composite, b *pgx.Batch, jobs []hub.Job, events []hub.Event, outcomes []store.Outcome,
+	o *store.BirthOffer, now time.Time, born *[]store.Claimed) {
 	ids, tenants, subs, eventIDs := make([]string, len(jobs)), make([]string, len(jobs)), make([]string, len(jobs)), make([]string, len(jobs))
 	seqs := make([]int64, len(jobs))
 	for i, j := range jobs {
 		ids[i], tenants[i], subs[i], seqs[i], eventIDs[i] = j.ID, j.TenantID, j.SubscriptionID, j.EventSequence, j.EventID
 	}
 	exclude := append([]string{}, o.Exclude...) // never NULL: NOT (id = ANY(NULL)) excludes everything
-	b.Queue(insertJobsBorn, ids, tenants, subs, seqs, eventIDs, jobs[0].CreatedAt, o.Token, exclude, o.Owner, o.Room,
-		now.Add(o.Lease)).Query(func(rows pgx.Rows) error {
+	c.with(bornCTEs, ids, tenants, subs, seqs, eventIDs, jobs[0].CreatedAt, o.Token, exclude, o.Owner, o.Room, now.Add(o.Lease))
+	byKey := make(map[store.EventKey]hub.Event, len(events))
+	for i, ev := range events {
+		if outcomes[i].Verdict == hub.Accept {
+			ev.Sequence, ev.ReceivedAt = outcomes[i].Sequence, now
+			byKey[store.EventKey{TenantID: ev.TenantID, ID: ev.ID}] = ev
+		}
+	}
+	c.queue(b, bornSelect).Query(func(rows pgx.Rows) error {
 		var err error
 		*born, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) {
 			var behind bool
-			c, err := scanClaimed(r, o.Token, &behind)
-			c.Behind = behind
-			return c, err
+			cl, err := scanLeased(r, o.Token, false, &behind)
+			cl.Behind = behind
+			cl.Event = byKey[store.EventKey{TenantID: cl.Job.TenantID, ID: cl.Job.EventID}]
+			return cl, err
 		})
 		return err
 	})
@@ -118,9 +121,5 @@ func (db *DB) notifyAfter(ctx context.Context, subs []string) {
 	if len(subs) == 0 {
 		return
 	}
-	ids := strings.Join(subs, ",")
-	if len(ids) > maxNotifyIDs {
-		ids = "*"
-	}
-	db.pool.Exec(ctx, `SELECT pg_notify('`+jobsChannel+`', current_schema() || ' ' || $1::text)`, db.origin+" "+ids)
+	db.pool.Exec(ctx, notifyJobs, db.notifyArgs(subs)...)
 }

@@ -185,7 +185,12 @@ func queueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time, out *[]store.C
 }
 
 // scanClaimed reads a claim row: job, event and subscription columns.
-func scanClaimed(r pgx.Row, token string, extra ...any) (store.Claimed, error) {
+func scanClaimed(r pgx.Row, token string) (store.Claimed, error) { return scanLeased(r, token, true) }
+
+// scanLeased reads a row of a leased job: job columns, event columns
+// unless withEvent is false (the caller has the event), subscription
+// columns, then extra.
+func scanLeased(r pgx.Row, token string, withEvent bool, extra ...any) (store.Claimed, error) {
 	var c store.Claimed
 	c.LeaseToken = token
 	var ev hub.Event
@@ -196,15 +201,18 @@ func scanClaimed(r pgx.Row, token string, extra ...any) (store.Claimed, error) {
 	dest := []any{
 		&j.ID, &j.TenantID, &j.SubscriptionID, &j.EventSequence, &j.EventID, &j.Status, &j.Attempts,
 		&j.NextAttemptAt, &j.Recoveries, &j.DeadLetterReason, &j.LastError, &j.EnqueuedAt, &j.CreatedAt,
-		&j.UpdatedAt, &j.CompletedAt,
-		&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
-		&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
-		&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &ev.ReceivedAt, &ev.TraceParent, &ev.TraceState, &ev.ProducerKeyID,
-		&s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
+		&j.UpdatedAt, &j.CompletedAt}
+	if withEvent {
+		dest = append(dest,
+			&ev.TenantID, &ev.Sequence, &ev.ID, &ev.SpecVersion, &ev.Type, &ev.EventType, &ev.Source,
+			&ev.Subject, &ev.Time, &ev.SchemaVersion, &ev.SchemaMajor, &ev.DataContentType, &ev.DataSchema,
+			&ext, &ev.Data, &ev.Topic, &ev.Partition, &ev.Offset, &ev.ReceivedAt, &ev.TraceParent, &ev.TraceState, &ev.ProducerKeyID)
+	}
+	dest = append(dest, &s.ID, &s.TenantID, &s.Name, &et, &s.Destination.Type, &s.Destination.URL, &headers,
 		&s.Destination.AuthType, &s.Destination.AuthHeaderName, &s.Secrets, &retry, &s.MaxInFlight, &s.Enabled,
 		&s.VerificationState, &s.DisabledReason, &s.DisabledAt, &first, &last, &s.Version, &s.CreatedAt, &s.UpdatedAt,
 		&filters, &s.RateLimit, &dc,
-		&s.Transform, &healed}
+		&s.Transform, &healed)
 	err := r.Scan(append(dest, extra...)...)
 	if err != nil {
 		return c, err
@@ -220,8 +228,10 @@ func scanClaimed(r pgx.Row, token string, extra ...any) (store.Claimed, error) {
 			return c, err
 		}
 	}
-	ev.ReceivedAt = ev.ReceivedAt.UTC()
-	c.Event = ev
+	if withEvent {
+		ev.ReceivedAt = ev.ReceivedAt.UTC()
+		c.Event = ev
+	}
 	j.NextAttemptAt, j.EnqueuedAt, j.CreatedAt, j.UpdatedAt = j.NextAttemptAt.UTC(), j.EnqueuedAt.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	if first != nil && last != nil {
 		s.FailureSpan = &hub.FailureSpan{First: first.UTC(), Last: last.UTC()}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,9 +31,9 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 	var written []string
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	queueDispatchSettings(b)
-	b.Queue(lockSubscriptions, store.SubscriptionsOf(p.Completions))
-	queueResults(b, p.Completions, now).Query(func(rows pgx.Rows) error {
+	subs := store.SubscriptionsOf(p.Completions)
+	b.Queue(settingsAndLock, subs)
+	queueResults(b, p.Completions, subs, now).Query(func(rows pgx.Rows) error {
 		var err error
 		written, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
 			var id, status string
@@ -42,15 +41,6 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 		})
 		return err
 	})
-	queueShedHolds(b, store.ShedHolds(p.Completions, now))
-	if a := attemptsOf(p.Completions); len(a.ids) > 0 {
-		// Logged even when fenced: the request was sent.
-		b.Queue(insertAttempts, a.args()...)
-	}
-	if spans := store.Spans(p.Completions); len(spans) > 0 {
-		queueSpans(b, spans)
-	}
-	queueRollups(b, p.Completions)
 	var spans []store.OpenSpan
 	failing := store.Failing(p.Completions)
 	mayDisable := p.AutoDisable != nil && len(failing) > 0
@@ -99,9 +89,61 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 	return res, nil
 }
 
-// queueResults queues the update of the jobs' states, fenced on their
-// leases, which returns the jobs it wrote.
-func queueResults(b *pgx.Batch, cs []store.Completion, now time.Time) *pgx.QueuedQuery {
+// settingsAndLock is the completion's first statement: the dispatch
+// settings (queueDispatchSettings) and the lock, in id order, of the
+// batch's subscriptions, which every transaction taking jobs out of
+// flight takes first (lockSubscriptionsOf).
+const settingsAndLock = `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_bitmapscan', 'off', true),
+	set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true),
+	(SELECT count(*) FROM (SELECT id FROM subscriptions WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE) l)`
+
+// writeResults updates the jobs' states, fenced on their leases; its
+// RETURNING (done) is what was written.
+const writeResults = `done AS (
+	UPDATE delivery_jobs d SET
+		status = v.status, attempts = d.attempts + v.attempted::int, next_attempt_at = v.next_at,
+		dead_letter_reason = v.reason, last_error = v.last_error,
+		lease_token = NULL, lease_expires_at = NULL, updated_at = $8::timestamptz,
+		completed_at = CASE WHEN v.status IN ('succeeded', 'dead_lettered') THEN $8::timestamptz END
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[])
+		AS v(id, token, status, next_at, reason, last_error, attempted)
+	WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'
+	RETURNING d.id, d.subscription_id, d.status
+)`
+
+// writeSubscriptions is the one update of the batch's subscriptions (a
+// statement may modify a row only once): the jobs written come out of
+// their in-flight counts; failure spans move (a success resets a span to
+// the failures after it, often none; failures alone extend it; the version
+// moves only when the span does); and an ordered subscription whose job a
+// breaker shed is held until that job comes due (store.ShedHolds; a hold
+// only ever moves later). Rows with nothing to change are not written.
+const writeSubscriptions = `subs AS (
+	UPDATE subscriptions s SET
+		in_flight = greatest(s.in_flight - coalesce(c.n, 0), 0),
+		failure_first_at = CASE WHEN sp.id IS NULL THEN s.failure_first_at
+			WHEN sp.reset THEN sp.first ELSE coalesce(s.failure_first_at, sp.first) END,
+		failure_last_at = CASE WHEN sp.id IS NULL THEN s.failure_last_at
+			WHEN sp.reset THEN sp.last ELSE greatest(s.failure_last_at, sp.last) END,
+		version = s.version + CASE WHEN sp.id IS NOT NULL AND (NOT sp.reset OR s.failure_first_at IS DISTINCT FROM sp.first
+			OR s.failure_last_at IS DISTINCT FROM sp.last) THEN 1 ELSE 0 END,
+		held_until = CASE WHEN h.sub IS NOT NULL AND s.max_in_flight <= 1 THEN greatest(s.held_until, h.until) ELSE s.held_until END
+	FROM unnest($1::text[]) AS b(id)
+	LEFT JOIN (SELECT subscription_id, count(*) AS n FROM done GROUP BY subscription_id) c ON c.subscription_id = b.id
+	LEFT JOIN unnest($2::text[], $3::bool[], $4::timestamptz[], $5::timestamptz[]) AS sp(id, reset, first, last) ON sp.id = b.id
+	LEFT JOIN unnest($6::text[], $7::timestamptz[]) AS h(sub, until) ON h.sub = b.id
+	WHERE s.id = b.id AND (c.n IS NOT NULL
+		OR sp.id IS NOT NULL AND (NOT sp.reset OR s.failure_first_at IS DISTINCT FROM sp.first OR s.failure_last_at IS DISTINCT FROM sp.last)
+		OR h.sub IS NOT NULL AND s.max_in_flight <= 1)
+)`
+
+// queueResults queues, as one statement (composite), every write of a
+// batch of results: the jobs' states, fenced on their leases (returned:
+// the jobs written), the attempt log (logged even when fenced: the
+// request was sent), the health rollups, and the subscriptions' counts,
+// failure spans and shed holds. The subscriptions are locked already
+// (settingsAndLock).
+func queueResults(b *pgx.Batch, cs []store.Completion, subs []string, now time.Time) *pgx.QueuedQuery {
 	n := len(cs)
 	ids, tokens, statuses, reasons, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	nexts := make([]time.Time, n)
@@ -113,15 +155,20 @@ func queueResults(b *pgx.Batch, cs []store.Completion, now time.Time) *pgx.Queue
 			nexts[i] = now
 		}
 	}
-	return b.Queue(fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET
-			status = v.status, attempts = d.attempts + v.attempted::int, next_attempt_at = v.next_at,
-			dead_letter_reason = v.reason, last_error = v.last_error,
-			lease_token = NULL, lease_expires_at = NULL, updated_at = $8::timestamptz,
-			completed_at = CASE WHEN v.status IN ('succeeded', 'dead_lettered') THEN $8::timestamptz END
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[])
-			AS v(id, token, status, next_at, reason, last_error, attempted)
-		WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`),
-		ids, tokens, statuses, nexts, reasons, errs, attempted, now)
+	var c composite
+	c.with(writeResults, ids, tokens, statuses, nexts, reasons, errs, attempted, now)
+	if a := attemptsOf(cs); len(a.ids) > 0 {
+		c.write(insertAttempts, a.args()...)
+	}
+	queueRollups(&c, cs)
+	spanIDs, resets, firsts, lasts := spanArrays(store.Spans(cs))
+	holds := store.ShedHolds(cs, now)
+	holdSubs, untils := make([]string, len(holds)), make([]time.Time, len(holds))
+	for i, h := range holds {
+		holdSubs[i], untils[i] = h.SubscriptionID, h.Until
+	}
+	c.with(writeSubscriptions, subs, spanIDs, resets, firsts, lasts, holdSubs, untils)
+	return c.queue(b, `SELECT id, status FROM done`)
 }
 
 // queueNext queues the hand-off claim, when p asks for one. The
@@ -144,22 +191,6 @@ const insertAttempts = `INSERT INTO delivery_attempts (id, job_id, started_at, d
 	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[],
 		$8::text[], $9::text[])
 	ON CONFLICT DO NOTHING`
-
-// queueShedHolds holds ordered subscriptions until their shed job comes
-// due (store.ShedHolds): only ordered ones, and a hold only ever moves
-// later. The subscriptions are locked already (lockSubscriptions).
-func queueShedHolds(b *pgx.Batch, holds []store.ShedHold) {
-	if len(holds) == 0 {
-		return
-	}
-	subs, until := make([]string, len(holds)), make([]time.Time, len(holds))
-	for i, h := range holds {
-		subs[i], until[i] = h.SubscriptionID, h.Until
-	}
-	b.Queue(`UPDATE subscriptions s SET held_until = greatest(s.held_until, v.until)
-		FROM unnest($1::text[], $2::timestamptz[]) AS v(sub, until)
-		WHERE s.id = v.sub AND s.max_in_flight <= 1`, subs, until)
-}
 
 // ResultsRecorded: see store.Dispatch. The attempt log is looked up by
 // (job, attempt), its key, so each look-up touches one partition.
@@ -218,24 +249,14 @@ func (a *attemptArrays) add(jobID string, at *hub.Attempt) {
 	a.reqHeaders, a.respHeaders = append(a.reqHeaders, req), append(a.respHeaders, resp)
 }
 
-// queueSpans moves failure spans: a success resets a span to the failures
-// after it (often none); failures alone extend it. Healthy subscriptions
-// are not written at all.
-func queueSpans(b *pgx.Batch, spans []store.SpanUpdate) {
-	var ids []string
-	var resets []bool
-	var firsts, lasts []*time.Time
+// spanArrays are failure-span updates as column arrays.
+func spanArrays(spans []store.SpanUpdate) (ids []string, resets []bool, firsts, lasts []*time.Time) {
+	ids, resets = []string{}, []bool{}
 	for _, s := range spans {
 		ids, resets = append(ids, s.SubscriptionID), append(resets, s.Reset)
 		firsts, lasts = append(firsts, s.First), append(lasts, s.Last)
 	}
-	b.Queue(`UPDATE subscriptions s SET
-			failure_first_at = CASE WHEN v.reset THEN v.first ELSE coalesce(s.failure_first_at, v.first) END,
-			failure_last_at = CASE WHEN v.reset THEN v.last ELSE greatest(s.failure_last_at, v.last) END,
-			version = s.version + 1
-		FROM unnest($1::text[], $2::bool[], $3::timestamptz[], $4::timestamptz[]) AS v(id, reset, first, last)
-		WHERE s.id = v.id AND (NOT v.reset OR s.failure_first_at IS DISTINCT FROM v.first OR s.failure_last_at IS DISTINCT FROM v.last)`,
-		ids, resets, firsts, lasts)
+	return ids, resets, firsts, lasts
 }
 
 // queueOpenSpans reads, in id order, the open failure spans of the enabled,

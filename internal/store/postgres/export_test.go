@@ -13,7 +13,9 @@ import (
 // path's statements to the plan tests.
 var QueueDispatchSettings = queueDispatchSettings
 
-func QueueResults(b *pgx.Batch, cs []store.Completion, now time.Time) { queueResults(b, cs, now) }
+func QueueResults(b *pgx.Batch, cs []store.Completion, now time.Time) {
+	queueResults(b, cs, store.SubscriptionsOf(cs), now)
+}
 
 func QueueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time) {
 	var out []store.Claimed

@@ -98,17 +98,25 @@ func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, no
 	var m matched
 	m.outcomes = store.Admit(events, r.roster, r.stored)
 	m.jobs = store.Match(events, m.outcomes, r.subs, now)
-	if err := queueEvents(w, events, m.outcomes, r.roster, now); err != nil {
+	m.subs = store.SubscriptionsOfJobs(m.jobs)
+	// Every write of the batch is one statement (composite).
+	var c composite
+	if err := queueEvents(&c, events, m.outcomes, r.roster, now); err != nil {
 		return matched{}, err
 	}
-	m.subs = store.SubscriptionsOfJobs(m.jobs)
-	if offer != nil {
-		queueJobsBorn(w, m.jobs, offer, now, born)
-	} else {
-		queueJobs(w, m.jobs)
-		db.queueNotify(w, m.subs)
+	queueTypesSeen(&c, events, m.outcomes, now)
+	switch {
+	case offer != nil && len(m.jobs) > 0:
+		queueJobsBorn(&c, w, m.jobs, events, m.outcomes, offer, now, born)
+	case c.empty() && len(m.jobs) == 0:
+	default:
+		queueJobs(&c, m.jobs)
+		if offer == nil && len(m.subs) > 0 {
+			c.queue(w, notifyJobs, db.notifyArgs(m.subs)...) // told when (and only if) it commits
+		} else {
+			c.queue(w, "SELECT 1")
+		}
 	}
-	queueTypesSeen(w, events, m.outcomes, now)
 	return m, nil
 }
 
@@ -119,18 +127,33 @@ type ingestReads struct {
 	subs   []hub.Subscription
 }
 
-// dedupStored finds the batch's (tenant, ce-id) keys already in the inbox.
-// It probes the unique index once per key (a nested loop over the unnest);
-// seqscan and hashjoin are off for it because a generic plan made while
-// the table was young (a fresh install) would otherwise hash a scan of the
-// whole inbox for every batch from then on.
-const dedupStored = `SELECT e.tenant_id, e.ce_id FROM unnest($1::text[], $2::text[]) AS k(tenant_id, ce_id)
-	JOIN events e ON e.tenant_id = k.tenant_id AND e.ce_id = k.ce_id`
+// readIngest reads, in one statement, what admission and matching need:
+// kind 't', the batch's tenants, locked in id order first (roster); kind
+// 'k', the batch's (tenant, ce-id) keys already in the inbox, each probed
+// once through the unique index (a LIMIT 1 per key keeps it a probe
+// whatever a generic plan made on a young table believes); kind 's', the
+// tenants' deliverable subscriptions. The lock comes first (UNION ALL runs
+// its branches in order), so a tenant's sequences are assigned by one
+// transaction at a time from the row as it now stands. The keys are read
+// with the statement's snapshot, taken before a wait for the lock: an
+// event with the same ce-id committed by another partition's transaction
+// during that wait is not seen, and the insert then fails on the unique
+// index; the batch is retried whole, and found a duplicate.
+const readIngest = `WITH roster AS MATERIALIZED (
+	SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE
+)
+SELECT 't', id, status, last_sequence, NULL::jsonb, NULL::jsonb FROM roster
+UNION ALL
+SELECT 'k', k.tenant_id, k.ce_id, NULL, NULL, NULL FROM unnest($2::text[], $3::text[]) AS k(tenant_id, ce_id)
+	CROSS JOIN LATERAL (SELECT 1 FROM events e WHERE e.tenant_id = k.tenant_id AND e.ce_id = k.ce_id LIMIT 1) stored
+UNION ALL
+SELECT 's', id, tenant_id, NULL, event_types, filters FROM subscriptions
+	WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`
 
-// readForIngest reads, in one round trip, the batch's tenants (locked),
-// the keys already stored and the deliverable subscriptions of the
-// tenants. Subscriptions are read for every tenant of the batch, admitted
-// or not: matching only looks at accepted events.
+// readForIngest reads the batch's tenants (locked), the keys already
+// stored and the deliverable subscriptions of the tenants (readIngest).
+// Subscriptions are read for every tenant of the batch, admitted or not:
+// matching only looks at accepted events.
 func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (ingestReads, error) {
 	r := ingestReads{roster: make(map[string]*store.RosterEntry), stored: make(map[store.EventKey]bool)}
 	tenants := store.Tenants(events)
@@ -138,47 +161,30 @@ func (db *DB) readForIngest(ctx context.Context, tx pgxtx, events []hub.Event) (
 	for i, ev := range events {
 		keyTenants[i], keyIDs[i] = ev.TenantID, ev.ID
 	}
-	b := &pgx.Batch{}
-	b.Queue(`SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, tenants).
-		Query(func(rows pgx.Rows) error {
-			var id string
-			var e store.RosterEntry
-			_, err := pgx.ForEachRow(rows, []any{&id, &e.Status, &e.LastSequence}, func() error {
-				entry := e
-				r.roster[id] = &entry
-				return nil
-			})
-			return err
-		})
-	// Planned once, not at every batch (see queueDispatchSettings); one
-	// statement for the settings.
-	b.Queue(`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
-		set_config('plan_cache_mode', 'force_generic_plan', true)`)
-	b.Queue(dedupStored, keyTenants, keyIDs).Query(func(rows pgx.Rows) error {
-		var k store.EventKey
-		_, err := pgx.ForEachRow(rows, []any{&k.TenantID, &k.ID}, func() error {
-			r.stored[k] = true
-			return nil
-		})
-		return err
+	rows, err := tx.Query(ctx, readIngest, tenants, keyTenants, keyIDs)
+	if err != nil {
+		return r, err
+	}
+	var kind, a, b string
+	var n *int64
+	var et, filters []byte
+	_, err = pgx.ForEachRow(rows, []any{&kind, &a, &b, &n, &et, &filters}, func() error {
+		switch kind {
+		case "t":
+			r.roster[a] = &store.RosterEntry{Status: hub.TenantStatus(b), LastSequence: *n}
+		case "k":
+			r.stored[store.EventKey{TenantID: a, ID: b}] = true
+		case "s":
+			s := hub.Subscription{ID: a, TenantID: b, Enabled: true, VerificationState: hub.VerificationActive,
+				Filters: store.Filters(filters)}
+			if err := json.Unmarshal(et, &s.EventTypes); err != nil {
+				return err
+			}
+			r.subs = append(r.subs, s)
+		}
+		return nil
 	})
-	b.Queue(`SELECT set_config('enable_seqscan', 'on', true), set_config('enable_hashjoin', 'on', true)`)
-	b.Queue(`SELECT id, tenant_id, event_types, filters FROM subscriptions
-		WHERE tenant_id = ANY($1) AND enabled AND verification_state = 'active' AND deleted_at IS NULL`, tenants).
-		Query(func(rows pgx.Rows) error {
-			var err error
-			r.subs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (hub.Subscription, error) {
-				s := hub.Subscription{Enabled: true, VerificationState: hub.VerificationActive}
-				var et, filters []byte
-				if err := row.Scan(&s.ID, &s.TenantID, &et, &filters); err != nil {
-					return s, err
-				}
-				s.Filters = store.Filters(filters)
-				return s, json.Unmarshal(et, &s.EventTypes)
-			})
-			return err
-		})
-	return r, tx.SendBatch(ctx, b).Close()
+	return r, err
 }
 
 const insertEvents = `INSERT INTO events (tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject,
@@ -192,7 +198,7 @@ FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::te
 
 // queueEvents queues the accepted events' rows and the tenants' new last
 // sequences.
-func queueEvents(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, roster map[string]*store.RosterEntry, now time.Time) error {
+func queueEvents(w writer, events []hub.Event, outcomes []store.Outcome, roster map[string]*store.RosterEntry, now time.Time) error {
 	var c struct {
 		tenant, id, sv, ct, et, src, subj, tm, schv, dct, ds, top, tp, ts, pk []string
 		ext                                                                   []*string
@@ -222,14 +228,14 @@ func queueEvents(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, ros
 	if len(c.id) == 0 {
 		return nil
 	}
-	b.Queue(insertEvents, c.tenant, c.seq, c.id, c.sv, c.ct, c.et, c.src, c.subj, c.tm, c.schv, c.maj, c.dct, c.ds,
+	w.write(insertEvents, c.tenant, c.seq, c.id, c.sv, c.ct, c.et, c.src, c.subj, c.tm, c.schv, c.maj, c.dct, c.ds,
 		c.ext, c.data, c.top, c.part, c.off, c.tp, now, c.ts, c.pk)
 	var ids []string
 	var seqs []int64
 	for id, e := range roster {
 		ids, seqs = append(ids, id), append(seqs, e.LastSequence)
 	}
-	b.Queue(`UPDATE tenants SET last_sequence = v.seq FROM unnest($1::text[], $2::bigint[]) AS v(id, seq)
+	w.write(`UPDATE tenants SET last_sequence = v.seq FROM unnest($1::text[], $2::bigint[]) AS v(id, seq)
 		WHERE tenants.id = v.id AND tenants.last_sequence <> v.seq`, ids, seqs)
 	return nil
 }
@@ -272,7 +278,7 @@ func (db *DB) queueRejections(b *pgx.Batch, rejected []hub.Rejection, now time.T
 }
 
 // queueJobs queues the insert of matching's jobs, all pending and due now.
-func queueJobs(b *pgx.Batch, jobs []hub.Job) {
+func queueJobs(w writer, jobs []hub.Job) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -282,7 +288,7 @@ func queueJobs(b *pgx.Batch, jobs []hub.Job) {
 		ids[i], tenants[i], subs[i], seqs[i], eventIDs[i] = j.ID, j.TenantID, j.SubscriptionID, j.EventSequence, j.EventID
 	}
 	now := jobs[0].CreatedAt
-	b.Queue(`INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence, event_id, status,
+	w.write(`INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence, event_id, status,
 			next_attempt_at, enqueued_at, created_at, updated_at)
 		SELECT id, t, s, seq, e, 'pending', $6, $6, $6, $6
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[]) AS v(id, t, s, seq, e)`,

@@ -57,7 +57,7 @@ var upsertRollups = func() string {
 
 // queueRollups adds the batch's attempts to their subscriptions' health
 // rollups, in the completion transaction (one statement).
-func queueRollups(b *pgx.Batch, cs []store.Completion) {
+func queueRollups(w writer, cs []store.Completion) {
 	rs := store.Rollups(cs)
 	if len(rs) == 0 {
 		return
@@ -73,7 +73,7 @@ func queueRollups(b *pgx.Batch, cs []store.Completion) {
 		lastOK[i], lastFail[i], errs[i] = r.LastSuccessAt, r.LastFailureAt, r.LastError
 		hist = append(hist, r.Latency[:]...)
 	}
-	b.Queue(upsertRollups, subs, starts, succ, fail, lastOK, lastFail, errs, hist)
+	w.write(upsertRollups, subs, starts, succ, fail, lastOK, lastFail, errs, hist)
 }
 
 func (db *DB) ListRollups(ctx context.Context, subscriptionID string, from time.Time) (_ []store.Rollup, err error) {
@@ -161,7 +161,7 @@ func (db *DB) PruneRollups(ctx context.Context, before time.Time) (_ int, err er
 // upsert per batch, which rewrites a row only when its source changed or
 // its last_seen_at is more than a minute old, so a busy type costs no
 // write per batch.
-func queueTypesSeen(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, now time.Time) {
+func queueTypesSeen(w writer, events []hub.Event, outcomes []store.Outcome, now time.Time) {
 	seen := store.TypesSeen(events, outcomes, now)
 	if len(seen) == 0 {
 		return
@@ -172,7 +172,7 @@ func queueTypesSeen(b *pgx.Batch, events []hub.Event, outcomes []store.Outcome, 
 		tenants, types, sources = append(tenants, s.TenantID), append(types, s.EventType), append(sources, s.Source)
 		majors = append(majors, int32(s.SchemaMajor))
 	}
-	b.Queue(`INSERT INTO event_types_seen AS t (tenant_id, event_type, schema_major, source, first_seen_at, last_seen_at)
+	w.write(`INSERT INTO event_types_seen AS t (tenant_id, event_type, schema_major, source, first_seen_at, last_seen_at)
 		SELECT v.t, v.e, v.m, v.s, $5, $5 FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS v(t, e, m, s)
 		ON CONFLICT (tenant_id, event_type, schema_major) DO UPDATE SET source = excluded.source, last_seen_at = excluded.last_seen_at
 		WHERE t.source <> excluded.source OR t.last_seen_at < excluded.last_seen_at - interval '1 minute'`,

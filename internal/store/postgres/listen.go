@@ -28,6 +28,18 @@ func newOrigin() string {
 	return hex.EncodeToString(b)
 }
 
+// notifyJobs is the notification of new jobs: notifyArgs' payload.
+const notifyJobs = `SELECT pg_notify('` + jobsChannel + `', current_schema() || ' ' || $1::text)`
+
+// notifyArgs is the payload announcing subs' new jobs.
+func (db *DB) notifyArgs(subs []string) []any {
+	ids := strings.Join(subs, ",")
+	if len(ids) > maxNotifyIDs {
+		ids = "*"
+	}
+	return []any{db.origin + " " + ids}
+}
+
 // queueNotify queues, in the transaction that creates jobs, the
 // notification of their subscriptions: PostgreSQL delivers it when (and
 // only if) the transaction commits.
@@ -35,11 +47,7 @@ func (db *DB) queueNotify(b *pgx.Batch, subs []string) {
 	if len(subs) == 0 {
 		return
 	}
-	ids := strings.Join(subs, ",")
-	if len(ids) > maxNotifyIDs {
-		ids = "*"
-	}
-	b.Queue(`SELECT pg_notify('`+jobsChannel+`', current_schema() || ' ' || $1::text)`, db.origin+" "+ids)
+	b.Queue(notifyJobs, db.notifyArgs(subs)...)
 }
 
 // ListenJobs tells p.OnJobs of new jobs: this process's at once after
