@@ -138,11 +138,18 @@ type ingestReads struct {
 // with the statement's snapshot, taken before a wait for the lock: an
 // event with the same ce-id committed by another partition's transaction
 // during that wait is not seen, and the insert then fails on the unique
-// index; the batch is retried whole, and found a duplicate.
-const readIngest = `WITH roster AS MATERIALIZED (
+// index; the batch is retried whole, and found a duplicate. The
+// statement also makes the transaction's later statements use generic
+// plans (settings, a one-time filter of the first branch): the writes are
+// one statement of many WITH queries, which PostgreSQL would otherwise
+// plan afresh at every batch (see queueDispatchSettings).
+const readIngest = `WITH settings AS MATERIALIZED (
+	SELECT set_config('plan_cache_mode', 'force_generic_plan', true) || set_config('enable_seqscan', 'off', true)
+		|| set_config('enable_bitmapscan', 'off', true) AS v
+), roster AS MATERIALIZED (
 	SELECT id, status, last_sequence FROM tenants WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE
 )
-SELECT 't', id, status, last_sequence, NULL::jsonb, NULL::jsonb FROM roster
+SELECT 't', id, status, last_sequence, NULL::jsonb, NULL::jsonb FROM roster WHERE (SELECT v FROM settings) IS NOT NULL
 UNION ALL
 SELECT 'k', k.tenant_id, k.ce_id, NULL, NULL, NULL FROM unnest($2::text[], $3::text[]) AS k(tenant_id, ce_id)
 	CROSS JOIN LATERAL (SELECT 1 FROM events e WHERE e.tenant_id = k.tenant_id AND e.ce_id = k.ce_id LIMIT 1) stored
