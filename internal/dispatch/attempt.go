@@ -171,5 +171,5 @@ func (d *Dispatcher) wakeShed(subs []string) {
 		d.cfg.Logger.Warn("could not make shed jobs due after their breaker closed; they wait out their shed time", "err", err)
 		return
 	}
-	d.hintSubs(subs)
+	d.hints.add(subs)
 }

@@ -28,7 +28,7 @@ func (d *Dispatcher) Offer() *store.BirthOffer {
 		if d.local.CompareAndSwap(held, held+n) {
 			o := &store.BirthOffer{Owner: d.owner, Token: hub.NewID("lease", d.now()), Lease: d.heldLease(),
 				Room: int(n), Exclude: d.dests.excluded()}
-			d.offerSeq.Store(o.Token, d.hintSeq.Load())
+			d.offerSeq.Store(o.Token, d.hints.now())
 			return o
 		}
 	}
@@ -75,11 +75,11 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 	}
 	d.leases.hold(jobs)
 	if s, ok := seq.(uint64); ok {
-		d.drainedAtBirth(ordered, s)
+		d.hints.born(ordered, s)
 	}
 	if len(back) > 0 {
 		d.release(back)
-		d.undrain(store.SubscriptionsOfClaimed(back))
+		d.hints.undrain(store.SubscriptionsOfClaimed(back))
 		d.answered(len(back))
 	}
 	if q != nil {

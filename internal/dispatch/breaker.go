@@ -250,7 +250,7 @@ func (d *Dispatcher) Verified(ctx context.Context, sub hub.Subscription) error {
 	if _, err := d.cfg.Store.WakeJobs(ctx, woken); err != nil {
 		return err
 	}
-	d.hintSubs(woken)
+	d.hints.add(woken)
 	d.Wake()
 	return nil
 }

@@ -37,8 +37,29 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 			}
 		}
 		crashpoint.Reach(crashpoint.Unwritten)
-		d.flush(ctx, batch, q)
+		d.takeBack(q, d.flush(ctx, batch))
 	}
+}
+
+// freed is what written results free, handed back to the claimer
+// (takeBack) rather than fed to it from here: the next jobs that hand-off
+// claims took in the same transactions, and the subscriptions whose next
+// jobs a claim may now look for.
+type freed struct {
+	handedOff []handedOff
+	subs      []string
+}
+
+// handedOff is one hand-off claim's jobs and what it asked.
+type handedOff struct {
+	claimed []store.Claimed
+	p       store.ClaimParams
+	seq     uint64 // hints.now() before it
+}
+
+func (f *freed) add(g freed) {
+	f.handedOff = append(f.handedOff, g.handedOff...)
+	f.subs = append(f.subs, g.subs...)
 }
 
 // flush writes a batch and, while running, claims in the same transaction
@@ -58,31 +79,34 @@ func (d *Dispatcher) completer(ctx context.Context, results <-chan store.Complet
 // it refuses is alone; that one is given up to lease recovery. Only the
 // end of ctx (the shutdown deadline) abandons a batch; then its leases
 // expire and the jobs are delivered again, at least once.
-func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *queue) {
+func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion) (out freed) {
 	id := d.unwritten.begin()
 	defer d.unwritten.end(id)
 	for wait, tries := 50*time.Millisecond, 1; ; wait, tries = min(2*wait, maxResultWait), tries+1 {
 		if tries > 1 {
-			if batch = d.unrecorded(batch); len(batch) == 0 {
-				return
+			var f freed
+			batch, f = d.unrecorded(batch)
+			if out.add(f); len(batch) == 0 {
+				return out
 			}
 		}
-		err := d.write(batch, q)
+		f, err := d.write(batch)
 		if err == nil {
-			return
+			out.add(f)
+			return out
 		}
 		d.storeFailed()
 		d.unwritten.failed(id, d.now(), err)
 		if store.IsPermanent(err) {
-			d.split(ctx, batch, q, err)
-			return
+			out.add(d.split(ctx, batch, err))
+			return out
 		}
 		d.cfg.Logger.Error("recording delivery results failed; retrying until the database answers", "results", len(batch),
 			"tries", tries, "next_try_in", wait, "err", err)
 		if !d.sleep(ctx, wait) {
 			d.cfg.Logger.Error("stopped before these results were recorded: their leases will expire and the jobs be delivered again", "results", len(batch))
 			d.forgetAll(batch)
-			return
+			return out
 		}
 	}
 }
@@ -91,12 +115,12 @@ func (d *Dispatcher) flush(ctx context.Context, batch []store.Completion, q *que
 // recorded after all (store.ResultsRecorded): writing them again would log
 // their attempts twice, or be fenced on their own lease. When the store
 // cannot tell (it is still away), the whole batch is tried again.
-func (d *Dispatcher) unrecorded(batch []store.Completion) []store.Completion {
+func (d *Dispatcher) unrecorded(batch []store.Completion) ([]store.Completion, freed) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	recorded, err := d.cfg.Store.ResultsRecorded(ctx, batch)
 	cancel()
 	if err != nil || len(recorded) == 0 {
-		return batch
+		return batch, freed{}
 	}
 	done := make(map[string]bool, len(recorded))
 	for _, id := range recorded {
@@ -112,28 +136,28 @@ func (d *Dispatcher) unrecorded(batch []store.Completion) []store.Completion {
 	}
 	d.cfg.Logger.Info("results found written by a try whose answer was lost", "results", len(written))
 	d.account(written, nil)
-	d.hintSubs(d.undrained(store.SubscriptionsOf(written)))
-	return rest
+	return rest, freed{subs: store.SubscriptionsOf(written)}
 }
 
 // split writes the halves of a batch the database refused for good, each
 // with the usual retries, so one result it cannot take holds up no other.
 // A result refused alone is given up: its lease is no longer renewed, so
 // it expires and the job is recovered and delivered again.
-func (d *Dispatcher) split(ctx context.Context, batch []store.Completion, q *queue, err error) {
+func (d *Dispatcher) split(ctx context.Context, batch []store.Completion, err error) freed {
 	if len(batch) > 1 {
 		d.cfg.Logger.Warn("the database refused a batch of delivery results; writing it in halves to find the result it refuses",
 			"results", len(batch), "err", err)
 		half := len(batch) / 2
-		d.flush(ctx, batch[:half], q)
-		d.flush(ctx, batch[half:], q)
-		return
+		out := d.flush(ctx, batch[:half])
+		out.add(d.flush(ctx, batch[half:]))
+		return out
 	}
 	c := batch[0]
 	d.forgetAll(batch)
 	d.cfg.Metrics.ResultsGivenUp.Inc()
 	d.cfg.Logger.Error("the database refused this delivery result for good; it is given up, and the job will be recovered "+
 		"when its lease expires and delivered again", "job", c.JobID, "subscription", c.SubscriptionID, "status", c.Status, "err", err)
+	return freed{}
 }
 
 // maxResultWait is the longest wait between two tries of a result write.
@@ -141,20 +165,20 @@ const maxResultWait = 5 * time.Second
 
 // write is one try of flush: the batch's results, and the hand-off claim
 // unless the stop began (Stop waits for a hand-off in progress).
-func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
+func (d *Dispatcher) write(batch []store.Completion) (freed, error) {
 	var next *store.ClaimParams
 	var seq uint64
 	claimed := func() {}
 	// No hand-off to a destination whose breaker is shedding, nor while a
 	// claim across all subscriptions is due: that one goes first.
 	// Nor to a subscription known drained: the claim would find nothing.
-	if subs, room := d.undrained(handOff(batch)), d.room(); len(subs) > 0 && room > 0 && !d.fullWanted.Load() {
+	if subs, room := d.hints.undrained(handOffTargets(batch)), d.room(); len(subs) > 0 && room > 0 && !d.fullWanted.Load() {
 		if done, ok := d.mayClaim(); ok {
 			claimed = done
 			// A hand-off may take a whole run of an ordered subscription.
 			next = &store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.heldLease(), Subscriptions: subs,
 				Run: d.cfg.RunLength, Exclude: d.dests.excluded(), Owner: d.owner}
-			seq = d.hintSeq.Load()
+			seq = d.hints.now()
 		}
 	}
 	// Not canceled by the stop: the results of attempts in flight are
@@ -164,18 +188,13 @@ func (d *Dispatcher) write(batch []store.Completion, q *queue) error {
 	cancel()
 	claimed()
 	if err != nil {
-		return err
+		return freed{}, err
 	}
 	crashpoint.Reach(crashpoint.Written)
 	if next != nil {
-		d.noteDrained(res.Claimed, *next, seq)
-		d.enqueue(q, res.Claimed)
-	} else {
-		// Their next jobs can be claimed now, not at the next idle poll
-		// (unless they have none).
-		d.hintSubs(d.undrained(store.SubscriptionsOf(batch)))
+		return freed{handedOff: []handedOff{{claimed: res.Claimed, p: *next, seq: seq}}}, nil
 	}
-	return nil
+	return freed{subs: store.SubscriptionsOf(batch)}, nil
 }
 
 // complete writes one batch of results (claiming next as asked) and
@@ -207,7 +226,7 @@ func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
 			continue
 		}
 		if c.Status == hub.JobPending {
-			d.undrain([]string{c.SubscriptionID}) // it has a job again
+			d.hints.undrain([]string{c.SubscriptionID}) // it has a job again
 			if c.NextAttemptAt.After(now) {
 				d.due.add(c.NextAttemptAt) // the claim loop wakes then
 			}
@@ -253,9 +272,9 @@ func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt, err error) 
 		"attempt", c.Job.Attempts+1, "error", a.Error, "detail", destination.Detail(err))
 }
 
-// handOff lists the subscriptions of a batch whose next jobs may be claimed
-// at once: all but those shed by an open breaker.
-func handOff(batch []store.Completion) []string {
+// handOffTargets lists the subscriptions of a batch whose next jobs may be
+// claimed at once: all but those shed by an open breaker.
+func handOffTargets(batch []store.Completion) []string {
 	shed := make(map[string]bool)
 	for _, c := range batch {
 		if c.Shed {

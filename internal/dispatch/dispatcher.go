@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,23 +117,9 @@ type Dispatcher struct {
 	// BirthOffer.Owner).
 	owner string
 
-	// freedSubs are subscriptions whose jobs just finished here: they have
-	// free slots, so the next claim can target them cheaply.
-	hintMu    sync.Mutex
-	freedSubs map[string]struct{}
-	hinted    chan struct{}
-	// drained are ordered subscriptions whose last claim here took every
-	// job they had due: when their jobs finish, no claim is made for them
-	// (it would find nothing) until new jobs are announced. hintSeq counts
-	// announcements and hints: a claim that overlapped one marks nothing.
-	drained map[string]struct{}
-	hintSeq atomic.Uint64
-	// hintedAt is the hintSeq of each subscription's last hint, wokeAt
-	// that of the last Wake: a birth marks drained only subscriptions
-	// not hinted since its offer.
-	hintedAt map[string]uint64
-	wokeAt   uint64
-	// offerSeq is the hintSeq at each birth offer (by token).
+	// hints are the claimer's knowledge of subscriptions between claims;
+	// offerSeq is hints.now() at each birth offer (by token).
+	hints    *hints
 	offerSeq sync.Map
 
 	randMu sync.Mutex
@@ -187,7 +172,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		freedSubs: make(map[string]struct{}), hintedAt: make(map[string]uint64), hinted: make(chan struct{}, 1), drained: make(map[string]struct{}),
+		hints:     newHints(),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
 		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
 		leases: newLeaseRegistry(), runs: newRuns(), owner: hub.NewID("disp", cfg.Now()), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
@@ -251,10 +236,7 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 // Wake tells an idle dispatcher new jobs may exist anywhere: it claims
 // across all subscriptions.
 func (d *Dispatcher) Wake() {
-	d.hintMu.Lock()
-	d.wokeAt = d.hintSeq.Add(1)
-	clear(d.drained)
-	d.hintMu.Unlock()
+	d.hints.wake()
 	d.fullWanted.Store(true)
 	select {
 	case d.wake <- struct{}{}:
@@ -287,50 +269,6 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 	wg.Wait()
 	_, err = d.complete(ctx, results, nil)
 	return len(claimed), err
-}
-
-// queue is the local queue of claimed work waiting for a worker: single
-// jobs, and runs of an ordered subscription's jobs. Claim loops and
-// completers (which claim the next jobs of the subscriptions they free)
-// offer to it without blocking; once it is closed, offers are refused.
-type queue struct {
-	mu     sync.RWMutex
-	ch     chan unit
-	closed bool
-}
-
-// offer queues what fits and returns the rest.
-func (q *queue) offer(units []unit) (rest []unit) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	for i, u := range units {
-		if q.closed {
-			return units[i:]
-		}
-		select {
-		case q.ch <- u:
-		default:
-			return units[i:]
-		}
-	}
-	return nil
-}
-
-// close stops offers and returns what no worker took.
-func (q *queue) close() []unit {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	var left []unit
-	for {
-		select {
-		case u := <-q.ch:
-			left = append(left, u)
-		default:
-			close(q.ch)
-			return left
-		}
-	}
 }
 
 // Run claims and delivers until Stop is called or ctx is done, then stops
@@ -421,342 +359,4 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	<-renewDone
 	<-maintDone
 	return nil
-}
-
-// start admits one unit of work into the in-flight set and sends its
-// first request; the wait for the answer (and, for a run, the next jobs,
-// one at a time) goes on in its own goroutine. A tenant with no room at
-// the destination (its fair share of the destination's share is taken)
-// makes the work wait without an attempt: it goes back to pending, and
-// claims here leave the tenant's subscriptions there alone until it has
-// room again.
-func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Completion, flying *sync.WaitGroup) {
-	// A unit is one subscription's: one destination address for all.
-	c := u.first
-	address, tenant := c.Subscription.Destination.Address(), c.Job.TenantID
-	dest := destinationOf(address)
-	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID) {
-		all := d.runs.jobs(u)
-		for _, c := range all {
-			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
-				SubscriptionID: c.Job.SubscriptionID}}
-			d.shed(a, time.Time{})
-			results <- a.out
-		}
-		d.answered(len(all))
-		return
-	}
-	d.slots <- struct{}{} // waits while the in-flight set is full
-	a := d.prepare(ctx, c, address)
-	flying.Add(1)
-	go func() {
-		defer flying.Done()
-		defer func() {
-			<-d.slots
-			if freed := d.dests.leave(dest, tenant); len(freed) > 0 {
-				d.hintSubs(freed) // no longer excluded from claims
-			}
-		}()
-		for {
-			// The result is written behind, in a batch: the next job of a
-			// run does not wait for it.
-			results <- d.await(a)
-			d.answered(1)
-			if u.run == nil {
-				return
-			}
-			if d.isStopping() {
-				rest := d.runs.drain(u.run)
-				d.release(rest)
-				d.answered(len(rest))
-				return
-			}
-			if !a.throttled.IsZero() {
-				// The rest of an ordered run waits for the same token, in
-				// order, even if the clock reaches it meanwhile.
-				rest := d.runs.drain(u.run)
-				for _, c := range rest {
-					w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
-						SubscriptionID: c.Job.SubscriptionID}}
-					d.throttle(w, a.throttled)
-					results <- w.out
-				}
-				d.answered(len(rest))
-				return
-			}
-			next, ok := d.runs.take(u.run)
-			if !ok {
-				return
-			}
-			a = d.prepare(ctx, next, address)
-		}
-	}()
-}
-
-// answered accounts for n jobs no longer waiting here for an answer.
-func (d *Dispatcher) answered(n int) {
-	d.local.Add(-int64(n))
-	select {
-	case d.roomFreed <- struct{}{}:
-	default:
-	}
-}
-
-// room is how many more jobs may be claimed.
-func (d *Dispatcher) room() int { return d.cfg.MaxInFlight - int(d.local.Load()) }
-
-// release gives back leases of claimed jobs no worker started.
-func (d *Dispatcher) release(cs []store.Claimed) {
-	if len(cs) == 0 {
-		return
-	}
-	leases := make([]store.JobLease, len(cs))
-	for i, c := range cs {
-		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
-	}
-	d.leases.forget(leases...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
-		d.cfg.Logger.Warn("could not give back leases; they will expire and be recovered", "jobs", len(leases), "err", err)
-	}
-}
-
-// listen hears of the jobs ingest creates (in this process, and on
-// PostgreSQL in every process sharing the database) and wakes the claim
-// loop with their subscriptions: a targeted claim, costing in proportion
-// to them, not to every subscription.
-func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
-	var once sync.Once
-	ready := func() { once.Do(func() { close(listening) }) }
-	defer ready()
-	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
-		Ready:  ready,
-		Births: d,
-		OnJobs: func(subs []string) {
-			if subs == nil {
-				d.Wake()
-				return
-			}
-			d.hintSubs(subs)
-		},
-		OnLost: func(err error) {
-			d.cfg.Logger.Warn("listening for new jobs failed; dialing again (meanwhile the idle poll finds them)", "err", err)
-		},
-	})
-	if err != nil && ctx.Err() == nil {
-		d.cfg.Logger.Error("listening for new jobs stopped; the idle poll finds them", "err", err)
-	}
-}
-
-// claimLoop keeps the local queue fed. New jobs wake it with their
-// subscriptions (ListenJobs), and claims then target those, as they
-// target the subscriptions whose jobs just finished, which is what keeps
-// a busy hub busy. Claims across all subscriptions (costing in proportion
-// to them) run at the start, when the listening connection was lost, when
-// a job put back to wait here becomes due, and on the slow idle poll
-// (IdleInterval), the safety net for jobs made due by time elsewhere.
-func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
-	d.fullWanted.Store(true)
-	more := false // the last full claim filled its batch
-	for !d.isStopping() {
-		room := d.room()
-		if room <= 0 {
-			select {
-			case <-d.stopping:
-			case <-d.roomFreed:
-			}
-			continue
-		}
-		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.owner}
-		full := d.fullWanted.Swap(false) || more
-		if !full {
-			if p.Subscriptions = d.takeHints(); len(p.Subscriptions) == 0 {
-				d.waitForWork()
-				continue
-			}
-		}
-		p.Exclude = d.dests.excluded()
-		done, ok := d.mayClaim()
-		if !ok {
-			return
-		}
-		seq := d.hintSeq.Load()
-		// Not canceled by the stop: a claim cut off after the database
-		// committed it would strand its jobs until their leases expire.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
-		cancel()
-		done()
-		if err != nil && !d.isStopping() {
-			d.storeFailed()
-			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
-		}
-		if err == nil {
-			d.noteDrained(claimed, p, seq)
-		}
-		d.enqueue(q, claimed)
-		// A claim that filled its batch may have left more: go on.
-		more = full && err == nil && len(claimed) == p.Batch
-		if !full && err == nil && len(claimed) == p.Batch {
-			d.hintSubs(p.Subscriptions)
-		}
-		if err != nil {
-			d.waitForWork()
-		}
-	}
-}
-
-// waitForWork waits for new jobs (a targeted claim, or a full one when
-// any subscription may have them), freed subscriptions (a targeted
-// claim), or the time a job put back to wait here becomes due or the idle
-// poll, whichever is first (a full claim).
-func (d *Dispatcher) waitForWork() {
-	wait := d.cfg.IdleInterval
-	if next, ok := d.due.next(); ok {
-		wait = min(wait, max(next.Sub(d.now()), 0))
-	}
-	select {
-	case <-d.stopping:
-	case <-d.wake:
-		d.fullWanted.Store(true)
-	case <-d.idleAfter(wait):
-		d.due.pass(d.now())
-		d.fullWanted.Store(true)
-	case <-d.hinted:
-	}
-}
-
-func (d *Dispatcher) hintSubs(ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	d.hintMu.Lock()
-	seq := d.hintSeq.Add(1)
-	for _, id := range ids {
-		d.freedSubs[id] = struct{}{}
-		delete(d.drained, id)
-		d.hintedAt[id] = seq
-	}
-	d.hintMu.Unlock()
-	select {
-	case d.hinted <- struct{}{}:
-	default:
-	}
-}
-
-// noteDrained marks the ordered subscriptions a claim took fewer jobs of
-// than a run may hold: it took every job they had due (at its snapshot).
-// A claim that filled its batch, or that an announcement or hint
-// overlapped (seq is hintSeq before it), marks nothing.
-func (d *Dispatcher) noteDrained(claimed []store.Claimed, p store.ClaimParams, seq uint64) {
-	if len(claimed) == 0 || len(claimed) >= p.Batch {
-		return
-	}
-	n := make(map[string]int)
-	for _, c := range claimed {
-		if c.Subscription.MaxInFlight <= 1 {
-			n[c.Job.SubscriptionID]++
-		}
-	}
-	d.hintMu.Lock()
-	defer d.hintMu.Unlock()
-	if d.hintSeq.Load() != seq {
-		return
-	}
-	for id, k := range n {
-		if k < p.Run {
-			d.drained[id] = struct{}{}
-		}
-	}
-}
-
-// drainedAtBirth marks drained the ordered subscriptions born here with
-// nothing pending (the store leases an ordered subscription's job at birth
-// only then), unless a hint or announcement of theirs came after the offer
-// (seq): their next completions then claim nothing for them.
-func (d *Dispatcher) drainedAtBirth(subs []string, seq uint64) {
-	d.hintMu.Lock()
-	defer d.hintMu.Unlock()
-	if d.wokeAt > seq {
-		return
-	}
-	for _, id := range subs {
-		if d.hintedAt[id] <= seq {
-			d.drained[id] = struct{}{}
-		}
-	}
-}
-
-// undrained drops the drained subscriptions from ids.
-func (d *Dispatcher) undrained(ids []string) []string {
-	d.hintMu.Lock()
-	defer d.hintMu.Unlock()
-	out := ids[:0:0]
-	for _, id := range ids {
-		if _, ok := d.drained[id]; !ok {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// undrain forgets that subscriptions were drained: jobs of theirs went
-// back to pending here.
-func (d *Dispatcher) undrain(ids []string) {
-	d.hintMu.Lock()
-	defer d.hintMu.Unlock()
-	for _, id := range ids {
-		delete(d.drained, id)
-	}
-}
-
-func (d *Dispatcher) takeHints() []string {
-	d.hintMu.Lock()
-	defer d.hintMu.Unlock()
-	out := make([]string, 0, len(d.freedSubs))
-	for id := range d.freedSubs {
-		out = append(out, id)
-		delete(d.freedSubs, id)
-	}
-	return out
-}
-
-// enqueue queues claimed jobs, oldest first so a tenant's jobs start in
-// arrival order, and gives back what does not fit. The jobs of an ordered
-// subscription (a run) go as one unit, attempted one at a time in order,
-// or join its run here if it has one.
-func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
-	if len(claimed) == 0 {
-		return
-	}
-	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
-	d.leases.hold(claimed)
-	d.local.Add(int64(len(claimed)))
-	var units []unit
-	for _, g := range bySubscription(claimed) {
-		switch {
-		case g[0].Subscription.MaxInFlight > 1:
-			for _, c := range g {
-				units = append(units, unit{first: c})
-			}
-		case d.runs.join(g[0].Job.SubscriptionID, g):
-		default:
-			units = append(units, d.runs.begin(g[0].Job.SubscriptionID, g))
-		}
-	}
-	d.offer(q, units)
-}
-
-// offer queues units held here and gives back what does not fit.
-func (d *Dispatcher) offer(q *queue, units []unit) {
-	var rest []store.Claimed
-	for _, u := range q.offer(units) {
-		rest = append(rest, d.runs.jobs(u)...)
-	}
-	if len(rest) > 0 {
-		d.release(rest)
-		d.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
-		d.answered(len(rest))
-	}
 }

@@ -1,0 +1,173 @@
+package dispatch
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// The claimer: it keeps the local queue fed with what the happy path
+// (jobs born leased, docs/architecture.md "The commit protocol") does not
+// bring, namely retries, backlogs, other processes' jobs and what
+// recovery gives back. The store is its one wake-up source (ListenJobs:
+// new jobs named by subscription, and the jobs born leased here); its
+// hints say which subscriptions a claim should name.
+
+// listen hears of the jobs ingest creates (in this process, and on
+// PostgreSQL in every process sharing the database) and wakes the claim
+// loop with their subscriptions: a targeted claim, costing in proportion
+// to them, not to every subscription.
+func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
+	var once sync.Once
+	ready := func() { once.Do(func() { close(listening) }) }
+	defer ready()
+	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
+		Ready:  ready,
+		Births: d,
+		OnJobs: func(subs []string) {
+			if subs == nil {
+				d.Wake()
+				return
+			}
+			d.hints.add(subs)
+		},
+		OnLost: func(err error) {
+			d.cfg.Logger.Warn("listening for new jobs failed; dialing again (meanwhile the idle poll finds them)", "err", err)
+		},
+	})
+	if err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Error("listening for new jobs stopped; the idle poll finds them", "err", err)
+	}
+}
+
+// claimLoop keeps the local queue fed. New jobs wake it with their
+// subscriptions (ListenJobs), and claims then target those, as they
+// target the subscriptions whose jobs just finished, which is what keeps
+// a busy hub busy. Claims across all subscriptions (costing in proportion
+// to them) run at the start, when the listening connection was lost, when
+// a job put back to wait here becomes due, and on the slow idle poll
+// (IdleInterval), the safety net for jobs made due by time elsewhere.
+func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
+	d.fullWanted.Store(true)
+	more := false // the last full claim filled its batch
+	for !d.isStopping() {
+		room := d.room()
+		if room <= 0 {
+			select {
+			case <-d.stopping:
+			case <-d.roomFreed:
+			}
+			continue
+		}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.owner}
+		full := d.fullWanted.Swap(false) || more
+		if !full {
+			if p.Subscriptions = d.hints.take(); len(p.Subscriptions) == 0 {
+				d.waitForWork()
+				continue
+			}
+		}
+		p.Exclude = d.dests.excluded()
+		done, ok := d.mayClaim()
+		if !ok {
+			return
+		}
+		seq := d.hints.now()
+		// Not canceled by the stop: a claim cut off after the database
+		// committed it would strand its jobs until their leases expire.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
+		cancel()
+		done()
+		if err != nil && !d.isStopping() {
+			d.storeFailed()
+			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
+		}
+		if err == nil {
+			d.hints.claimed(claimed, p, seq)
+		}
+		d.enqueue(q, claimed)
+		// A claim that filled its batch may have left more: go on.
+		more = full && err == nil && len(claimed) == p.Batch
+		if !full && err == nil && len(claimed) == p.Batch {
+			d.hints.add(p.Subscriptions)
+		}
+		if err != nil {
+			d.waitForWork()
+		}
+	}
+}
+
+// waitForWork waits for new jobs (a targeted claim, or a full one when
+// any subscription may have them), freed subscriptions (a targeted
+// claim), or the time a job put back to wait here becomes due or the idle
+// poll, whichever is first (a full claim).
+func (d *Dispatcher) waitForWork() {
+	wait := d.cfg.IdleInterval
+	if next, ok := d.due.next(); ok {
+		wait = min(wait, max(next.Sub(d.now()), 0))
+	}
+	select {
+	case <-d.stopping:
+	case <-d.wake:
+		d.fullWanted.Store(true)
+	case <-d.idleAfter(wait):
+		d.due.pass(d.now())
+		d.fullWanted.Store(true)
+	case <-d.hints.ready:
+	}
+}
+
+// enqueue queues claimed jobs, oldest first so a tenant's jobs start in
+// arrival order, and gives back what does not fit. The jobs of an ordered
+// subscription (a run) go as one unit, attempted one at a time in order,
+// or join its run here if it has one.
+func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
+	if len(claimed) == 0 {
+		return
+	}
+	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
+	d.leases.hold(claimed)
+	d.local.Add(int64(len(claimed)))
+	var units []unit
+	for _, g := range bySubscription(claimed) {
+		switch {
+		case g[0].Subscription.MaxInFlight > 1:
+			for _, c := range g {
+				units = append(units, unit{first: c})
+			}
+		case d.runs.join(g[0].Job.SubscriptionID, g):
+		default:
+			units = append(units, d.runs.begin(g[0].Job.SubscriptionID, g))
+		}
+	}
+	d.offer(q, units)
+}
+
+// offer queues units held here and gives back what does not fit.
+func (d *Dispatcher) offer(q *queue, units []unit) {
+	var rest []store.Claimed
+	for _, u := range q.offer(units) {
+		rest = append(rest, d.runs.jobs(u)...)
+	}
+	if len(rest) > 0 {
+		d.release(rest)
+		d.hints.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
+		d.answered(len(rest))
+	}
+}
+
+// takeBack takes what written results freed (freed): the jobs hand-off
+// claims took are queued, and the subscriptions freed are named for the
+// next claim (unless known drained: it would find nothing), so their next
+// jobs are claimed now, not at the next idle poll.
+func (d *Dispatcher) takeBack(q *queue, f freed) {
+	for _, h := range f.handedOff {
+		d.hints.claimed(h.claimed, h.p, h.seq)
+		d.enqueue(q, h.claimed)
+	}
+	d.hints.add(d.hints.undrained(f.subs))
+}

@@ -1,0 +1,156 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// The in-flight set: the local queue of work held here, the workers'
+// admission of each unit (its destination's share), and the attempts
+// awaiting their answers, an ordered run's one at a time.
+
+// queue is the local queue of claimed work waiting for a worker: single
+// jobs, and runs of an ordered subscription's jobs. Claim loops and
+// completers (which claim the next jobs of the subscriptions they free)
+// offer to it without blocking; once it is closed, offers are refused.
+type queue struct {
+	mu     sync.RWMutex
+	ch     chan unit
+	closed bool
+}
+
+// offer queues what fits and returns the rest.
+func (q *queue) offer(units []unit) (rest []unit) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	for i, u := range units {
+		if q.closed {
+			return units[i:]
+		}
+		select {
+		case q.ch <- u:
+		default:
+			return units[i:]
+		}
+	}
+	return nil
+}
+
+// close stops offers and returns what no worker took.
+func (q *queue) close() []unit {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var left []unit
+	for {
+		select {
+		case u := <-q.ch:
+			left = append(left, u)
+		default:
+			close(q.ch)
+			return left
+		}
+	}
+}
+
+// start admits one unit of work into the in-flight set and sends its
+// first request; the wait for the answer (and, for a run, the next jobs,
+// one at a time) goes on in its own goroutine. A tenant with no room at
+// the destination (its fair share of the destination's share is taken)
+// makes the work wait without an attempt: it goes back to pending, and
+// claims here leave the tenant's subscriptions there alone until it has
+// room again.
+func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Completion, flying *sync.WaitGroup) {
+	// A unit is one subscription's: one destination address for all.
+	c := u.first
+	address, tenant := c.Subscription.Destination.Address(), c.Job.TenantID
+	dest := destinationOf(address)
+	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID) {
+		all := d.runs.jobs(u)
+		for _, c := range all {
+			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
+				SubscriptionID: c.Job.SubscriptionID}}
+			d.shed(a, time.Time{})
+			results <- a.out
+		}
+		d.answered(len(all))
+		return
+	}
+	d.slots <- struct{}{} // waits while the in-flight set is full
+	a := d.prepare(ctx, c, address)
+	flying.Add(1)
+	go func() {
+		defer flying.Done()
+		defer func() {
+			<-d.slots
+			if freed := d.dests.leave(dest, tenant); len(freed) > 0 {
+				d.hints.add(freed) // no longer excluded from claims
+			}
+		}()
+		for {
+			// The result is written behind, in a batch: the next job of a
+			// run does not wait for it.
+			results <- d.await(a)
+			d.answered(1)
+			if u.run == nil {
+				return
+			}
+			if d.isStopping() {
+				rest := d.runs.drain(u.run)
+				d.release(rest)
+				d.answered(len(rest))
+				return
+			}
+			if !a.throttled.IsZero() {
+				// The rest of an ordered run waits for the same token, in
+				// order, even if the clock reaches it meanwhile.
+				rest := d.runs.drain(u.run)
+				for _, c := range rest {
+					w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
+						SubscriptionID: c.Job.SubscriptionID}}
+					d.throttle(w, a.throttled)
+					results <- w.out
+				}
+				d.answered(len(rest))
+				return
+			}
+			next, ok := d.runs.take(u.run)
+			if !ok {
+				return
+			}
+			a = d.prepare(ctx, next, address)
+		}
+	}()
+}
+
+// answered accounts for n jobs no longer waiting here for an answer.
+func (d *Dispatcher) answered(n int) {
+	d.local.Add(-int64(n))
+	select {
+	case d.roomFreed <- struct{}{}:
+	default:
+	}
+}
+
+// room is how many more jobs may be claimed.
+func (d *Dispatcher) room() int { return d.cfg.MaxInFlight - int(d.local.Load()) }
+
+// release gives back leases of claimed jobs no worker started.
+func (d *Dispatcher) release(cs []store.Claimed) {
+	if len(cs) == 0 {
+		return
+	}
+	leases := make([]store.JobLease, len(cs))
+	for i, c := range cs {
+		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
+	}
+	d.leases.forget(leases...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
+		d.cfg.Logger.Warn("could not give back leases; they will expire and be recovered", "jobs", len(leases), "err", err)
+	}
+}

@@ -1,0 +1,128 @@
+package dispatch
+
+import (
+	"slices"
+	"sort"
+	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+)
+
+// job is a leased job of subscription sub (max_in_flight 1: ordered).
+func job(id, sub string, seq int64) store.Claimed {
+	return store.Claimed{Job: hub.Job{ID: id, SubscriptionID: sub, EventSequence: seq}, LeaseToken: "tok-" + id,
+		Subscription: hub.Subscription{ID: sub, MaxInFlight: 1}}
+}
+
+func ids(cs []store.Claimed) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Job.ID)
+	}
+	return out
+}
+
+// An ordered subscription's run takes later jobs at its back while it
+// lasts; once it has given out its last job it is over, and later jobs
+// begin a new run.
+func TestRuns_LaterJobsJoinTheBackUntilTheRunEnds(t *testing.T) {
+	r := newRuns()
+	if r.join("sub", []store.Claimed{job("j0", "sub", 0)}) {
+		t.Fatal("joined a run that does not exist")
+	}
+	u := r.begin("sub", []store.Claimed{job("j1", "sub", 1), job("j2", "sub", 2)})
+	if u.first.Job.ID != "j1" || u.run == nil {
+		t.Fatalf("unit %+v", u)
+	}
+	if !r.join("sub", []store.Claimed{job("j3", "sub", 3)}) {
+		t.Fatal("a later job did not join the run")
+	}
+	var got []string
+	for {
+		c, ok := r.take(u.run)
+		if !ok {
+			break
+		}
+		got = append(got, c.Job.ID)
+	}
+	if !slices.Equal(got, []string{"j2", "j3"}) {
+		t.Fatalf("the run gave %v after its first, want [j2 j3]", got)
+	}
+	if r.join("sub", []store.Claimed{job("j4", "sub", 4)}) {
+		t.Fatal("joined a run that had ended")
+	}
+	// Drained (stopping, throttled): what waited comes back, the run ends.
+	u = r.begin("sub", []store.Claimed{job("j5", "sub", 5), job("j6", "sub", 6)})
+	if rest := r.jobs(u); !slices.Equal(ids(rest), []string{"j5", "j6"}) || r.join("sub", nil) {
+		t.Fatalf("jobs of a drained unit %v", ids(rest))
+	}
+}
+
+// The lease registry renews what is held, by subscription, and forgets a
+// lease only under its own token.
+func TestLeaseRegistry_HoldsBySubscriptionAndForgetsOnlyItsOwnToken(t *testing.T) {
+	r := newLeaseRegistry()
+	r.hold([]store.Claimed{job("j1", "a", 1), job("j2", "a", 2), job("j3", "b", 1)})
+	if !r.holds("a") || !r.holds("b") || r.holds("c") {
+		t.Fatal("holds by subscription wrong")
+	}
+	r.forget(store.JobLease{JobID: "j3", LeaseToken: "someone-else's"})
+	if !r.holds("b") {
+		t.Fatal("forgot a lease under another token")
+	}
+	r.forget(store.JobLease{JobID: "j3", LeaseToken: "tok-j3"}, store.JobLease{JobID: "j1", LeaseToken: "tok-j1"})
+	if r.holds("b") || !r.holds("a") {
+		t.Fatal("after forgetting j3 and j1: b held no longer, a still (j2)")
+	}
+	all := r.all()
+	if len(all) != 1 || all[0].JobID != "j2" {
+		t.Fatalf("renewing %v, want j2 alone", all)
+	}
+}
+
+// Hints: a freed subscription is named once; a drained one is not named
+// after its jobs finish, until a hint (new jobs) undrains it; a claim or a
+// birth that a hint overlapped marks nothing drained.
+func TestHints_DrainedSubscriptionsAreLeftAloneUntilAnnounced(t *testing.T) {
+	h := newHints()
+	h.add([]string{"a", "b"})
+	got := h.take()
+	sort.Strings(got)
+	if !slices.Equal(got, []string{"a", "b"}) || len(h.take()) != 0 {
+		t.Fatalf("took %v, then more", got)
+	}
+	p := store.ClaimParams{Batch: 10, Run: 4}
+	seq := h.now()
+	h.claimed([]store.Claimed{job("j1", "a", 1)}, p, seq) // took fewer than a run: a has nothing more due
+	if u := h.undrained([]string{"a", "b"}); !slices.Equal(u, []string{"b"}) {
+		t.Fatalf("undrained %v, want [b]", u)
+	}
+	h.add([]string{"a"}) // a's new jobs announced
+	if u := h.undrained([]string{"a"}); len(u) != 1 {
+		t.Fatal("an announced subscription stayed drained")
+	}
+	seq = h.now()
+	h.add([]string{"a"}) // overlaps the next claim
+	h.claimed([]store.Claimed{job("j2", "a", 2)}, p, seq)
+	if u := h.undrained([]string{"a"}); len(u) != 1 {
+		t.Fatal("a claim overlapped by a hint marked its subscription drained")
+	}
+	// Births: drained unless hinted since the offer, or woken.
+	seq = h.now()
+	h.add([]string{"b"})
+	h.born([]string{"a", "b"}, seq)
+	if u := h.undrained([]string{"a", "b"}); !slices.Equal(u, []string{"b"}) {
+		t.Fatalf("after a birth, undrained %v, want [b] (hinted since the offer)", u)
+	}
+	h.wake()
+	if u := h.undrained([]string{"a", "b"}); len(u) != 2 {
+		t.Fatal("a wake left subscriptions drained")
+	}
+	seq = h.now()
+	h.wake()
+	h.born([]string{"a"}, seq)
+	if u := h.undrained([]string{"a"}); len(u) != 1 {
+		t.Fatal("a birth overlapped by a wake marked drained")
+	}
+}
