@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "streaming-hub")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/streaming-hub")
+	// With the tag faults, STREAMING_HUB_CRASH_AT makes a process kill
+	// itself at a named step of the commit protocol (internal/crashpoint).
+	build := exec.Command("go", "build", "-tags", "faults", "-o", binary, "../../cmd/streaming-hub")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
