@@ -14,7 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,7 +45,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "streaming-hub")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/streaming-hub")
+	// With the tag faults, STREAMING_HUB_CRASH_AT makes a process kill
+	// itself at a named step of the commit protocol (internal/crashpoint).
+	build := exec.Command("go", "build", "-tags", "faults", "-o", binary, "../../cmd/streaming-hub")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
@@ -129,9 +133,12 @@ func (w *world) addTenant(id, url string) {
 // about rate per second, and returns their ids.
 func (w *world) produce(n, rate int) []string {
 	ids := make([]string, 0, n)
-	tick := time.NewTicker(10 * time.Millisecond)
+	every, perTick := 10*time.Millisecond, max(rate/100, 1)
+	if rate > 0 && rate < 100 { // one event a tick, the ticks further apart
+		every = time.Second / time.Duration(rate)
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	perTick := max(rate/100, 1)
 	for i := 0; i < n; {
 		<-tick.C
 		var recs []*kgo.Record
@@ -175,6 +182,14 @@ func (w *world) start(extra ...string) *proc {
 func (w *world) restart(p *proc) *proc {
 	w.t.Helper()
 	return w.run(p.replica, p.extra)
+}
+
+// restartWith is restart with more variables, which win over p's: a
+// process that killed itself at a crash point comes back without it
+// (STREAMING_HUB_CRASH_AT=).
+func (w *world) restartWith(p *proc, extra ...string) *proc {
+	w.t.Helper()
+	return w.run(p.replica, append(slices.Clone(p.extra), extra...))
 }
 
 // run starts the replica and waits until it is ready; extra variables win
@@ -258,6 +273,7 @@ type sink struct {
 	activeSub   map[string]int
 	overlaps    int                    // an event, or a max_in_flight 1 subscription, attempted concurrently
 	arrivals    map[string][]time.Time // tenant (one subscription each) -> when each attempt arrived
+	receipts    []receipt              // every request in the order it arrived, ok once answered 2xx (checkOrder)
 	rnd         func() float64
 	delay       time.Duration // how long each answer takes (1ms when zero)
 }
@@ -281,8 +297,11 @@ func newSink(t *testing.T, failRate float64) *sink {
 func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	ev, tenant := r.Header.Get("X-Lerian-Event-Id"), r.Header.Get("X-Lerian-Tenant-Id")
+	seq, _ := strconv.ParseInt(r.Header.Get("X-Lerian-Sequence"), 10, 64)
 	s.mu.Lock()
 	s.requests++
+	at := len(s.receipts)
+	s.receipts = append(s.receipts, receipt{tenant: tenant, event: ev, seq: seq})
 	s.arrivals[tenant] = append(s.arrivals[tenant], time.Now())
 	s.activeEvent[ev]++
 	s.activeSub[tenant]++ // one subscription per tenant in these worlds
@@ -299,6 +318,7 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		s.failed++
 	} else {
 		s.counts[ev]++
+		s.receipts[at].ok = true
 	}
 	s.mu.Unlock()
 	if fail {
@@ -306,6 +326,25 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// inFlight is how many requests the sink is answering right now.
+func (s *sink) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, k := range s.activeSub {
+		n += k
+	}
+	return n
+}
+
+// snapshot is every request so far, in the order it arrived (ok: answered
+// 2xx), for checkOrder.
+func (s *sink) snapshot() []receipt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.receipts)
 }
 
 // pauses is, for each subscription (tenant) with an attempt on both sides
@@ -322,6 +361,19 @@ func (s *sink) pauses(at time.Time) map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// longestPause is the subscription (tenant) of the longest of pauses ("" when
+// there is none), and every pause, shortest first.
+func longestPause(pauses map[string]time.Duration) (worst string, each []time.Duration) {
+	for tenant, d := range pauses {
+		each = append(each, d)
+		if worst == "" || d > pauses[worst] {
+			worst = tenant
+		}
+	}
+	slices.Sort(each)
+	return worst, each
 }
 
 // tally compares what was produced with what arrived.

@@ -650,12 +650,7 @@ func TestKill9OfOneOfThreeReplicasWithSlowReceivers(t *testing.T) {
 	got := w.waitDelivered(ids)
 	w.report("kill -9 of one of three replicas, 200 ms receivers, default lease", got)
 	pauses := w.sink.pauses(killed)
-	var worst string
-	for tenant, d := range pauses {
-		if worst == "" || d > pauses[worst] {
-			worst = tenant
-		}
-	}
+	worst, _ := longestPause(pauses)
 	if worst == "" {
 		t.Fatal("no subscription was attempted on both sides of the kill: the scenario proved nothing")
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,15 +86,7 @@ func TestKill9ThreeTimesDuringLoad(t *testing.T) {
 			t.Errorf("kill -9 #%d came after the load: no subscription was attempted both before and after it, so none could pause", i+1)
 			continue
 		}
-		var each []time.Duration
-		var worst string
-		for tenant, d := range pauses {
-			each = append(each, d)
-			if worst == "" || d > pauses[worst] {
-				worst = tenant
-			}
-		}
-		slices.Sort(each)
+		worst, each := longestPause(pauses)
 		fmt.Printf("   kill -9 #%d: longest pause %v (%s); over %d subscriptions: shortest %v, median %v (bound: lease %v + 5s = %v)\n",
 			i+1, pauses[worst].Round(time.Millisecond), worst, len(each), each[0].Round(time.Millisecond),
 			each[len(each)/2].Round(time.Millisecond), lease, bound)
@@ -327,19 +318,32 @@ func TestRolesOneIngestTwoDelivery(t *testing.T) {
 // metric reads one sample from a process's /metrics (0 when absent).
 func metric(t *testing.T, p *proc, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + p.addr + "/metrics")
+	v, err := readMetric(p, series)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+// readMetric is metric's read, with its error: from a goroutine, or of a
+// process that may have died.
+func readMetric(p *proc, series string) (float64, error) {
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f
+			return f, nil
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // Receivers that hang (answer after 30 s, beyond the 15 s delivery
