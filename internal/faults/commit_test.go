@@ -462,7 +462,6 @@ func TestCommitDatabaseBackendsTerminatedDuringWriteBehind(t *testing.T) {
 // (docs/architecture.md, "The commit protocol": a job is sent again only
 // after its process died or lost the database for most of a lease).
 func TestCommitLeasesKeptWhileTheFirstPartitionPassRuns(t *testing.T) {
-	t.Skip("product bug: EnsurePartitions holds a dispatch budget slot (the only one in a pool of 4) through its lock waits, seconds under load: a live replica's leases lapse, are recovered by the others, its jobs sent twice and its results fenced")
 	w := newWorld(t, commitTenants, 4, 0)
 	w.sink.delay = 50 * time.Millisecond
 	db := w.admin()

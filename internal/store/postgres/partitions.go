@@ -42,10 +42,13 @@ const partitionsLock = `SELECT pg_advisory_xact_lock(hashtext(current_schema() |
 // EnsurePartitions makes the weeks from now's to weeksAhead later, each
 // table's week in a transaction of its own. A table whose locks stay busy
 // through a few tries is left for the next pass (store.ErrPartitionsBusy)
-// and the others are made.
+// and the others are made. Each try holds a connection of the dispatch
+// budget only for its own transaction (at most the lock timeout), never
+// through the pass or its pauses: with a small pool that budget may be one
+// connection, and the lease renewals and result writes queued behind a
+// whole pass would let a live process's leases expire.
 func (db *DB) EnsurePartitions(ctx context.Context, now time.Time, weeksAhead int) (made int, err error) {
 	defer wrap(&err, "EnsurePartitions")
-	defer db.budgets.use(ctx, store.BudgetDispatch)()
 	busy := 0
 	for i := 0; i <= weeksAhead; i++ {
 		// One table per transaction: holding one table's default
@@ -73,6 +76,7 @@ func (db *DB) EnsurePartitions(ctx context.Context, now time.Time, weeksAhead in
 // not had within partitionLockTimeout.
 func (db *DB) addWeek(ctx context.Context, ws time.Time, parent string) (n int, err error) {
 	for try := 1; ; try++ {
+		release := db.budgets.use(ctx, store.BudgetDispatch)
 		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, partitionsLock); err != nil {
 				return err
@@ -82,6 +86,7 @@ func (db *DB) addWeek(ctx context.Context, ws time.Time, parent string) (n int, 
 			}
 			return tx.QueryRow(ctx, `SELECT streaming_hub_add_week($1, $2)`, ws, parent).Scan(&n)
 		})
+		release()
 		if !lockNotAvailable(err) || try == 3 {
 			return n, err
 		}
