@@ -61,6 +61,10 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		switch {
 		case q == nil || d.isStopping():
 			back = append(back, g...)
+		case c.Subscription.MaxInFlight <= 1 && d.runs.released(c.Job.SubscriptionID):
+			// An earlier job of it was given back: it goes first.
+			back = append(back, g...)
+			ordered = ordered[:len(ordered)-1]
 		case c.Subscription.MaxInFlight > 1:
 			for _, c := range g {
 				units = append(units, unit{first: c})
@@ -78,6 +82,7 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		d.hints.born(ordered, s)
 	}
 	if len(back) > 0 {
+		d.runs.giveBack(back)
 		d.release(back)
 		d.hints.undrain(store.SubscriptionsOfClaimed(back))
 		d.answered(len(back))
@@ -89,6 +94,7 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		for _, u := range units {
 			rest = append(rest, d.runs.jobs(u)...)
 		}
+		d.runs.giveBack(rest)
 		d.release(rest)
 		d.answered(len(rest))
 	}

@@ -120,3 +120,46 @@ func TestBirths_ALeaseRecoveredCountsAsARedelivery(t *testing.T) {
 		}
 	})
 }
+
+// With little room (an in-flight bound of 4), births, pending jobs, claims
+// and jobs given back interleave for one ordered subscription: its events,
+// published in small batches while earlier ones are held, still reach the
+// receiver first in order, each at least once.
+func TestBirths_LittleRoomKeepsAnOrderedSubscriptionsFirstReceiptsInOrder(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) { c.MaxInFlight, c.RunLength = 4, 3 }})
+		r.sink.script(func(int, *http.Request) (int, http.Header, string) {
+			time.Sleep(2 * time.Millisecond)
+			return 200, nil, "ok"
+		})
+		runUntilDone(t, r)
+		const n = 120
+		for i := 0; i < n; i += 3 {
+			var evs []hub.Event
+			for k := i; k < min(i+3, n); k++ {
+				evs = append(evs, event("acme", fmt.Sprintf("evt-%03d", k)))
+			}
+			r.publish(evs...)
+		}
+		first := make(map[string]bool)
+		var order []string
+		for deadline := time.Now().Add(testkit.Patience); len(first) < n; time.Sleep(10 * time.Millisecond) {
+			order, first = order[:0], map[string]bool{}
+			for _, q := range r.sink.got() {
+				id := q.header.Get("X-Lerian-Event-Id")
+				if !first[id] {
+					first[id] = true
+					order = append(order, id)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d events received", len(first), n)
+			}
+		}
+		for i, id := range order {
+			if want := fmt.Sprintf("evt-%03d", i); id != want {
+				t.Fatalf("first receipt %d is %s, want %s: an ordered subscription's events were overtaken (%v)", i, id, want, order)
+			}
+		}
+	})
+}

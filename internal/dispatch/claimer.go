@@ -134,6 +134,9 @@ func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
 	d.local.Add(int64(len(claimed)))
 	var units []unit
 	for _, g := range bySubscription(claimed) {
+		if g[0].Subscription.MaxInFlight <= 1 {
+			d.runs.reclaimed(g) // a claim takes pending jobs oldest first
+		}
 		switch {
 		case g[0].Subscription.MaxInFlight > 1:
 			for _, c := range g {
@@ -154,6 +157,7 @@ func (d *Dispatcher) offer(q *queue, units []unit) {
 		rest = append(rest, d.runs.jobs(u)...)
 	}
 	if len(rest) > 0 {
+		d.runs.giveBack(rest)
 		d.release(rest)
 		d.hints.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
 		d.answered(len(rest))

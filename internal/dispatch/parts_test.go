@@ -1,11 +1,18 @@
 package dispatch
 
 import (
+	"bytes"
+	"context"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/envelope"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -124,5 +131,60 @@ func TestHints_DrainedSubscriptionsAreLeftAloneUntilAnnounced(t *testing.T) {
 	h.born([]string{"a"}, seq)
 	if u := h.undrained([]string{"a"}); len(u) != 1 {
 		t.Fatal("a birth overlapped by a wake marked drained")
+	}
+}
+
+// releasing is a store that only gives leases back, and remembers which.
+type releasing struct {
+	Store
+	released []string
+}
+
+func (r *releasing) ReleaseJobs(_ context.Context, leases []store.JobLease) error {
+	for _, l := range leases {
+		r.released = append(r.released, l.JobID)
+	}
+	return nil
+}
+
+// A job born behind an ordered subscription's earlier jobs that this
+// process does not hold (a claim of them committed, not yet queued here)
+// is given back; a later job born while the claim's run is then queued
+// must be given back too, not join the run: it would overtake the one
+// given back.
+func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
+	st := &releasing{}
+	kr, err := envelope.NewKeyring(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dispatch: config.Defaults(config.Serve).Dispatch, Store: st, Keyring: kr,
+		Destinations: destination.NewRegistry(time.Second, nil), Metrics: metrics.New()}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &queue{ch: make(chan unit, 16)}
+	d.q.Store(q)
+	born := func(c store.Claimed) {
+		c.Behind = true
+		d.local.Add(1)
+		d.Born(&store.BirthOffer{Token: c.LeaseToken, Room: 1}, []store.Claimed{c})
+	}
+	born(job("j12", "sub", 12)) // its earlier jobs' claim is not queued yet
+	if !slices.Equal(st.released, []string{"j12"}) {
+		t.Fatalf("released %v, want j12: nothing of its subscription is held here", st.released)
+	}
+	d.enqueue(q, []store.Claimed{job("j10", "sub", 10), job("j11", "sub", 11)}) // the claim's run
+	born(job("j13", "sub", 13))
+	if !slices.Equal(st.released, []string{"j12", "j13"}) {
+		t.Fatalf("released %v, want j12 then j13: j13 would have joined the run ahead of j12", st.released)
+	}
+	// Once a claim takes the subscription's pending jobs again (j12 first),
+	// later births join its run.
+	d.enqueue(q, []store.Claimed{job("j12", "sub", 12)})
+	born(job("j14", "sub", 14))
+	if len(st.released) != 2 {
+		t.Fatalf("released %v after the claim took j12 back", st.released)
 	}
 }

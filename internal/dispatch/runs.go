@@ -29,9 +29,50 @@ type run struct {
 type runs struct {
 	mu    sync.Mutex
 	bySub map[string]*run
+	// gaveBack are ordered subscriptions of which this process gave back
+	// (released) a job it held, with the oldest such job's sequence: until
+	// a claim takes that job again, no later job of theirs born here may
+	// be sent, or it would overtake the one given back.
+	gaveBack map[string]int64
 }
 
-func newRuns() runs { return runs{bySub: make(map[string]*run)} }
+func newRuns() runs { return runs{bySub: make(map[string]*run), gaveBack: make(map[string]int64)} }
+
+// giveBack notes that the jobs cs (of ordered subscriptions) were given
+// back; released reports whether a subscription has such a job waiting.
+func (r *runs) giveBack(cs []store.Claimed) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cs {
+		if c.Subscription.MaxInFlight > 1 {
+			continue
+		}
+		if seq, ok := r.gaveBack[c.Job.SubscriptionID]; !ok || c.Job.EventSequence < seq {
+			r.gaveBack[c.Job.SubscriptionID] = c.Job.EventSequence
+		}
+	}
+}
+
+func (r *runs) released(sub string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.gaveBack[sub]
+	return ok
+}
+
+// reclaimed notes a claim's jobs of one ordered subscription (g, in
+// order): once a claim took the oldest job given back, or a later one
+// (claims take pending jobs oldest first, so that one is done), later
+// births may follow again. A claim committed before the job was given
+// back holds only earlier jobs.
+func (r *runs) reclaimed(g []store.Claimed) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sub := g[0].Job.SubscriptionID
+	if seq, ok := r.gaveBack[sub]; ok && g[len(g)-1].Job.EventSequence >= seq {
+		delete(r.gaveBack, sub)
+	}
+}
 
 // join appends cs (one ordered subscription's jobs, in order) to its run
 // here; false when it has none (the caller begins one).
