@@ -70,6 +70,7 @@ func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Com
 	dest := destinationOf(address)
 	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID) {
 		all := d.runs.jobs(u)
+		d.runs.giveBack(all) // an ordered one's later births wait for these
 		for _, c := range all {
 			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
 				SubscriptionID: c.Job.SubscriptionID}}
@@ -104,15 +105,16 @@ func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Com
 				d.answered(len(rest))
 				return
 			}
-			if !a.throttled.IsZero() {
-				// The rest of an ordered run waits for the same token, in
-				// order, even if the clock reaches it meanwhile.
+			if a.out.Shed {
+				// Throttled, or shed by an open breaker: the rest of the
+				// ordered run waits with it, until the same time and in
+				// order (a later job must not be the token's or the
+				// probe's, and get there first), and so do the jobs born
+				// here after it until a claim takes it again.
 				rest := d.runs.drain(u.run)
+				d.runs.giveBack(append([]store.Claimed{a.c}, rest...))
 				for _, c := range rest {
-					w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
-						SubscriptionID: c.Job.SubscriptionID}}
-					d.throttle(w, a.throttled)
-					results <- w.out
+					results <- d.waitWith(c, a)
 				}
 				d.answered(len(rest))
 				return
@@ -124,6 +126,22 @@ func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Com
 			a = d.prepare(ctx, next, address)
 		}
 	}()
+}
+
+// waitWith is the completion of c, a job of the same run as a that a's
+// throttle or breaker made wait: c waits until the same time, without an
+// attempt, holding its ordered subscription as a shed does.
+func (d *Dispatcher) waitWith(c store.Claimed, a *attempt) store.Completion {
+	w := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
+		SubscriptionID: c.Job.SubscriptionID}}
+	if !a.throttled.IsZero() {
+		d.throttle(w, a.throttled)
+		return w.out
+	}
+	d.shed(w, a.out.NextAttemptAt)
+	w.out.Hold = a.out.Hold
+	d.cfg.Metrics.Shed.Inc()
+	return w.out
 }
 
 // answered accounts for n jobs no longer waiting here for an answer.
