@@ -37,10 +37,11 @@ func (d *Dispatcher) Offer() *store.BirthOffer {
 // Born takes the jobs the committed ingest transaction leased to this
 // dispatcher (none when it failed) and gives back the rest of the room
 // reserved. Each is held (its lease renewed) and queued like a claimed
-// job; an ordered subscription's join its run here. A job born behind an
-// ordered subscription's earlier jobs that this process no longer holds
-// (given back, or fenced, meanwhile) is given back too: sent now, it
-// could overtake them.
+// job; an ordered subscription's join its run here, or begin one. Born
+// places jobs between claims (placing), so the run of a claim that took
+// an ordered subscription's earlier jobs is already here to join. A job
+// of an ordered subscription of which this process gave a job back is
+// given back too: sent now, it could overtake that one.
 func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 	d.answered(o.Room - len(jobs)) // the room not used
 	seq, _ := d.offerSeq.LoadAndDelete(o.Token)
@@ -49,6 +50,8 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 	}
 	crashpoint.Reach(crashpoint.Born)
 	d.cfg.Metrics.JobsBorn.Add(float64(len(jobs)))
+	d.placing.Lock() // no claim is between its commit and its queueing
+	defer d.placing.Unlock()
 	q := d.q.Load()
 	var units []unit
 	var back []store.Claimed
@@ -70,10 +73,11 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 				units = append(units, unit{first: c})
 			}
 		case d.runs.join(c.Job.SubscriptionID, g):
-		case c.Behind && !d.leases.holds(c.Job.SubscriptionID):
-			back = append(back, g...)
-			ordered = ordered[:len(ordered)-1] // pending again: not drained
 		default:
+			// First of its subscription here, or behind jobs all sent
+			// already (their results written, or being written): no
+			// claim of them is between its commit and its queueing
+			// (placing), and none was given back (released).
 			units = append(units, d.runs.begin(c.Job.SubscriptionID, g))
 		}
 	}

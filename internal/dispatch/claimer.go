@@ -79,6 +79,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		// Not canceled by the stop: a claim cut off after the database
 		// committed it would strand its jobs until their leases expire.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		d.placing.RLock() // births wait until these jobs are queued (Born)
 		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
 		cancel()
 		done()
@@ -90,6 +91,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			d.hints.claimed(claimed, p, seq)
 		}
 		d.enqueue(q, claimed)
+		d.placing.RUnlock()
 		// A claim that filled its batch may have left more: go on.
 		more = full && err == nil && len(claimed) == p.Batch
 		if !full && err == nil && len(claimed) == p.Batch {
@@ -172,6 +174,7 @@ func (d *Dispatcher) takeBack(q *queue, f freed) {
 	for _, h := range f.handedOff {
 		d.hints.claimed(h.claimed, h.p, h.seq)
 		d.enqueue(q, h.claimed)
+		h.placed()
 	}
 	d.hints.add(d.hints.undrained(f.subs))
 }

@@ -50,11 +50,13 @@ type freed struct {
 	subs      []string
 }
 
-// handedOff is one hand-off claim's jobs and what it asked.
+// handedOff is one hand-off claim's jobs and what it asked; placed ends
+// the hold on births it took (Dispatcher.placing) once they are queued.
 type handedOff struct {
 	claimed []store.Claimed
 	p       store.ClaimParams
 	seq     uint64 // hints.now() before it
+	placed  func()
 }
 
 func (f *freed) add(g freed) {
@@ -182,17 +184,24 @@ func (d *Dispatcher) write(batch []store.Completion) (freed, error) {
 		}
 	}
 	// Not canceled by the stop: the results of attempts in flight are
-	// written while stopping.
+	// written while stopping. A hand-off claim holds births back until
+	// its jobs are queued (takeBack).
+	placed := func() {}
+	if next != nil {
+		d.placing.RLock()
+		placed = d.placing.RUnlock
+	}
 	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	res, err := d.complete(wctx, batch, next)
 	cancel()
 	claimed()
 	if err != nil {
+		placed()
 		return freed{}, err
 	}
 	crashpoint.Reach(crashpoint.Written)
 	if next != nil {
-		return freed{handedOff: []handedOff{{claimed: res.Claimed, p: *next, seq: seq}}}, nil
+		return freed{handedOff: []handedOff{{claimed: res.Claimed, p: *next, seq: seq, placed: placed}}}, nil
 	}
 	return freed{subs: store.SubscriptionsOf(batch)}, nil
 }

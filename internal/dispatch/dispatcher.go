@@ -117,6 +117,11 @@ type Dispatcher struct {
 	// BirthOffer.Owner).
 	owner string
 
+	// placing orders births after claims: a claim holds it (read) from
+	// before its store call until its jobs are queued, and Born (write)
+	// places born jobs only between claims, so a job born behind an
+	// ordered subscription's claimed jobs finds their run here.
+	placing sync.RWMutex
 	// hints are the claimer's knowledge of subscriptions between claims;
 	// offerSeq is hints.now() at each birth offer (by token).
 	hints    *hints

@@ -147,11 +147,11 @@ func (r *releasing) ReleaseJobs(_ context.Context, leases []store.JobLease) erro
 	return nil
 }
 
-// A job born behind an ordered subscription's earlier jobs that this
-// process does not hold (a claim of them committed, not yet queued here)
-// is given back; a later job born while the claim's run is then queued
-// must be given back too, not join the run: it would overtake the one
-// given back.
+// Born places jobs between claims: a job born behind an ordered
+// subscription's earlier jobs joins their run, or begins one when they
+// were all sent. A job it must give back (no room in the local queue)
+// holds back the later births of its subscription, which would overtake
+// it, until a claim takes it again.
 func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
 	st := &releasing{}
 	kr, err := envelope.NewKeyring(bytes.Repeat([]byte{7}, 32))
@@ -164,27 +164,37 @@ func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := &queue{ch: make(chan unit, 16)}
+	q := &queue{ch: make(chan unit, 1)} // room for one unit
 	d.q.Store(q)
 	born := func(c store.Claimed) {
 		c.Behind = true
 		d.local.Add(1)
 		d.Born(&store.BirthOffer{Token: c.LeaseToken, Room: 1}, []store.Claimed{c})
 	}
-	born(job("j12", "sub", 12)) // its earlier jobs' claim is not queued yet
-	if !slices.Equal(st.released, []string{"j12"}) {
-		t.Fatalf("released %v, want j12: nothing of its subscription is held here", st.released)
+	born(job("s12", "s", 12)) // its earlier jobs all sent: it begins a run, the queue is full
+	born(job("s13", "s", 13)) // joins that run
+	if len(st.released) != 0 || len(q.ch) != 1 {
+		t.Fatalf("released %v, %d units queued; want none released, one run queued", st.released, len(q.ch))
 	}
-	d.enqueue(q, []store.Claimed{job("j10", "sub", 10), job("j11", "sub", 11)}) // the claim's run
-	born(job("j13", "sub", 13))
-	if !slices.Equal(st.released, []string{"j12", "j13"}) {
-		t.Fatalf("released %v, want j12 then j13: j13 would have joined the run ahead of j12", st.released)
+	born(job("t30", "t", 30)) // no room in the queue: given back
+	born(job("t31", "t", 31)) // would overtake t30: given back too
+	<-q.ch                    // room again
+	born(job("t32", "t", 32)) // still behind t30
+	if !slices.Equal(st.released, []string{"t30", "t31", "t32"}) {
+		t.Fatalf("released %v, want t30, t31, t32", st.released)
 	}
-	// Once a claim takes the subscription's pending jobs again (j12 first),
-	// later births join its run.
-	d.enqueue(q, []store.Claimed{job("j12", "sub", 12)})
-	born(job("j14", "sub", 14))
-	if len(st.released) != 2 {
-		t.Fatalf("released %v after the claim took j12 back", st.released)
+	// A claim takes t's pending jobs again, t30 first: later births join.
+	d.enqueue(q, []store.Claimed{job("t30", "t", 30), job("t31", "t", 31), job("t32", "t", 32)})
+	born(job("t33", "t", 33))
+	if len(st.released) != 3 {
+		t.Fatalf("released %v after the claim took t30 back", st.released)
+	}
+	u := <-q.ch
+	var got []string
+	for c, ok := u.first, true; ok; c, ok = d.runs.take(u.run) {
+		got = append(got, c.Job.ID)
+	}
+	if !slices.Equal(got, []string{"t30", "t31", "t32", "t33"}) {
+		t.Fatalf("t's run %v, want t30..t33 in order", got)
 	}
 }
