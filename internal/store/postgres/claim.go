@@ -454,6 +454,13 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		return 0, nil
 	}
 	now := db.opts.Stamp()
+	// The jobs first, then the hold: a claim between the two must not find
+	// a held subscription's later jobs due and its earlier ones not yet.
+	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs SET next_attempt_at = $2, updated_at = $2
+		WHERE subscription_id = ANY($1) AND status = 'pending' AND next_attempt_at > $2`, subscriptionIDs, now)
+	if err != nil {
+		return 0, err
+	}
 	// Lift their holds and stamp the heal: another process whose breaker
 	// for the destination is still open closes it when it claims one of
 	// their jobs (Claimed.HealedAt), instead of shedding it again.
@@ -461,10 +468,8 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		subscriptionIDs, now); err != nil {
 		return 0, err
 	}
-	tag, err := db.pool.Exec(ctx, `UPDATE delivery_jobs SET next_attempt_at = $2, updated_at = $2
-		WHERE subscription_id = ANY($1) AND status = 'pending' AND next_attempt_at > $2`, subscriptionIDs, now)
-	if err != nil || tag.RowsAffected() == 0 {
-		return int(tag.RowsAffected()), err
+	if tag.RowsAffected() == 0 {
+		return 0, nil
 	}
 	// Other processes are told (the caller wakes its own dispatcher); the
 	// jobs are due already, so a lost notification costs only the wait

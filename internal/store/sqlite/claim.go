@@ -260,14 +260,16 @@ func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, er
 		return 0, nil
 	}
 	now := micros(db.opts.Stamp())
-	if _, err := db.w.ExecContext(ctx, `UPDATE subscriptions SET held_until = NULL WHERE held_until IS NOT NULL AND id IN (`+
-		placeholders(len(subscriptionIDs))+`)`, anys(subscriptionIDs)...); err != nil {
-		return 0, err
-	}
+	// The jobs first, then the hold: a claim between the two must not find
+	// the held subscription's later jobs due and its earlier ones not yet.
 	r, err := db.w.ExecContext(ctx, `UPDATE delivery_jobs SET next_attempt_at = ?1, updated_at = ?1
 		WHERE status = 'pending' AND next_attempt_at > ?1 AND subscription_id IN (`+placeholders(len(subscriptionIDs))+`)`,
 		append([]any{now}, anys(subscriptionIDs)...)...)
 	if err != nil {
+		return 0, err
+	}
+	if _, err := db.w.ExecContext(ctx, `UPDATE subscriptions SET held_until = NULL WHERE held_until IS NOT NULL AND id IN (`+
+		placeholders(len(subscriptionIDs))+`)`, anys(subscriptionIDs)...); err != nil {
 		return 0, err
 	}
 	n, err := r.RowsAffected()
