@@ -41,7 +41,7 @@ func (db *DB) EmitOperational(ctx context.Context, events []hub.Event) (_ int, e
 	now := db.opts.Stamp()
 	var emitted int
 	var subs []string
-	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, db.pool, ingestTx, func(tx pgx.Tx) error {
 		w := &pgx.Batch{}
 		m, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil)
 		if err != nil {

@@ -14,7 +14,7 @@ func (db *DB) RecordTopicDrift(ctx context.Context, current []hub.TopicDrift) (_
 	defer db.budgets.use(ctx, store.BudgetAPI)()
 	now := db.opts.Stamp()
 	var c store.DriftChanges
-	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, db.pool, ingestTx, func(tx pgx.Tx) error {
 		// Two checks that overlap (a lock lost with its session) write
 		// one after the other.
 		if _, err := tx.Exec(ctx, `LOCK TABLE topic_drift IN SHARE ROW EXCLUSIVE MODE`); err != nil {
