@@ -35,7 +35,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		c.Role != RoleAll || c.HTTPAddr != "127.0.0.1:8080" || c.DevKafkaAddr != "127.0.0.1:9092" || c.Ingest.Group != "streaming-hub.local" {
 		t.Fatalf("dev defaults: %+v", c)
 	}
-	if c.Dispatch.Workers != 8 || c.Dispatch.ClaimBatch != 16 || c.Dispatch.IdleInterval != time.Second ||
+	if c.Dispatch.Workers != 8 || c.Dispatch.ClaimBatch != 256 || c.Dispatch.IdleInterval != time.Second ||
 		c.Dispatch.Lease != 30*time.Second || c.Dispatch.MaxInFlight != 1024 || c.Dispatch.MaxPerDestination != 64 || c.DeliveryTimeout != 15*time.Second || c.Dispatch.PoisonThreshold != 5 ||
 		!c.Autodisable.Enabled || c.Autodisable.FailureWindow != 120*time.Hour || c.Autodisable.FailureSpread != 12*time.Hour ||
 		c.Pull.Rate != 100 || c.Pull.Burst != 200 || c.Housekeeping.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
