@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
 // Variables the client commands read.
@@ -19,7 +21,7 @@ const (
 	envToken  = "STREAMING_HUB_TOKEN"
 	envTenant = "STREAMING_HUB_TENANT"
 
-	defaultServer = "http://localhost:8080"
+	defaultServer = config.DefaultServer
 )
 
 // subcommand is one verb of a group: `streaming-hub <group> <name> ...`.

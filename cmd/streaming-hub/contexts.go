@@ -153,7 +153,7 @@ func configSetContext(args []string, e env) int {
 	pos, code, ok := configCmd(e, "config set-context", "NAME --url U --token T [--tenant X]",
 		"Creates the context NAME, or changes the values given of an existing one. The first context\n"+
 			"made becomes the current one. The file is written 0600 (it holds the token).", 1, args, func(fs *flag.FlagSet) {
-			fs.StringVar(&url, "url", "", "base URL of the hub's API, such as http://localhost:8080")
+			fs.StringVar(&url, "url", "", "base URL of the hub's API, such as http://127.0.0.1:8080")
 			fs.StringVar(&url, "server", "", "same as --url")
 			fs.StringVar(&token, "token", "", "the admin token or a tenant API key")
 			fs.StringVar(&tenant, "tenant", "", "tenant to act on with the admin token (X-Tenant-Id)")

@@ -7,6 +7,12 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
+// DefaultServer is the hub the CLI talks to when neither --server,
+// STREAMING_HUB_SERVER nor a context names one: the address `streaming-hub
+// dev` listens on (127.0.0.1, not localhost, which may resolve to ::1
+// first). The configuration page and the CLI's --help show this value.
+const DefaultServer = "http://127.0.0.1:8080"
+
 // Defaults is the complete configuration of mode before any variable is
 // read: the one place where a default value is written. Load starts from
 // it; tests build the configurations of single packages from it

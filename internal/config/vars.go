@@ -116,7 +116,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"RECONCILER_ENABLED":   {"", "compare the topics on the cluster, those of the consumer group and those producers' manifests declare, and report each difference ([operations.md](operations.md#topic-drift))"},
 	"RECONCILER_INTERVAL":  {"", "seconds between topic-drift checks (one replica at a time); a Go duration such as `5m` is accepted too"},
 	// Read outside Load (otherNames).
-	"SERVER":            {"http://127.0.0.1:8080", "the CLI: the hub's URL"},
+	"SERVER":            {DefaultServer, "the CLI: the hub's URL"},
 	"TOKEN":             {"", "the CLI: the admin token or a tenant API key"},
 	"TENANT":            {"", "the CLI: the tenant acted on with the admin token"},
 	"TEST_POSTGRES_URL": {"", "tests: the PostgreSQL database they use; unset: PostgreSQL tests skip"},
