@@ -32,7 +32,7 @@ const (
 	AuthHeader = "header"
 	// AuthOAuth2ClientCredentials: the hub fetches a token from
 	// Destination.OAuth2.TokenURL (RFC 6749 section 4.4) and sends it as
-	// a bearer (docs/concepts.md#oauth-20-client-credentials).
+	// a bearer (docs/receivers.md#oauth-20-client-credentials).
 	AuthOAuth2ClientCredentials = "oauth2_client_credentials"
 )
 
@@ -98,7 +98,7 @@ type Destination struct {
 	// key is sealed in Secrets.Broker).
 	Project string
 	// Mutual TLS, for every destination that speaks TLS (SpeaksTLS;
-	// docs/concepts.md#mutual-tls-and-fixed-egress): the client
+	// docs/receivers.md#mutual-tls-and-fixed-egress): the client
 	// certificate (PEM, leaf first; its key is sealed in
 	// Secrets.ClientKey), the CAs that replace the system roots (PEM) and
 	// the lowest TLS version ("" is "1.2", or "1.3").
@@ -265,7 +265,7 @@ const (
 	MaxRateLimit        = 10000
 	// A transform: at most this much jq program, and per event at
 	// most this long to run, this much memory to use and this much body
-	// out (docs/concepts.md#transformations).
+	// out (docs/filters-and-transforms.md).
 	MaxTransformBytes  = 4 << 10
 	MaxTransformOutput = 1 << 20
 	MaxTransformMemory = 32 << 20

@@ -18,7 +18,7 @@ import (
 )
 
 // The hub under a 1 GiB address-space limit (prlimit --as) survives every
-// program of the floor of docs/concepts.md#transformations in
+// program of the floor of docs/filters-and-transforms.md in
 // transform-preview (each is 422 naming transform_limit) and a 10,000-level
 // body, and the same process answers /readyz after each. The binary is built as the image
 // builds it (CGO_ENABLED=0).

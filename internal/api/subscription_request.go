@@ -84,7 +84,7 @@ type destinationRequest struct {
 	// object, or a string holding one) sealed and never shown.
 	Project     *string         `json:"project"`
 	Credentials json.RawMessage `json:"credentials"`
-	// Mutual TLS (docs/concepts.md#mutual-tls-and-fixed-egress), for any
+	// Mutual TLS (docs/receivers.md#mutual-tls-and-fixed-egress), for any
 	// destination that speaks TLS: PEM strings (the key sealed, never
 	// shown) and "1.2" or "1.3". Absent keeps, null clears.
 	ClientCertificate json.RawMessage `json:"client_certificate"`

@@ -188,7 +188,7 @@ func verifySignature(t *testing.T, secret string, req *http.Request, body []byte
 
 // A program past its memory or its time in transform-preview, tried or
 // saved, is 422 naming transform_limit, and the hub answers the next
-// request as before (docs/concepts.md#transformations). The programs run
+// request as before (docs/filters-and-transforms.md). The programs run
 // in worker processes; the store plays no part, so one driver does.
 func TestTransform_PreviewPastMemoryOrTimeIs422TransformLimit(t *testing.T) {
 	h := newHubAPI(t, testkit.Drivers[1], apiOptions{allowPrivate: true})

@@ -124,7 +124,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"TEST_AMQP_URL":     {"", "tests: the RabbitMQ they publish to; unset: they skip"},
 	"TEST_NATS_SERVER":  {"", "tests: the nats-server binary; unset: the first on PATH"},
 	"TEST_NATS_LOG":     {"", "tests: set to see the nats-server's log"},
-	"TRANSFORM_WORKER":  {"", "internal: set by the hub only on its own transform worker processes (docs/concepts.md#transformations); never set it"},
+	"TRANSFORM_WORKER":  {"", "internal: set by the hub only on its own transform worker processes (docs/filters-and-transforms.md); never set it"},
 	"CRASH_AT":          {"", "tests: in a binary built with the tag faults only, kill the process at a named step of the commit protocol (docs/architecture.md); ignored otherwise"},
 }
 

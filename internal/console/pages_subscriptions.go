@@ -242,7 +242,7 @@ func destinationRequest(f url.Values, creating bool) m {
 }
 
 // tlsRequest adds the form's mutual TLS fields to dest
-// (docs/concepts.md#mutual-tls-and-fixed-egress): a certificate or key
+// (docs/receivers.md#mutual-tls-and-fixed-egress): a certificate or key
 // pasted is sent, an empty one kept (the key is never shown to fill the
 // form again); the remove box clears the certificate with its key; CAs and
 // the version are shown, so emptying them clears them.

@@ -11,7 +11,7 @@ import (
 )
 
 // TLSConfig is the TLS a target's connections use when it sets any of its
-// mutual TLS fields (docs/concepts.md#mutual-tls-and-fixed-egress): its
+// mutual TLS fields (docs/receivers.md#mutual-tls-and-fixed-egress): its
 // client certificate and key, its CAs instead of the system roots, its
 // lowest version. nil (and no error) when it sets none: the driver's
 // default applies (the system roots, TLS 1.2). ServerName is left to the

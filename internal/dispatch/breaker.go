@@ -114,7 +114,7 @@ func (b *Breakers) AllowFor(tenant, url, sub string) (ok bool, retryAt time.Time
 // subscriptions it shed. A verify answered, or a probe passed, in another
 // process closes that process's breaker only; this is how the others learn
 // of it: the jobs it made due come to them with the subscription as it now
-// stands (docs/concepts.md#ordering).
+// stands (docs/delivery.md#ordering).
 func (b *Breakers) Changed(tenant, url string, changedAt time.Time) (woken []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -38,7 +38,7 @@ func (s *sink) sequences(t testing.TB) []int {
 // Two processes, one whose breaker for the destination is open and one
 // whose breaker is closed (each process has breakers of its own): a job
 // the first sheds keeps its place, so the second does not deliver the
-// subscription's later events before it (docs/concepts.md#ordering).
+// subscription's later events before it (docs/delivery.md#ordering).
 func TestHold_AShedJobKeepsItsPlaceAcrossProcesses(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{})

@@ -389,7 +389,7 @@ func breakerRig(t *testing.T, d testkit.Driver) (*rig, *dispatch.Breakers, *orde
 	r.publish(evs...)
 	r.run()
 	// The jobs shed wait for the probe time, and so does the rest of the
-	// backlog: the shed holds the ordered subscription (docs/concepts.md#ordering).
+	// backlog: the shed holds the ordered subscription (docs/delivery.md#ordering).
 	testkit.WaitFor(t, "the breaker open, some jobs shed and the whole backlog waiting", func() bool {
 		waiting, shed := 0, 0
 		for _, j := range r.jobsOf("acme", r.sub.ID) {

@@ -110,7 +110,7 @@ func TestTransform_AProgramOverItsTimeLimitFailsTheAttempt(t *testing.T) {
 	})
 }
 
-// A program past its memory or its time (docs/concepts.md#transformations)
+// A program past its memory or its time (docs/filters-and-transforms.md)
 // fails its own attempts with transform_limit, each program in turn, while
 // another tenant's subscription, without a transform, receives each of its
 // events: the programs run in worker processes, and this process, the

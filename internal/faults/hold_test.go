@@ -43,7 +43,7 @@ import (
 // steps of 1 s, each shorter than any breaker's open time, so a failed
 // job's retry is due before the breaker's probe and the backlog, failed
 // jobs included, drains in arrival order once it closes. (A retry further
-// away than the probe may still be overtaken: docs/concepts.md#ordering.)
+// away than the probe may still be overtaken: docs/delivery.md#ordering.)
 var holdRetry = []string{"1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s", "1s"}
 
 // holdBreakers are the breaker settings of the scenarios' replicas: a
@@ -625,7 +625,7 @@ func failedWrites(logs *bytes.Buffer) writeFailures {
 // Three replicas at the default lease (30 s) with receivers that answer in
 // 200 ms; one is killed with -9 under load. Every subscription the dead
 // replica held resumes within the lease itself, 5 s short of the bound of a
-// lease plus one maintenance pass (docs/concepts.md#leases-and-crashes):
+// lease plus one maintenance pass (docs/delivery.md#leases-and-crashes):
 // its leases end 25 s after their last renewal and the others look for
 // expired ones every second. Nothing is lost and no job or ordered
 // subscription is attempted twice at once.

@@ -13,7 +13,7 @@ import (
 // ShedHold is how long an ordered subscription is held because one of its
 // jobs was shed by a breaker until Until: no claim takes any of its jobs
 // before then, or a later event would be first attempted before an earlier
-// one (docs/concepts.md#ordering). The hold is on the subscription, not on
+// one (docs/delivery.md#ordering). The hold is on the subscription, not on
 // its jobs, so a result written after it (another completer's failed
 // attempt, due sooner) waits too. WakeJobs lifts it.
 type ShedHold struct {

@@ -1,5 +1,5 @@
 // Package transform runs a subscription's jq program
-// (docs/concepts.md#transformations): it turns an event,
+// (docs/filters-and-transforms.md): it turns an event,
 // {"id","type","source","subject","time","tenant_id","data"}, into the body
 // a destination receives.
 //

@@ -2,7 +2,7 @@ package webhook
 
 // The OAuth 2.0 client credentials tokens of webhook destinations (RFC
 // 6749 section 4.4), cached per subscription
-// (docs/concepts.md#oauth-20-client-credentials).
+// (docs/receivers.md#oauth-20-client-credentials).
 
 import (
 	"context"

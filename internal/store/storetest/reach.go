@@ -77,7 +77,7 @@ func testReach(t *testing.T, open Opener) {
 		}
 	})
 
-	// Mutual TLS settings (docs/concepts.md#mutual-tls-and-fixed-egress)
+	// Mutual TLS settings (docs/receivers.md#mutual-tls-and-fixed-egress)
 	// are stored with the destination, kept by an update, cleared by one,
 	// and come with a claimed job; the client key is in the sealed secrets.
 	t.Run("TLSSettingsRoundTrip", func(t *testing.T) {

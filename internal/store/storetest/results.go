@@ -16,7 +16,7 @@ func (e env) shed(c store.Claimed, at time.Time) store.Completion {
 }
 
 // testResults: results written again after a lost answer, and shed jobs
-// keeping their place (docs/architecture.md, docs/concepts.md#ordering).
+// keeping their place (docs/architecture.md, docs/delivery.md#ordering).
 func testResults(t *testing.T, open Opener) {
 	t.Run("ABatchWrittenTwiceLogsEachAttemptOnce", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
