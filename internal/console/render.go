@@ -45,6 +45,14 @@ var funcs = template.FuncMap{
 	"othertypes": otherTypes,
 	"ms":         millis,
 	"permin":     perMinute,
+	"ratein":     ratein,
+	"defaultretry": func() string {
+		steps := make([]string, len(hub.DefaultRetrySchedule))
+		for i, d := range hub.DefaultRetrySchedule {
+			steps[i] = duration(d)
+		}
+		return strings.Join(steps, ", ")
+	},
 	"plural":     plural,
 	"dtlocal":    dtLocal,
 	"tenantname": func(tenants []m, id string) string { return tenantNames(tenants)[id] },
