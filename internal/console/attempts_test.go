@@ -141,3 +141,38 @@ func TestReplay_FromAJWTSessionIsMarkedWithItsSubject(t *testing.T) {
 		}
 	})
 }
+
+// A delivery's page shows its event's payload, pretty-printed and escaped,
+// cut at 64 KiB with a note; times are written absolute beside relative;
+// no last error reads "none".
+func TestDelivery_ShowsThePayloadBoundedAndEscaped(t *testing.T) {
+	h := newHub(t, testkit.Drivers[1], options{})
+	key := h.tenant("acme")
+	rc := receiver(t, "ok")
+	h.subscription("acme", "hooks", rc.URL)
+	e := storetest.NewEvent("acme", "evt-1")
+	e.Data, _ = json.Marshal(map[string]string{"note": hostile})
+	big := storetest.NewEvent("acme", "evt-2")
+	big.Data, _ = json.Marshal(map[string]string{"pad": strings.Repeat("x", 70<<10)})
+	h.ingest(e)
+	h.ingest(big)
+	now := h.clock.Now()
+	job := h.attempt(hubpkg.JobSucceeded, &hubpkg.Attempt{ID: hubpkg.NewID("att", now), StartedAt: now, StatusCode: 200})
+	b := h.signIn(key)
+	got := b.get("/console/deliveries/" + job)
+	assertInert(t, "delivery", got.body)
+	for _, want := range []string{`<pre id="payload">{
+  &#34;note&#34;: &#34;&lt;script&gt;`, "Last error</dt><dd>none</dd>", `<span class="abs">` + now.UTC().Format("2006-01-02 15:04:05Z")} {
+		if !strings.Contains(got.body, want) {
+			t.Fatalf("delivery page lacks %q:\n%s", want, got.body)
+		}
+	}
+	if strings.Contains(got.body, "Cut at 64 KiB") {
+		t.Fatal("a small payload is said to be cut")
+	}
+	job2 := h.attempt(hubpkg.JobSucceeded, &hubpkg.Attempt{ID: hubpkg.NewID("att", now), StartedAt: now, StatusCode: 200})
+	got = b.get("/console/deliveries/" + job2)
+	if !strings.Contains(got.body, "Cut at 64 KiB") || strings.Count(got.body, "x") > 66<<10 || strings.Count(got.body, "x") < 60<<10 {
+		t.Fatalf("a 70 KiB payload is not cut at 64 KiB: %d bytes", len(got.body))
+	}
+}

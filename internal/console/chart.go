@@ -328,7 +328,7 @@ func healthChart(health m, window time.Duration) template.HTML {
 // answer: delivered and failed per minute, and p99 latency, per bucket.
 // The bucket holding now is measured over the time it has had so far
 // (at least a minute), so it is not drawn low for being young.
-func rateCharts(health m, window time.Duration, now time.Time) (rates, p99 template.HTML) {
+func rateCharts(health m, window time.Duration, now time.Time, u rateUnit) (rates, p99 template.HTML) {
 	s := seriesOf(health)
 	minutes := func(b bucket) float64 {
 		d := s.Width
@@ -337,8 +337,10 @@ func rateCharts(health m, window time.Duration, now time.Time) (rates, p99 templ
 		}
 		return d.Minutes()
 	}
-	rates = stackedBars("chart-rates", "Delivered and failed attempts per minute", s,
-		func(b bucket) (float64, float64) { return b.Successes / minutes(b), b.Failures / minutes(b) },
+	rates = stackedBars("chart-rates", "Delivered and failed attempts "+u.Caption, s,
+		func(b bucket) (float64, float64) {
+			return b.Successes / minutes(b) * u.PerMin, b.Failures / minutes(b) * u.PerMin
+		},
 		compact,
 		func(b bucket) string {
 			span := bucketSpan(b, s.Width, window)
@@ -350,7 +352,7 @@ func rateCharts(health m, window time.Duration, now time.Time) (rates, p99 templ
 				so = " so far"
 			}
 			return fmt.Sprintf("%s: %s delivered, %s failed (%s delivered, %s failed%s)", span,
-				perMinute(b.Successes/minutes(b)), perMinute(b.Failures/minutes(b)), number(b.Successes), number(b.Failures), so)
+				u.rate(b.Successes/minutes(b)), u.rate(b.Failures/minutes(b)), number(b.Successes), number(b.Failures), so)
 		})
 	p99 = latencyLine("chart-p99", "Attempt latency p99 per bucket", s, func(b bucket) string {
 		span := bucketSpan(b, s.Width, window)

@@ -92,7 +92,7 @@ func TestRateCharts_PerMinuteAndP99OverTime(t *testing.T) {
 	start := time.Date(2026, 12, 2, 13, 5, 0, 0, time.UTC)
 	h := health(start, 5*time.Minute, 13, map[int][2]float64{11: {600, 30}, 12: {120, 0}})
 	now := start.Add(12*5*time.Minute + 2*time.Minute) // two minutes into the last bucket
-	rates, p99 := rateCharts(h, time.Hour, now)
+	rates, p99 := rateCharts(h, time.Hour, now, perMinuteUnit)
 	titles := titleRE.FindAllStringSubmatch(string(rates), -1)
 	if len(titles) != 13 || titles[11][1] != "14:00–14:05: 120/min delivered, 6/min failed (600 delivered, 30 failed)" ||
 		titles[12][1] != "14:05–14:10: 60/min delivered, 0/min failed (120 delivered, 0 failed so far)" {
@@ -162,5 +162,23 @@ func TestNumbers_SeparatorsAndShortRates(t *testing.T) {
 	}
 	if got := plural(1.0, "delivery", "deliveries"); got != "1 delivery" {
 		t.Errorf("plural(1) = %q", got)
+	}
+}
+
+func TestFitRate_TheUnitReadsWell(t *testing.T) {
+	for perMin, want := range map[float64]string{
+		5.0 / 64: "4.7/h", 0: "0/min", 1.2: "1.2/min", 450: "450/min", 600: "10/s", 3000: "50/s",
+	} {
+		if got := fitRate(perMin).rate(perMin); got != want {
+			t.Errorf("rate of %v/min = %q, want %q", perMin, got, want)
+		}
+	}
+}
+
+func TestMillis_SubMillisecond(t *testing.T) {
+	for v, want := range map[float64]string{0: "<1 ms", 0.4: "0.4 ms", 5: "5 ms", 1500: "1.5 s"} {
+		if got := millis(v); got != want {
+			t.Errorf("millis(%v) = %q, want %q", v, got, want)
+		}
 	}
 }

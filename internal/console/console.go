@@ -39,6 +39,7 @@ type Store interface {
 	store.Console
 	GetAPIKey(ctx context.Context, id string) (hub.APIKey, error)
 	GetTenant(ctx context.Context, id string) (hub.Tenant, error)
+	ListTenants(ctx context.Context, p store.ListTenantsParams) ([]hub.Tenant, error)
 }
 
 // Deps are what the console serves from.

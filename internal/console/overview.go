@@ -258,5 +258,7 @@ func (c *Console) hubHealth(r *http.Request, s *session, out m) {
 	fail, _ := h["failures"].(float64)
 	out["Hub"] = h
 	out["DeliveredPerMin"], out["FailedPerMin"] = ok/minutes, fail/minutes
-	out["RateChart"], out["P99Chart"] = rateCharts(h, windowDuration(window), now)
+	u := fitRate(max(ok, fail) / minutes)
+	out["RateUnit"] = u
+	out["RateChart"], out["P99Chart"] = rateCharts(h, windowDuration(window), now, u)
 }

@@ -255,7 +255,14 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 	if subName != "" {
 		title = "Delivery to " + subName
 	}
-	c.show(w, r, s, http.StatusOK, "delivery", "deliveries", title, m{"D": d, "SubName": subName, "EventType": eventType})
+	data := m{"D": d, "SubName": subName, "EventType": eventType}
+	// The event's payload, bounded: an event past retention has none.
+	var ev m
+	if c.call(r, s, "GET", "/v1/events/"+url.PathEscape(str(d["event_id"])), nil, &ev) == nil {
+		data["Payload"], data["PayloadCut"] = boundedPayload(ev)
+		data["HasPayload"] = true
+	}
+	c.show(w, r, s, http.StatusOK, "delivery", "deliveries", title, data)
 }
 
 func (c *Console) replayDelivery(w http.ResponseWriter, r *http.Request, s *session) {

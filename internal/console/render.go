@@ -35,6 +35,7 @@ var funcs = template.FuncMap{
 	"link":       safeLink,
 	"pretty":     prettyJSON,
 	"when":       when,
+	"utc":        when,
 	"pct":        pct,
 	"str":        str,
 	"num":        num,
@@ -45,6 +46,14 @@ var funcs = template.FuncMap{
 	"othertypes": otherTypes,
 	"ms":         millis,
 	"permin":     perMinute,
+	"ratein":     ratein,
+	"defaultretry": func() string {
+		steps := make([]string, len(hub.DefaultRetrySchedule))
+		for i, d := range hub.DefaultRetrySchedule {
+			steps[i] = duration(d)
+		}
+		return strings.Join(steps, ", ")
+	},
 	"plural":     plural,
 	"dtlocal":    dtLocal,
 	"tenantname": func(tenants []m, id string) string { return tenantNames(tenants)[id] },
@@ -130,6 +139,25 @@ func safeLink(u any) template.URL {
 }
 
 // prettyJSON indents a JSON value for a <pre>; html/template escapes it.
+// payloadLimit bounds the payload a delivery page shows.
+const payloadLimit = 64 << 10
+
+// boundedPayload writes an event's payload as the event page does
+// (pretty-printed JSON, or its base64), cut at payloadLimit bytes; cut
+// says it was.
+func boundedPayload(e m) (text string, cut bool) {
+	if b, ok := e["data_base64"].(string); ok && b != "" {
+		text = b
+	} else {
+		text = prettyJSON(e["data"])
+	}
+	if len(text) > payloadLimit {
+		text = strings.ToValidUTF8(text[:payloadLimit], "")
+		cut = true
+	}
+	return text, cut
+}
+
 func prettyJSON(v any) string {
 	if raw, ok := v.(string); ok {
 		var out bytes.Buffer

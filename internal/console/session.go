@@ -100,6 +100,14 @@ func (c *Console) load(r *http.Request) *session {
 			// without choosing it.
 			s.Tenant = c.deps.API.ServedTenant()
 		}
+		if s.Tenant == "" {
+			// An admin of a hub with one tenant acts on it without
+			// choosing it; with more, the tenant cookie keeps the one
+			// chosen last.
+			if ts, err := c.deps.Store.ListTenants(r.Context(), store.ListTenantsParams{Limit: 2}); err == nil && len(ts) == 1 {
+				s.Tenant = ts[0].ID
+			}
+		}
 	}
 	return s
 }

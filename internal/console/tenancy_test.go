@@ -38,15 +38,27 @@ func TestSingleTenant_OperatorActsOnTheServedTenantWithoutChoosing(t *testing.T)
 	})
 }
 
-// A multi-tenant hub still asks the operator to choose.
+// A multi-tenant hub with one tenant acts on it; with two it asks the
+// operator to choose, and then keeps the choice.
 func TestMultiTenant_OperatorChoosesATenant(t *testing.T) {
 	h := newHub(t, testkit.Drivers[1], options{})
 	h.tenant("acme")
 	b := h.signIn(adminToken)
+	if p := b.get("/console/"); !strings.Contains(p.body, `<option value="acme" selected>`) || strings.Contains(p.body, "— choose —") {
+		t.Fatalf("overview with one tenant:\n%s", p.body)
+	}
+	if p := b.get("/console/subscriptions"); p.status != http.StatusOK || strings.Contains(p.body, "Choose the tenant to act on") {
+		t.Fatalf("subscriptions with one tenant: %d\n%s", p.status, p.body)
+	}
+	h.tenant("globex")
 	if p := b.get("/console/subscriptions"); !strings.Contains(p.body, "Choose the tenant to act on") {
 		t.Fatalf("subscriptions without a tenant:\n%s", p.body)
 	}
 	if status, _ := h.apiCall("GET", "/v1/subscriptions", "", ""); status != http.StatusBadRequest {
 		t.Fatalf("GET /v1/subscriptions without X-Tenant-Id: %d, want 400", status)
+	}
+	b.submit("/console/", "/console/tenant", map[string][]string{"tenant": {"globex"}, "back": {"/console/"}})
+	if p := b.get("/console/deliveries"); strings.Contains(p.body, "Choose the tenant to act on") || !strings.Contains(p.body, `<option value="globex" selected>`) {
+		t.Fatalf("deliveries after choosing globex:\n%s", p.body)
 	}
 }

@@ -83,8 +83,8 @@ async function checkCharts(admin, aw, tp, tw, subURL) {
     await admin.setViewportSize({ width, height: 800 });
     await admin.goto(HUB + "/console/");
     const rate = await admin.locator("#delivered-rate").textContent();
-    assert(/\/min$/.test(rate), "the overview's delivered rate on the first look: " + rate);
-    for (const [id, hover] of [["rate-chart", /^\d\d:\d\d–\d\d:\d\d: [<\d.kM]+\/min delivered, [<\d.kM]+\/min failed \(/],
+    assert(/^[<\d.kM]+\/(h|min|s)$/.test(rate), "the overview's delivered rate on the first look: " + rate);
+    for (const [id, hover] of [["rate-chart", /^\d\d:\d\d–\d\d:\d\d: [<\d.kM]+\/(h|min|s) delivered, [<\d.kM]+\/(h|min|s) failed \(/],
                                ["p99-chart", /^\d\d:\d\d–\d\d:\d\d: p99 [\d.]+ (ms|s) over \d+ attempts?$/]]) {
       const svg = admin.locator("#" + id + " svg");
       assert(await svg.isVisible(), id + " drawn at " + width + " px");
@@ -188,7 +188,21 @@ async function tablesChecks(browser, tp, subURL) {
     assert(box.cut === "ellipsis" && box.wrap === "nowrap", width + ": ids are cut, not wrapped: " + JSON.stringify(box));
     assert((await tp.locator("input[name=since][type=datetime-local]").count()) === 1, width + ": the since filter is a datetime-local input");
     assert(!(await tp.content()).includes("2006-01-02"), width + ": Go's reference time is shown");
+    if (width === 390) await phoneRowChecks(tp, "Deliveries");
+    if (width === 1280) {
+      // The delivery page: the payload, and absolute times beside relative ones.
+      const href = await row.locator("a[href^='/console/deliveries/']").first().getAttribute("href");
+      await tp.goto(HUB + href);
+      assert(/"amount": "10\.00"/.test(await tp.locator("#payload").textContent()), "the delivery page shows the payload");
+      assert(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/.test(await tp.locator(".abs").first().textContent()), "the delivery page shows an absolute time");
+      await tp.goto(HUB + "/console/deliveries");
+    }
     await snap(tp, tw, "tables-deliveries-" + width);
+    if (width === 390) {
+      await tp.goto(subURL);
+      await phoneRowChecks(tp, "the subscription page");
+      await tp.goto(HUB + "/console/deliveries");
+    }
 
     await tp.goto(HUB + "/console/subscriptions/new");
     const visible = async (sel) => tp.locator(sel).isVisible();
@@ -258,6 +272,20 @@ async function phoneSignIn(browser, token, who, check) {
 }
 
 // noOverflow: the page does not scroll sideways at its width.
+// phoneRowChecks: at 390 px a delivery row's status and full event type
+// are on screen, and the page does not scroll sideways.
+async function phoneRowChecks(page, what) {
+  await noOverflow(page, 390, what);
+  const row = page.locator("table.stack tbody tr").first();
+  const status = await row.locator("td[data-label=Status] .state").boundingBox();
+  assert(status && status.x >= 0 && status.x + status.width <= 390, what + " at 390 px: the status is off-screen: " + JSON.stringify(status));
+  const ev = row.locator("td[data-label=Event]");
+  const cut = await ev.evaluate((td) => [...td.querySelectorAll("*")].some((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== "visible" && e.tagName !== "CODE"));
+  const text = await ev.textContent();
+  const box = await ev.boundingBox();
+  assert(/transaction\.posted/.test(text) && !cut && box && box.x + box.width <= 390, what + " at 390 px: the event type is cut: " + text);
+}
+
 async function noOverflow(page, width, what) {
   // Measured once the page and its stylesheet have loaded: a click does not
   // wait for the page it opens, and an unstyled page scrolls sideways.
