@@ -46,7 +46,7 @@ var commands = map[string]command{
 	"tenants":       {"list, show, create and update tenants (admin API)", runTenants},
 	"keys":          {"create and revoke tenant API keys (admin API)", runKeys},
 	"portal-links":  {"make, list and revoke a tenant's console portal links (admin API)", runPortalLinks},
-	"subscriptions": {"manage a tenant's webhook subscriptions (API)", runSubscriptions},
+	"subscriptions": {"manage a tenant's subscriptions (webhook and broker destinations) (API)", runSubscriptions},
 	"deliveries":    {"inspect and replay a subscription's deliveries (API)", runDeliveries},
 	"events":        {"pull a tenant's events (API)", runEvents},
 	"rejections":    {"list the records ingest rejected (admin API)", runRejections},
@@ -142,7 +142,7 @@ var envHelp = strings.TrimSpace(`
 Configuration comes from the environment (docs/configuration.md lists all of it):
   STREAMING_HUB_ROLE              all | ingest | delivery (default all)
   STREAMING_HUB_HTTP_ADDR         API, /healthz, /readyz, /metrics (default :8080; dev 127.0.0.1:8080)
-  STREAMING_HUB_DATABASE_URL      postgres://... or sqlite:///path/to/file.db
+  STREAMING_HUB_DATABASE_URL      postgres://... (serve needs PostgreSQL; SQLite is for dev)
   STREAMING_HUB_KAFKA_BROKERS     host:port,host:port
   STREAMING_HUB_KAFKA_TOPICS_REGEX  default ^lerian\.streaming\..+ (never .commands / .dlq)
   STREAMING_HUB_KAFKA_GROUP       default streaming-hub.<STREAMING_HUB_ENV>

@@ -15,7 +15,7 @@ import (
 
 var subscriptionsGroup = group{
 	name: "subscriptions",
-	about: "Manages a tenant's webhook subscriptions. STREAMING_HUB_TOKEN is a tenant API key, or\n" +
+	about: "Manages a tenant's subscriptions (webhook and broker destinations). STREAMING_HUB_TOKEN is a tenant API key, or\n" +
 		"the admin token with --tenant (STREAMING_HUB_TENANT) naming the tenant.",
 	subs: []subcommand{
 		{"list", "[--cursor C] [--limit N] [--all]", "list the tenant's subscriptions, one page", subscriptionsList},
