@@ -19,7 +19,7 @@ const (
 	envToken  = "STREAMING_HUB_TOKEN"
 	envTenant = "STREAMING_HUB_TENANT"
 
-	defaultServer = "http://localhost:8080"
+	defaultServer = "http://127.0.0.1:8080" // the default docs/configuration.md shows for STREAMING_HUB_SERVER
 )
 
 // subcommand is one verb of a group: `streaming-hub <group> <name> ...`.
