@@ -23,7 +23,7 @@ func newHandler(secrets []string, dedupe consumer.Deduper, out io.Writer) (http.
 		Secrets: secrets,
 		Deduper: dedupe,
 		OnDuplicate: func(_ *http.Request, ev consumer.Event) {
-			printf("duplicate %s/%s (attempt %s): already processed, acknowledged\n", ev.TenantID, ev.ID, ev.DeliveryID)
+			printf("duplicate %s/%s (attempt %s): already processed, acknowledged (dedupe on the event id, as intended: delivery is at-least-once)\n", ev.TenantID, ev.ID, ev.DeliveryID)
 		},
 		OnError: func(r *http.Request, err error) {
 			printf("refused %s %s from %s: %v\n", r.Method, r.URL.Path, r.RemoteAddr, err)

@@ -121,7 +121,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"TENANT":            {"", "the CLI: the tenant acted on with the admin token"},
 	"TEST_POSTGRES_URL": {"", "tests: the PostgreSQL database they use; unset: PostgreSQL tests skip"},
 	"TEST_REDIS_URL":    {"", "tests and examples: the Redis they use"},
-	"TEST_AMQP_URL":     {"", "tests: the RabbitMQ they publish to; unset: they skip"},
+	"TEST_AMQP_URL":     {"", "tests: the RabbitMQ they publish to; unset: amqp://guest:guest@127.0.0.1:5672/ (the machine's own); they skip when nothing answers there"},
 	"TEST_NATS_SERVER":  {"", "tests: the nats-server binary; unset: the first on PATH"},
 	"TEST_NATS_LOG":     {"", "tests: set to see the nats-server's log"},
 	"TRANSFORM_WORKER":  {"", "internal: set by the hub only on its own transform worker processes (docs/filters-and-transforms.md); never set it"},
