@@ -11,7 +11,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Console keeps the web console's sessions and portal links (SPEC 23, 28)
+// Console keeps the web console's sessions and portal links (docs/console.md, docs/security.md)
 // in the database, so a session survives a restart and works on every
 // replica. Tokens and CSRF tokens are stored only as hashes: the caller
 // hashes them.
@@ -64,7 +64,7 @@ const (
 	// link's expiry at the latest, and when the link is revoked.
 	SessionPortal SessionKind = "portal"
 	// SessionJWT was opened with a JWT that Lerian's access manager
-	// authorized (SPEC 26): AuthHash is the JWT's HashToken, EndsAt its
+	// authorized (docs/lerian-platform.md): AuthHash is the JWT's HashToken, EndsAt its
 	// exp at the latest, TenantID its tenantId (empty: an operator).
 	SessionJWT SessionKind = "jwt"
 )

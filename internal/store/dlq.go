@@ -6,7 +6,7 @@ import (
 )
 
 // DLQRecord is a record read from a producer's dead-letter topic
-// (lerian.streaming.<app>.dlq, SPEC 27): kept for operators, never an event
+// (lerian.streaming.<app>.dlq, docs/lerian-platform.md): kept for operators, never an event
 // to deliver. Source coordinates are nil when the record does not carry
 // them (or carries something that is not a number).
 type DLQRecord struct {

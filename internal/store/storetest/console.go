@@ -265,8 +265,8 @@ func testConsole(t *testing.T, open Opener) {
 	})
 }
 
-// CheckConsoleTrustUpgrade is the driver tests' check of migration 13 (SPEC
-// 28) on a database that held, before it, a session "old-session" and an
+// CheckConsoleTrustUpgrade is the driver tests' check of migration 13
+// (docs/security.md) on a database that held, before it, a session "old-session" and an
 // unused, live portal link of tenant acme with this token hash: the session
 // has ended, and the link has an id made of its hash and is listed, opened
 // and revoked as a new one.

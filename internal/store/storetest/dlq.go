@@ -21,7 +21,7 @@ func dlqRecord(topic string, offset int64, tenant string) store.DLQRecord {
 	}
 }
 
-// testDLQ: records of the producers' DLQ topics (SPEC 27) are kept once per
+// testDLQ: records of the producers' DLQ topics (docs/lerian-platform.md) are kept once per
 // (topic, partition, offset), listed newest first with filters and pages,
 // safe whatever bytes they carry, and reaped by age.
 func testDLQ(t *testing.T, open Opener) {
