@@ -13,7 +13,7 @@ const activeFor = 10 * time.Second
 
 // destinations counts the attempts in flight to each destination (scheme,
 // host and port). A destination holds at most its share of the in-flight
-// set, divided fairly among the tenants sending there (SPEC 25): with n
+// set, divided fairly among the tenants sending there (docs/performance.md): with n
 // tenants active at a destination, each is owed share/n attempts (at least
 // one). A tenant takes more than its fair share only from room no other
 // active tenant is owed, and a tenant under its fair share is admitted

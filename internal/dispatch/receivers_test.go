@@ -530,7 +530,7 @@ func TestBreaker_AVerifyOnAnotherProcessClosesThisOne(t *testing.T) {
 	})
 }
 
-// A shared receiver host is shared fairly (SPEC 25): one tenant's hung
+// A shared receiver host is shared fairly (docs/performance.md): one tenant's hung
 // attempts, which took the host's whole share while it was alone there,
 // never hold back another tenant sending to the same host, and the hung
 // tenant gets no attempt beyond what it holds.
