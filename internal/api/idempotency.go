@@ -15,7 +15,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// API idempotency (SPEC 27). A POST sent with an Idempotency-Key is run
+// API idempotency (docs/lerian-platform.md). A POST sent with an Idempotency-Key is run
 // once per (principal, key) within STREAMING_HUB_IDEMPOTENCY_TTL: the same
 // key with the same method, path and body gets the first answer again
 // (status and body, with Idempotent-Replayed: true), another request under

@@ -59,7 +59,7 @@ func TestPortalLinks_AdminOnlyTTLBoundedStoredHashed(t *testing.T) {
 	})
 }
 
-// SPEC 28: the create answer has the link's id; the list shows live links
+// docs/security.md: the create answer has the link's id; the list shows live links
 // (id, created_at, expires_at, used_at), never a token; DELETE revokes one
 // and ends the session it opened; another tenant's link is a 404.
 func TestPortalLinks_ListedAndRevokedByID(t *testing.T) {
@@ -164,7 +164,7 @@ func TestPortalLinks_ListedAndRevokedByID(t *testing.T) {
 	})
 }
 
-// SPEC 28: the request log and the spans never hold a portal link's token.
+// docs/security.md: the request log and the spans never hold a portal link's token.
 func TestPortalLinks_PathsLoggedWithoutTheToken(t *testing.T) {
 	h := newHubAPI(t, testkit.Drivers[1], apiOptions{})
 	token := store.NewToken()
