@@ -50,7 +50,7 @@ func dlqRows(t *testing.T, s store.Store) []store.DLQRecord {
 	return got
 }
 
-// SPEC 27: a record lib-streaming quarantined on lerian.streaming.<app>.dlq
+// docs/lerian-platform.md: a record lib-streaming quarantined on lerian.streaming.<app>.dlq
 // is kept with its headers, source coordinates, ce-id, tenant and the start
 // of its value, its offset committed in the DLQ group; it is delivered to
 // nobody (the delivery consumer, running alongside, never reads it). Hostile
@@ -136,7 +136,7 @@ func TestDLQConsumer_KeepsProducerDeadLettersAndDeliversNone(t *testing.T) {
 }
 
 // Whatever KAFKA_TOPICS_REGEX says, the delivery consumer never subscribes
-// to .dlq nor .commands topics (SPEC 27): the hub carries facts only.
+// to .dlq nor .commands topics (docs/lerian-platform.md): the hub carries facts only.
 func TestConsumer_NeverReadsDLQOrCommandsWhateverTheRegex(t *testing.T) {
 	s := testkit.OpenSQLite(t, store.Options{})
 	tenants(t, s, "acme")

@@ -14,7 +14,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// signedRecord is SPEC 27's worked example, signed by key k1 of source
+// signedRecord is docs/lerian-platform.md's worked example, signed by key k1 of source
 // ledger, on topic.
 func signedRecord(topic string) *kgo.Record {
 	h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
