@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Auth is Lerian's access manager (lib-auth's plugin-auth, SPEC 26). Its
+// Auth is Lerian's access manager (lib-auth's plugin-auth, docs/lerian-platform.md). Its
 // variables are read under lib-auth's names, and also with the
 // STREAMING_HUB_ prefix: the prefixed one wins.
 type Auth struct {

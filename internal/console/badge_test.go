@@ -7,7 +7,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// TestBadge_ATenantSessionShowsItsTenantsName (SPEC 31, names before ids):
+// TestBadge_ATenantSessionShowsItsTenantsName (docs/console.md, names before ids):
 // a tenant's session, opened with its key or a portal link, names its
 // tenant by name in the badge on every page (the id on hover), read from
 // the API as a tenant may; a rename shows on the next page; a name is

@@ -9,7 +9,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// The producers' DLQ page (SPEC 27): operator only, newest first, paged,
+// The producers' DLQ page (docs/lerian-platform.md): operator only, newest first, paged,
 // filtered, and whatever a producer put in a record is shown as inert text.
 func TestDLQPage_ListsRecordsInertlyForOperatorsOnly(t *testing.T) {
 	testkit.Long(t)

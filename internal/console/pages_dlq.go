@@ -5,7 +5,7 @@ import (
 	"net/url"
 )
 
-// dlq: the records of the producers' DLQ topics (SPEC 27), newest first,
+// dlq: the records of the producers' DLQ topics (docs/lerian-platform.md), newest first,
 // paged, filtered by topic and tenant (operator only: the API answers a
 // tenant 403).
 func (c *Console) dlq(w http.ResponseWriter, r *http.Request, s *session) {
