@@ -88,7 +88,8 @@ type subscriptionView struct {
 	SigningPublicKey *string `json:"signing_public_key"`
 }
 
-// backfillView is a subscription's backfill as the API shows it (docs/concepts.md#rate-limits-and-broker-destinations).
+// backfillView is a subscription's backfill as the API shows it
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 type backfillView struct {
 	Since         string  `json:"since"`
 	State         string  `json:"state"`
@@ -244,7 +245,8 @@ type oauthFlags struct {
 // oauthFlagNames are the flags of oauthFlags.
 var oauthFlagNames = []string{"oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"}
 
-// destFlags are the destination flags of every type (docs/concepts.md#rate-limits-and-broker-destinations).
+// destFlags are the destination flags of every type
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 type destFlags struct {
 	typ, amqpURL, natsURL                 string
 	exchange, routingKey, brokers, topic  string

@@ -18,9 +18,9 @@ type Principal struct {
 	// KeyID is the key that authenticated; empty for the admin and for a
 	// console session opened by a portal link.
 	KeyID string
-	// A JWT that Lerian's access manager authorized (docs/lerian-platform.md): its
-	// subject, its store.HashToken and its exp. Empty for the hub's own
-	// credentials.
+	// A JWT that Lerian's access manager authorized
+	// (docs/lerian-platform.md): its subject, its store.HashToken and its
+	// exp. Empty for the hub's own credentials.
 	Subject   string
 	TokenHash string
 	Expires   time.Time

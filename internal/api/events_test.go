@@ -123,8 +123,8 @@ func TestPull_OrderCursorsAndIsolationAcrossTwoTenants(t *testing.T) {
 	})
 }
 
-// Every field docs/api.md names is answered; JSON payloads come as JSON, others as
-// base64; the types filter and the parameters' bounds hold.
+// Every field docs/api.md names is answered; JSON payloads come as JSON,
+// others as base64; the types filter and the parameters' bounds hold.
 func TestPull_FieldsPayloadsFiltersAndBadParameters(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

@@ -9,8 +9,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Portal links (docs/console.md, docs/security.md): a URL that opens a one-tenant console
-// session, once, until it expires or is revoked.
+// Portal links (docs/console.md, docs/security.md): a URL that opens a
+// one-tenant console session, once, until it expires or is revoked.
 const (
 	defaultPortalTTL = time.Hour
 	maxPortalTTL     = 24 * time.Hour

@@ -23,10 +23,13 @@ type subscriptionRequest struct {
 	RateLimit     json.RawMessage     `json:"rate_limit"`
 	Enabled       *bool               `json:"enabled"`
 	Filters       json.RawMessage     `json:"filters"`
-	// Backfill asks for the retained events from a time on (docs/concepts.md#rate-limits-and-broker-destinations);
-	// it is not a stored field: each one given (re)starts a backfill.
+	// Backfill asks for the retained events from a time on
+	// (docs/concepts.md#rate-limits-and-broker-destinations); it is not a
+	// stored field: each one given (re)starts a backfill.
 	Backfill json.RawMessage `json:"backfill"`
-	// Transform is a jq program (docs/concepts.md#rate-limits-and-broker-destinations); null or "" clears it.
+	// Transform is a jq program
+	// (docs/concepts.md#rate-limits-and-broker-destinations); null or ""
+	// clears it.
 	Transform json.RawMessage `json:"transform"`
 	// Signature is {"scheme": "v1"|"v1a"}: chosen at create, the same
 	// (or absent) in a PATCH.
@@ -80,8 +83,9 @@ type destinationRequest struct {
 	SASL       json.RawMessage `json:"sasl"`
 	Subject    *string         `json:"subject"` // nats (docs/concepts.md#rate-limits-and-broker-destinations)
 	Stream     *string         `json:"stream"`
-	// pubsub (docs/concepts.md#rate-limits-and-broker-destinations): the project, and the service account key (a JSON
-	// object, or a string holding one) sealed and never shown.
+	// pubsub (docs/concepts.md#rate-limits-and-broker-destinations): the
+	// project, and the service account key (a JSON object, or a string
+	// holding one) sealed and never shown.
 	Project     *string         `json:"project"`
 	Credentials json.RawMessage `json:"credentials"`
 	// Mutual TLS (docs/concepts.md#mutual-tls-and-fixed-egress), for any

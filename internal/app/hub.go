@@ -206,13 +206,13 @@ func (h *Hub) Stop(drain, timeout time.Duration) error {
 	return h.Shutdown(ctx)
 }
 
-// Shutdown stops gracefully within ctx, in the order of docs/operations.md: dispatch
-// stops claiming first; open long polls are answered at once and the API
-// stops taking requests; the attempts in flight finish and their results
-// are written, while the consumer finishes its transactions and commits
-// the offsets they persisted; then the store and the embedded broker
-// close. When ctx ends first, what is still running is abandoned: at
-// least once, those jobs are delivered again after their leases expire.
+// Shutdown stops gracefully within ctx, in the order of docs/operations.md:
+// dispatch stops claiming first; open long polls are answered at once and the
+// API stops taking requests; the attempts in flight finish and their results
+// are written, while the consumer finishes its transactions and commits the
+// offsets they persisted; then the store and the embedded broker close. When
+// ctx ends first, what is still running is abandoned: at least once, those
+// jobs are delivered again after their leases expire.
 func (h *Hub) Shutdown(ctx context.Context) error {
 	var errs []error
 	if h.Dispatcher != nil {

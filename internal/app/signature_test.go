@@ -18,8 +18,8 @@ import (
 
 const workedSig = "v1.YsgRbSCWqKBA7wHqLhYJUeaETy2dPXVmNQdNiZcd0-0"
 
-// workedRecord is docs/lerian-platform.md's worked example as lib-streaming v4 signs it,
-// on the dev hub's topic.
+// workedRecord is docs/lerian-platform.md's worked example as lib-streaming
+// v4 signs it, on the dev hub's topic.
 func workedRecord() *kgo.Record {
 	h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
 	return &kgo.Record{Topic: app.DevTopic, Partition: 0, Value: []byte(`{"amount":"10.00"}`), Headers: []kgo.RecordHeader{

@@ -78,7 +78,8 @@ type Config struct {
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
 	// IdempotencyTTL (IDEMPOTENCY_TTL) is how long the answer of a POST
-	// made with an Idempotency-Key is kept and replayed (docs/lerian-platform.md).
+	// made with an Idempotency-Key is kept and replayed
+	// (docs/lerian-platform.md).
 	IdempotencyTTL time.Duration
 
 	// Tenancy is single-tenant mode (MULTI_TENANT_ENABLED, TENANT_ID);
@@ -122,7 +123,8 @@ type Config struct {
 // Error is a configuration error: one line naming the variable.
 type Error struct {
 	Var, Problem string
-	// Bare: Var was set without the prefix (lib-auth's names, docs/lerian-platform.md).
+	// Bare: Var was set without the prefix (lib-auth's names,
+	// docs/lerian-platform.md).
 	Bare bool
 }
 

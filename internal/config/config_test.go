@@ -125,7 +125,8 @@ func TestLoad_BadValuesNameTheVariable(t *testing.T) {
 	}
 }
 
-// The pool's size follows the role unless DATABASE_MAX_CONNS says (docs/performance.md).
+// The pool's size follows the role unless DATABASE_MAX_CONNS says
+// (docs/performance.md).
 func TestLoad_PoolSizeByRole(t *testing.T) {
 	for role, want := range map[string]int{"all": 16, "ingest": 8, "delivery": 16} {
 		e := serveEnv()
@@ -266,8 +267,8 @@ func TestUnknown_WarnsWithTheClosestName(t *testing.T) {
 }
 
 // STREAMING_HUB_KAFKA_INSTANCE_ID turns on static group membership
-// (docs/performance.md); it follows Kafka's rule for group.instance.id, and a bad one is one
-// line naming the variable.
+// (docs/performance.md); it follows Kafka's rule for group.instance.id, and a
+// bad one is one line naming the variable.
 func TestLoad_KafkaInstanceID(t *testing.T) {
 	for _, good := range []string{"h", "streaming-hub-ingest-7d9c8b6f5-x2k4q", "hub_1.eu-west-1", "...", strings.Repeat("a", 249)} {
 		e := serveEnv()

@@ -104,7 +104,8 @@ func Defaults(mode Mode) Config {
 			IdleTimeout:    12 * time.Hour,
 			SessionMaxAge:  12 * time.Hour,
 		},
-		// Lerian's access manager (docs/lerian-platform.md): off; AUTH_REQUIRED follows ENV.
+		// Lerian's access manager (docs/lerian-platform.md): off;
+		// AUTH_REQUIRED follows ENV.
 		Auth: Auth{Timeout: 5 * time.Second},
 		Manifests: Manifests{
 			RefreshInterval: 300 * time.Second,
@@ -145,10 +146,11 @@ func Defaults(mode Mode) Config {
 	return c
 }
 
-// MaxConnsFor is the default database pool size of a role (docs/performance.md): a
-// process that delivers needs connections for claims, completions and the
-// API; one that only ingests, for its partitions' transactions and the API.
-// Σ(replicas × pool) must stay within PostgreSQL's max_connections.
+// MaxConnsFor is the default database pool size of a role
+// (docs/performance.md): a process that delivers needs connections for
+// claims, completions and the API; one that only ingests, for its partitions'
+// transactions and the API. Σ(replicas × pool) must stay within PostgreSQL's
+// max_connections.
 func MaxConnsFor(r Role) int {
 	if r == RoleIngest {
 		return 8
@@ -194,7 +196,8 @@ type Ingest struct {
 	// DLQTopicsRegex (DLQ_TOPICS_REGEX) and DLQGroup (DLQ_GROUP, default
 	// streaming-hub-dlq.<ENV>): the producers' dead-letter topics, read by a
 	// second consumer group and kept for operators, never delivered
-	// (docs/lerian-platform.md). Their records are kept for Housekeeping.DLQRetention.
+	// (docs/lerian-platform.md). Their records are kept for
+	// Housekeeping.DLQRetention.
 	DLQTopicsRegex string
 	DLQGroup       string
 	// SessionTimeout (KAFKA_SESSION_TIMEOUT) is how long the group waits
@@ -218,7 +221,8 @@ type Ingest struct {
 	WriteTimeout time.Duration // bound on one transaction
 	// StallAfter (INGEST_STALL_AFTER) is how long a partition may fail to
 	// persist its batch before /readyz reports ingest as failing (disk
-	// full, a read-only database, constraint errors): docs/operations.md and docs/performance.md.
+	// full, a read-only database, constraint errors): docs/operations.md and
+	// docs/performance.md.
 	StallAfter time.Duration
 	// Signatures verifies producers' signed envelopes (SIGNATURE_KEYS,
 	// REQUIRE_SIGNATURES, SIGNATURE_MAX_SKEW; docs/lerian-platform.md).
@@ -280,9 +284,10 @@ type Dispatch struct {
 	// FlushInterval (RESULT_FLUSH_INTERVAL), whichever comes first.
 	FlushSize     int
 	FlushInterval time.Duration
-	// Backfills (docs/concepts.md#rate-limits-and-broker-destinations) advance on every maintenance pass: each running
-	// backfill walks up to BackfillPassChunks chunks of BackfillChunk
-	// events, each chunk its own transaction.
+	// Backfills (docs/concepts.md#rate-limits-and-broker-destinations)
+	// advance on every maintenance pass: each running backfill walks up to
+	// BackfillPassChunks chunks of BackfillChunk events, each chunk its own
+	// transaction.
 	BackfillChunk      int
 	BackfillPassChunks int
 }
@@ -323,10 +328,10 @@ type Housekeeping struct {
 	// HealthWindow (HEALTH_WINDOW) is how far back subscription health
 	// reaches: rollups older are pruned, and no health window is longer.
 	HealthWindow time.Duration
-	// PostgreSQL's weekly partitions (docs/performance.md): every PartitionInterval
-	// (PARTITION_INTERVAL) one replica makes the current week's and the
-	// PartitionFutureWeeks (PARTITION_FUTURE_WEEKS) next weeks' partitions
-	// unless they exist. SQLite has none.
+	// PostgreSQL's weekly partitions (docs/performance.md): every
+	// PartitionInterval (PARTITION_INTERVAL) one replica makes the current
+	// week's and the PartitionFutureWeeks (PARTITION_FUTURE_WEEKS) next
+	// weeks' partitions unless they exist. SQLite has none.
 	PartitionInterval    time.Duration
 	PartitionFutureWeeks int
 	// PartitionRetention (PARTITION_RETENTION_ENABLED): retention drops
@@ -352,8 +357,8 @@ type Manifests struct {
 	MaxBytes        int           // a larger manifest is refused
 }
 
-// OpenTelemetry defaults (docs/operations.md#tracing), for what the standard OTEL_*
-// variables leave unset: service.name, and the OTLP protocol (the
+// OpenTelemetry defaults (docs/operations.md#tracing), for what the standard
+// OTEL_* variables leave unset: service.name, and the OTLP protocol (the
 // OpenTelemetry specification's default).
 const (
 	DefaultOTELServiceName = "streaming-hub"

@@ -127,8 +127,8 @@ func TestSession_CSRFTokenStoredHashed(t *testing.T) {
 	})
 }
 
-// docs/security.md: a link opens one session, once; the GET only asks; the session
-// ends at the link's expiry, whatever its use, or when it is revoked.
+// docs/security.md: a link opens one session, once; the GET only asks; the
+// session ends at the link's expiry, whatever its use, or when it is revoked.
 func TestPortal_SingleUseEndsWithTheLinkAndItsRevocation(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

@@ -73,10 +73,10 @@ func TestKill9ThreeTimesDuringLoad(t *testing.T) {
 	if got.overlaps > 0 {
 		t.Errorf("%d concurrent attempts of one event or subscription", got.overlaps)
 	}
-	// The bound (docs/performance.md) is the lease plus one maintenance pass (5 s); the
-	// test fails only past a further 4 s, which a loaded CI machine's
-	// scheduling can take, and which is still short of the 15 s session
-	// timeout a replica without static membership waits for its
+	// The bound (docs/performance.md) is the lease plus one maintenance pass
+	// (5 s); the test fails only past a further 4 s, which a loaded CI
+	// machine's scheduling can take, and which is still short of the 15 s
+	// session timeout a replica without static membership waits for its
 	// partitions (that one pauses 15 s and more, and fails here).
 	bound := lease + 5*time.Second
 	limit := bound + 4*time.Second

@@ -153,9 +153,10 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 	}
 	if cfg.InstanceID != "" {
-		// Static membership (docs/performance.md): a crashed process restarted with
-		// the same id takes its partitions back at once instead of the
-		// group waiting out the session timeout of the dead member.
+		// Static membership (docs/performance.md): a crashed process
+		// restarted with the same id takes its partitions back at once
+		// instead of the group waiting out the session timeout of the dead
+		// member.
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
 	}
 	if cfg.MetadataMaxAge > 0 {

@@ -55,8 +55,8 @@ type SoakResult struct {
 	CPUPerDelivery   time.Duration
 	PeakRSS          int64
 	OrderedLate      int // out-of-order first receipts at ordered tenants
-	// BacklogBound is docs/performance.md's bound: 5 s of production (1,000 jobs at
-	// 200/s) of due jobs at every line.
+	// BacklogBound is docs/performance.md's bound: 5 s of production (1,000
+	// jobs at 200/s) of due jobs at every line.
 	BacklogBound int64
 }
 

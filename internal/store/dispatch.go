@@ -195,7 +195,8 @@ type CompleteParams struct {
 	Next *ClaimParams
 }
 
-// AutoDisable are the gates of auto-disable (docs/concepts.md#when-destinations-break).
+// AutoDisable are the gates of auto-disable
+// (docs/concepts.md#when-destinations-break).
 type AutoDisable struct {
 	Window time.Duration // first failure at least this long ago
 	Spread time.Duration // first and last failure at least this far apart

@@ -9,7 +9,9 @@ import (
 )
 
 // Insight is what the tenant's and the operator's questions after "is it
-// delivered?" read (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events): health, the catalog, lookups and keys.
+// delivered?" read
+// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// health, the catalog, lookups and keys.
 type Insight interface {
 	Health
 

@@ -41,12 +41,12 @@ type PruneParams struct {
 	// Batch bounds each kind's delete (<= 0 means 1000).
 	Batch int
 	// ByPartition lets a driver with time partitions (PostgreSQL: weekly,
-	// docs/performance.md) work by whole partitions: it drops each partition lying
-	// wholly before its bound in which nothing is left that the bounds
-	// keep, and deletes rows only in partitions lying wholly before the
-	// bound that it keeps (a job not final, or its event, holds one), so
-	// rows live up to one partition's span past their bound. Drivers
-	// without partitions ignore it.
+	// docs/performance.md) work by whole partitions: it drops each partition
+	// lying wholly before its bound in which nothing is left that the bounds
+	// keep, and deletes rows only in partitions lying wholly before the bound
+	// that it keeps (a job not final, or its event, holds one), so rows live
+	// up to one partition's span past their bound. Drivers without partitions
+	// ignore it.
 	ByPartition bool
 }
 

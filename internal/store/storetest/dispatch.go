@@ -219,7 +219,8 @@ func testDispatch(t *testing.T, open Opener) {
 			t.Fatalf("the current lease was fenced: %+v", ok)
 		}
 		j, attempts := e.job(t, "acme", current.Job.ID)
-		// The recovery counts as an attempt (docs/concepts.md#deliveries), the success another.
+		// The recovery counts as an attempt (docs/concepts.md#deliveries),
+		// the success another.
 		if j.Status != hub.JobSucceeded || j.Attempts != 2 || j.CompletedAt == nil {
 			t.Fatalf("job = %+v", j)
 		}
