@@ -39,7 +39,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		c.Dispatch.Lease != 30*time.Second || c.Dispatch.MaxInFlight != 1024 || c.Dispatch.MaxPerDestination != 64 || c.DeliveryTimeout != 15*time.Second || c.Dispatch.PoisonThreshold != 5 ||
 		!c.Autodisable.Enabled || c.Autodisable.FailureWindow != 120*time.Hour || c.Autodisable.FailureSpread != 12*time.Hour ||
 		c.Pull.Rate != 100 || c.Pull.Burst != 200 || c.Housekeeping.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
-		t.Fatalf("SPEC defaults: %+v", c)
+		t.Fatalf("documented defaults (docs/configuration.md): %+v", c)
 	}
 	if c.Breaker.Failures != 5 || c.Breaker.OpenFor != 30*time.Second || c.Breaker.MaxOpen != 10*time.Minute ||
 		c.Ingest.SessionTimeout != 15*time.Second || c.Ingest.InstanceID != "" || c.Ingest.MaxRecordBytes != 1<<20 || c.Ingest.TopicsRegex != hub.DefaultTopicsRegex {
