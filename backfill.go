@@ -2,7 +2,8 @@ package hub
 
 import "time"
 
-// BackfillState is where a subscription's backfill is (SPEC 29).
+// BackfillState is where a subscription's backfill is
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 type BackfillState string
 
 const (
@@ -16,8 +17,8 @@ const (
 )
 
 // Backfill is a subscription's request to receive, before new events, the
-// retained events of its tenant it matches from Since on (SPEC 29), and its
-// progress.
+// retained events of its tenant it matches from Since on
+// (docs/concepts.md#rate-limits-and-broker-destinations), and its progress.
 type Backfill struct {
 	SubscriptionID string
 	TenantID       string

@@ -10,7 +10,7 @@ import (
 const (
 	EINVALID = "invalid" // bad input: 400
 	// EINVALIDREQUEST is a body that is not well-formed text (bytes that
-	// are not UTF-8, a key given twice): 400, as SPEC 28 names it.
+	// are not UTF-8, a key given twice): 400, as docs/security.md names it.
 	EINVALIDREQUEST = "invalid_request"
 	EUNAUTHORIZED   = "unauthorized"  // no or bad credentials: 401
 	EFORBIDDEN      = "forbidden"     // valid credentials, wrong role: 403

@@ -36,7 +36,7 @@ type Event struct {
 	TraceState  string
 
 	// ProducerKeyID is the id of the producer key whose signature verified
-	// (ce-sigkid, SPEC 27); "" for an unsigned event.
+	// (ce-sigkid, docs/lerian-platform.md); "" for an unsigned event.
 	ProducerKeyID string
 
 	Topic      string

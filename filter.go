@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// Filter dialects of the CloudEvents Subscriptions API (SPEC 22).
+// Filter dialects of the CloudEvents Subscriptions API
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 const (
 	FilterExact  = "exact"
 	FilterPrefix = "prefix"

@@ -3,8 +3,9 @@ package hub
 import "strings"
 
 // Operational events: what the hub tells a tenant about its own
-// subscriptions, through the tenant's own stream (SPEC 21). Their event
-// types are hub.<resource>.<event>; their ce-types
+// subscriptions, through the tenant's own stream
+// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events).
+// Their event types are hub.<resource>.<event>; their ce-types
 // studio.lerian.hub.<resource>.<event>, a space producers may not use.
 const (
 	OperationalPrefix        = "hub."

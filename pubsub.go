@@ -10,7 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of Google Cloud Pub/Sub destinations (SPEC 29).
+// Limits of Google Cloud Pub/Sub destinations
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 const (
 	MaxServiceAccountBytes = 16 << 10
 )

@@ -109,8 +109,10 @@ type Destination struct {
 	OAuth2 OAuth2
 }
 
-// Address is the destination as breakers know it (SPEC 8, 22): the
-// webhook URL, or the broker's address (never with credentials).
+// Address is the destination as breakers know it
+// (docs/concepts.md#when-destinations-break,
+// docs/concepts.md#rate-limits-and-broker-destinations): the webhook URL, or
+// the broker's address (never with credentials).
 func (d Destination) Address() string {
 	switch d.Type {
 	case DestinationRabbitMQ, DestinationNATS:
@@ -151,13 +153,15 @@ type Subscription struct {
 	Destination   Destination
 	RetrySchedule []string // Go durations; nil means the default curve
 	MaxInFlight   int
-	// Filters must all hold for an event to match (SPEC 22); nil: none.
+	// Filters must all hold for an event to match
+	// (docs/concepts.md#rate-limits-and-broker-destinations); nil: none.
 	Filters []Filter
 	// RateLimit is at most how many attempts per second one process
 	// makes to the subscription (a token bucket); 0: no limit.
 	RateLimit int
 	// Transform is a jq program that turns each event into the body sent
-	// (SPEC 29, internal/transform); "": the event's data unchanged.
+	// (docs/concepts.md#rate-limits-and-broker-destinations,
+	// internal/transform); "": the event's data unchanged.
 	Transform string
 	// SignatureScheme is how attempts are signed: v1 (HMAC-SHA256, also
 	// when "") or v1a (Ed25519). It is chosen at create.

@@ -147,7 +147,7 @@ answers. The processes get SIGTERM, then SIGKILL after 15 s, however the
 run ends (ctrl-C and errors too). -soak, -idle and -statements watch the
 bench's own hub only: not with -replicas.
 
-Soak (-soak DURATION, SPEC 25): produces at -rate (default 200/s) for
+Soak (-soak DURATION, docs/performance.md): produces at -rate (default 200/s) for
 DURATION to -tenants, -ordered 20 of them with max_in_flight 1 and the
 others at -max-in-flight 16, while healthy receivers fail -fail-rate 0.05
 of requests (defaults in a soak; the receiver flags above work too). Every
@@ -165,7 +165,7 @@ production the soak drains until every event to a healthy receiver is
 delivered (bounded by -drain or -timeout) and sums up: delivered, lost
 (no delivery and no live job left), duplicates, the largest backlog and
 retrying, healthy p50/p99/max, CPU per delivery, peak RSS, and a verdict
-against SPEC 25: backlog ≤ 5 s of production (1,000 jobs at 200/s) at
+against docs/performance.md: backlog ≤ 5 s of production (1,000 jobs at 200/s) at
 every line, healthy p99 ≤ 1 s, nothing lost. It exits 1 when an event was
 lost.
 

@@ -355,8 +355,9 @@ func TestCLI_SubscriptionFromFile(t *testing.T) {
 		t.Fatalf("invalid event type: %q", errOut)
 	}
 
-	// A transform (SPEC 29): from the flag or a file, shown, refused when
-	// it does not compile, cleared by an empty one.
+	// A transform (docs/concepts.md#rate-limits-and-broker-destinations):
+	// from the flag or a file, shown, refused when it does not compile,
+	// cleared by an empty one.
 	out = c.ok("subscriptions", "create", "--name", "shaped", "--event-type", "transaction.posted", "--url", "http://127.0.0.1:9/hook",
 		"--transform", "{kind: .type}")
 	if field(t, out, "transform") != "{kind: .type}" {

@@ -47,7 +47,7 @@ func runDevUntilInterrupted(t *testing.T, vars map[string]string) (stdout, stder
 
 // A dev run on PostgreSQL from a clean working directory leaves that
 // directory empty: the generated secrets go to the user's config folder
-// (SPEC section 14), are reused by the next run, and no password from the
+// (docs/cli.md), are reused by the next run, and no password from the
 // database URL is ever printed.
 func TestDev_OnPostgresWritesNothingInTheWorkingDirectory(t *testing.T) {
 	testkit.Long(t)

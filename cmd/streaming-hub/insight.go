@@ -1,7 +1,9 @@
 package main
 
-// insight.go: the insight subcommands (SPEC 20): keys list, events get and
-// types, deliveries search, subscriptions health and test, admin health.
+// insight.go: the insight subcommands
+// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// keys list, events get and types, deliveries search, subscriptions health
+// and test, admin health.
 
 import (
 	"encoding/json"

@@ -1,7 +1,7 @@
 package main
 
 // produce.go: `streaming-hub produce`, one binary-mode CloudEvent to Kafka
-// as a producer would send it (SPEC 2), for users without kcat.
+// as a producer would send it (docs/wire-contract.md), for users without kcat.
 
 import (
 	"context"

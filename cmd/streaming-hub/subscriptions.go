@@ -80,7 +80,7 @@ type subscriptionView struct {
 	UpdatedAt     string `json:"updated_at"`
 	SigningSecret string `json:"signing_secret"`
 
-	Backfill *backfillView `json:"backfill"` // SPEC 29
+	Backfill *backfillView `json:"backfill"` // docs/concepts.md#rate-limits-and-broker-destinations
 
 	Signature struct {
 		Scheme string `json:"scheme"`
@@ -88,7 +88,8 @@ type subscriptionView struct {
 	SigningPublicKey *string `json:"signing_public_key"`
 }
 
-// backfillView is a subscription's backfill as the API shows it (SPEC 29).
+// backfillView is a subscription's backfill as the API shows it
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 type backfillView struct {
 	Since         string  `json:"since"`
 	State         string  `json:"state"`
@@ -244,7 +245,8 @@ type oauthFlags struct {
 // oauthFlagNames are the flags of oauthFlags.
 var oauthFlagNames = []string{"oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"}
 
-// destFlags are the destination flags of every type (SPEC 22, 29).
+// destFlags are the destination flags of every type
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 type destFlags struct {
 	typ, amqpURL, natsURL                 string
 	exchange, routingKey, brokers, topic  string
@@ -311,7 +313,7 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.retry, "retry-schedule", "", "retry delays as Go durations, such as 5s,1m,10m")
 	c.fs.IntVar(&f.maxInFlight, "max-in-flight", 0, "deliveries in flight at once, 1 to 64 (1 keeps order)")
 	c.fs.StringVar(&f.filters, "filters", "", "`JSON` list of CloudEvents filters that must all hold, such as '[{\"prefix\":{\"source\":\"//midaz/\"}}]'")
-	c.fs.StringVar(&f.transform, "transform", "", "jq `PROGRAM` that makes the body sent from each event, such as '{kind: .type, amount: .data.amount}' (SPEC 29)")
+	c.fs.StringVar(&f.transform, "transform", "", "jq `PROGRAM` that makes the body sent from each event, such as '{kind: .type, amount: .data.amount}' (docs/filters-and-transforms.md)")
 	c.fs.StringVar(&f.transformFile, "transform-file", "", "read the transform's jq program from this `file` (- reads stdin)")
 	c.fs.Var(boolText{&f.enabled}, "enabled", "`true|false`: deliveries flow only while enabled (a new subscription is)")
 	c.fs.StringVar(&f.backfillSince, "backfill-since", "", "`TIME` from which the tenant's retained matching events are delivered first, in order: RFC 3339 (2026-11-30T11:00:00Z) or a duration back from now (1h, 90m); at most the inbox retention (168h by default)")

@@ -161,7 +161,7 @@ def main():
         if role == "ingest" and not value(env, "STREAMING_HUB_KAFKA_BROKERS"):
             problem(f"{where}: STREAMING_HUB_KAFKA_BROKERS is not set")
         if role == "ingest":
-            # Static group membership under the pod's name (SPEC 25): a
+            # Static group membership under the pod's name (docs/operations.md): a
             # container restarted in place takes its partitions back at once.
             ref = ((env.get("STREAMING_HUB_KAFKA_INSTANCE_ID") or {}).get("valueFrom") or {}).get("fieldRef") or {}
             if ref.get("fieldPath") != "metadata.name":

@@ -24,7 +24,7 @@ import (
 )
 
 // CodeAuthUnavailable is the error code of a request the access manager
-// could not decide (SPEC 26): 503, never an allow.
+// could not decide (docs/lerian-platform.md): 503, never an allow.
 const CodeAuthUnavailable = "auth_unavailable"
 
 func init() { statuses[CodeAuthUnavailable] = http.StatusServiceUnavailable }
@@ -120,7 +120,7 @@ func newAccessManager(cfg config.Auth, client *http.Client) *accessManager {
 	return &accessManager{cfg: cfg, client: &c, cache: make(map[[sha256.Size]byte]cached)}
 }
 
-// claims are what the hub reads of a JWT (SPEC 26).
+// claims are what the hub reads of a JWT (docs/lerian-platform.md).
 type claims struct {
 	Type     string  `json:"type"`
 	Owner    string  `json:"owner"`

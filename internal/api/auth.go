@@ -18,9 +18,9 @@ type Principal struct {
 	// KeyID is the key that authenticated; empty for the admin and for a
 	// console session opened by a portal link.
 	KeyID string
-	// A JWT that Lerian's access manager authorized (SPEC 26): its
-	// subject, its store.HashToken and its exp. Empty for the hub's own
-	// credentials.
+	// A JWT that Lerian's access manager authorized
+	// (docs/lerian-platform.md): its subject, its store.HashToken and its
+	// exp. Empty for the hub's own credentials.
 	Subject   string
 	TokenHash string
 	Expires   time.Time
@@ -144,7 +144,7 @@ func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
 	return p, nil
 }
 
-// authenticateToken checks token under the throttle (SPEC 28): a client
+// authenticateToken checks token under the throttle (docs/security.md): a client
 // address over its limit of failures is refused whatever it sends; a key id
 // over its limit slows wrong secrets only, so that failures others cause
 // against a key id never lock its holder out. A wrong secret counts against

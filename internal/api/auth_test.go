@@ -222,7 +222,7 @@ func (h *hubAPI) from(addr, token, method, path string) int {
 	return rec.Code
 }
 
-// TestAuth_TheRightSecretIsNeverThrottledForItsKeyID (SPEC 28): wrong
+// TestAuth_TheRightSecretIsNeverThrottledForItsKeyID (docs/security.md): wrong
 // secrets for one key id from many addresses throttle that key id for
 // wrong secrets only; its holder, with the right secret, from a fresh
 // address, gets in. Per-address throttling stays as it was.

@@ -80,7 +80,7 @@ func TestDeliveries_IsolationAndValidation(t *testing.T) {
 	})
 }
 
-// A delivery names its event's type (SPEC 31, names before ids) wherever
+// A delivery names its event's type (docs/console.md, names before ids) wherever
 // the API shows one: a subscription's deliveries, the search, one delivery,
 // the fresh delivery a replay makes.
 func TestDeliveries_NameTheirEventsType(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // DLQRecordJSON is an item of GET /v1/admin/dlq: a record of a producer's
-// dead-letter topic (SPEC 27).
+// dead-letter topic (docs/lerian-platform.md).
 type DLQRecordJSON struct {
 	ID              int64             `json:"id"`
 	Topic           string            `json:"topic"`

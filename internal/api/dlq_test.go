@@ -11,8 +11,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// GET /v1/admin/dlq (SPEC 27): the producers' DLQ records, admin only,
-// newest first, every field, filtered by topic, tenant and since, in pages.
+// GET /v1/admin/dlq (docs/lerian-platform.md): the producers' DLQ records,
+// admin only, newest first, every field, filtered by topic, tenant and since,
+// in pages.
 func TestDLQ_AdminOnlyNewestFirstFilteredAndPaged(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

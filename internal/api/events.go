@@ -14,9 +14,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Pull bounds (SPEC 11).
+// Pull bounds (docs/api.md).
 const (
-	pullDefaultLimit = defaultLimit // 50, as every list (SPEC 11)
+	pullDefaultLimit = defaultLimit // 50, as every list (docs/api.md)
 	pullMaxLimit     = 1000
 	pullMaxWait      = 30 * time.Second
 	// pullRecheck bounds how long a long poll waits without looking again:

@@ -123,8 +123,8 @@ func TestPull_OrderCursorsAndIsolationAcrossTwoTenants(t *testing.T) {
 	})
 }
 
-// Every SPEC field is answered; JSON payloads come as JSON, others as
-// base64; the types filter and the parameters' bounds hold.
+// Every field docs/api.md names is answered; JSON payloads come as JSON,
+// others as base64; the types filter and the parameters' bounds hold.
 func TestPull_FieldsPayloadsFiltersAndBadParameters(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
@@ -286,7 +286,7 @@ func TestPull_ClientThatGivesUpIsNotAnError(t *testing.T) {
 	})
 }
 
-// TestPull_WithoutLimitAnswersAtMost50 (SPEC 11: lists default to 50):
+// TestPull_WithoutLimitAnswersAtMost50 (docs/api.md: lists default to 50):
 // with 60 events stored, GET /v1/events answers 50 and the cursor goes on
 // to the other 10.
 func TestPull_WithoutLimitAnswersAtMost50(t *testing.T) {

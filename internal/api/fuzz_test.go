@@ -11,8 +11,8 @@ import (
 // FuzzSubscriptionRequest feeds arbitrary bodies through what create and
 // PATCH do with them (strict decoding, applying, validating): it must never
 // panic, whatever it accepts must be a valid subscription, and neither what
-// it keeps nor what it answers holds a U+FFFD the body did not send (SPEC
-// 28: invalid UTF-8 is refused, never replaced).
+// it keeps nor what it answers holds a U+FFFD the body did not send
+// (docs/security.md: invalid UTF-8 is refused, never replaced).
 //
 //	go test ./api -run '^$' -fuzz FuzzSubscriptionRequest -fuzztime 30s
 func FuzzSubscriptionRequest(f *testing.F) {

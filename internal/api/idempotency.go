@@ -15,12 +15,12 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// API idempotency (SPEC 27). A POST sent with an Idempotency-Key is run
-// once per (principal, key) within STREAMING_HUB_IDEMPOTENCY_TTL: the same
-// key with the same method, path and body gets the first answer again
-// (status and body, with Idempotent-Replayed: true), another request under
-// the key is 422 idempotency_conflict, and a request still running under
-// it is 409 conflict.
+// API idempotency (docs/lerian-platform.md). A POST sent with an
+// Idempotency-Key is run once per (principal, key) within
+// STREAMING_HUB_IDEMPOTENCY_TTL: the same key with the same method, path and
+// body gets the first answer again (status and body, with
+// Idempotent-Replayed: true), another request under the key is 422
+// idempotency_conflict, and a request still running under it is 409 conflict.
 //
 // What is stored: every final answer the handler gave, 2xx and 4xx alike
 // (a validation 400, a 404, a failed probe's 422 are replayed as given),

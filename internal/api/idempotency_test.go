@@ -56,8 +56,9 @@ func countTenants(t *testing.T, h *hubAPI) int {
 	return len(ts)
 }
 
-// SPEC 27: a POST repeated with one Idempotency-Key is done once and
-// answered twice the same, the second time with Idempotent-Replayed: true.
+// docs/lerian-platform.md: a POST repeated with one Idempotency-Key is done
+// once and answered twice the same, the second time with Idempotent-Replayed:
+// true.
 func TestIdempotency_ReplaysTheFirstAnswer(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})

@@ -15,7 +15,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Insight (SPEC 20): health, the catalog, lookups, test events and keys.
+// Insight
+// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// health, the catalog, lookups, test events and keys.
 
 const defaultHealthWindow = 24 * time.Hour
 
@@ -374,8 +376,10 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		Source: hub.OperationalSource, SpecVersion: "1.0", Time: now.Format(time.RFC3339Nano), SchemaVersion: "1.0.0"},
 		deliveryID, "")
 	headers["X-Lerian-Test"] = []string{"true"}
-	// The subscription's transform (SPEC 29) makes the test's body as it
-	// makes every event's; a failing one fails the test, nothing is sent.
+	// The subscription's transform
+	// (docs/concepts.md#rate-limits-and-broker-destinations) makes the test's
+	// body as it makes every event's; a failing one fails the test, nothing
+	// is sent.
 	data, contentType, err := testTransform(r.Context(), sub.Transform, hub.Event{ID: id, Type: ceType,
 		Source: hub.OperationalSource, Time: now.Format(time.RFC3339Nano), TenantID: tenantID,
 		DataContentType: hub.DefaultContentType, Data: data})
@@ -481,7 +485,7 @@ type lookupJSON struct {
 // lookup: GET /v1/admin/lookup?kind=delivery|subscription|event&id=…
 // (admin), the tenants holding a resource, so that an operator's link to
 // a delivery, subscription or event opens without naming the tenant
-// (SPEC 31). A delivery or subscription is one tenant's; a ce-id may be
+// (docs/console.md). A delivery or subscription is one tenant's; a ce-id may be
 // several tenants'. None: an empty list, not a 404.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.requireAdmin(r); err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// TestNotFound_QuotesAtMost64BytesOfTheID (SPEC 28): a 404 for a 5,000-byte
-// id quotes 64 bytes of it, cut on a character, then "…".
+// TestNotFound_QuotesAtMost64BytesOfTheID (docs/security.md): a 404 for a
+// 5,000-byte id quotes 64 bytes of it, cut on a character, then "…".
 func TestNotFound_QuotesAtMost64BytesOfTheID(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})

@@ -15,7 +15,7 @@ type page[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// Page size bounds of every list (SPEC 11).
+// Page size bounds of every list (docs/api.md).
 const (
 	defaultLimit = 50
 	maxLimit     = 500

@@ -9,8 +9,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Portal links (SPEC 23, 28): a URL that opens a one-tenant console
-// session, once, until it expires or is revoked.
+// Portal links (docs/console.md, docs/security.md): a URL that opens a
+// one-tenant console session, once, until it expires or is revoked.
 const (
 	defaultPortalTTL = time.Hour
 	maxPortalTTL     = 24 * time.Hour
@@ -103,7 +103,7 @@ func (s *Server) revokePortalLink(w http.ResponseWriter, r *http.Request) error 
 
 // AdminTokenHash is store.HashToken of the admin token this server
 // accepts, "" when it has none: a console session opened with the admin
-// token lasts only while this is still its hash (SPEC 28).
+// token lasts only while this is still its hash (docs/security.md).
 func (s *Server) AdminTokenHash() string {
 	if s.deps.AdminToken == "" {
 		return ""

@@ -59,9 +59,9 @@ func TestPortalLinks_AdminOnlyTTLBoundedStoredHashed(t *testing.T) {
 	})
 }
 
-// SPEC 28: the create answer has the link's id; the list shows live links
-// (id, created_at, expires_at, used_at), never a token; DELETE revokes one
-// and ends the session it opened; another tenant's link is a 404.
+// docs/security.md: the create answer has the link's id; the list shows live
+// links (id, created_at, expires_at, used_at), never a token; DELETE revokes
+// one and ends the session it opened; another tenant's link is a 404.
 func TestPortalLinks_ListedAndRevokedByID(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHubAPI(t, d, apiOptions{})
@@ -164,7 +164,8 @@ func TestPortalLinks_ListedAndRevokedByID(t *testing.T) {
 	})
 }
 
-// SPEC 28: the request log and the spans never hold a portal link's token.
+// docs/security.md: the request log and the spans never hold a portal link's
+// token.
 func TestPortalLinks_PathsLoggedWithoutTheToken(t *testing.T) {
 	h := newHubAPI(t, testkit.Drivers[1], apiOptions{})
 	token := store.NewToken()

@@ -25,7 +25,7 @@ func NewWaiters() *Waiters {
 
 // Release answers every long poll at once with what it has, and every
 // later one without waiting: the server is shutting down, and an open
-// 30 s poll must not hold the shutdown (SPEC 16). Run it from
+// 30 s poll must not hold the shutdown (docs/operations.md). Run it from
 // http.Server.RegisterOnShutdown.
 func (w *Waiters) Release() { w.releaseOnce.Do(func() { close(w.released) }) }
 

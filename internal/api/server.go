@@ -35,8 +35,8 @@ type Deps struct {
 	// dispatcher's in-process wake-up.
 	OnJobs func()
 	// OnVerified runs after a verification probe passed: it closes the
-	// destination's breaker and makes the waiting jobs due now (SPEC 8).
-	// nil does nothing.
+	// destination's breaker and makes the waiting jobs due now
+	// (docs/concepts.md#when-destinations-break). nil does nothing.
 	OnVerified func(ctx context.Context, sub hub.Subscription) error
 	// Waiters wake long-polling pulls when ingest stores a tenant's events,
 	// and Release answers them all when the server shuts down; nil makes
@@ -63,8 +63,8 @@ type Deps struct {
 	// IdempotencyTTL is how long a POST's answer is kept for its
 	// Idempotency-Key (STREAMING_HUB_IDEMPOTENCY_TTL); 0: the default.
 	IdempotencyTTL time.Duration
-	// Auth is Lerian's access manager (SPEC 26); AuthClient, when set, is
-	// the client that calls it (tests).
+	// Auth is Lerian's access manager (docs/lerian-platform.md); AuthClient,
+	// when set, is the client that calls it (tests).
 	Auth       config.Auth
 	AuthClient *http.Client
 	// ServedTenant, when set, is the one tenant a single-tenant hub serves
@@ -162,17 +162,18 @@ func New(deps Deps) (*Server, error) {
 	s.handle("GET", "/v1/events", s.listEvents)
 	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
 
-	// Insight (SPEC 20).
+	// Insight
+	// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events).
 	s.handle("GET", "/v1/subscriptions/{id}/health", s.subscriptionHealth)
 	s.handle("POST", "/v1/subscriptions/{id}/test", s.testSubscription)
-	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // SPEC 29
+	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // docs/concepts.md#rate-limits-and-broker-destinations
 	s.handle("GET", "/v1/event-types", s.listEventTypes)
 	s.handle("GET", "/v1/events/{id}", s.getEvent)
 	s.handle("GET", "/v1/deliveries", s.searchDeliveries)
 	s.handle("GET", "/v1/tenants/{id}/keys", s.listKeys)
 	s.handle("GET", "/v1/admin/manifests", s.listManifests)
 	s.handle("GET", "/v1/admin/health", s.hubHealth)
-	s.handle("GET", "/v1/admin/lookup", s.lookup) // SPEC 31
+	s.handle("GET", "/v1/admin/lookup", s.lookup) // docs/console.md
 	s.handle("GET", "/v1/admin/disabled-subscriptions", s.listDisabledSubscriptions)
 	return s, nil
 }
@@ -203,7 +204,7 @@ func (s *Server) plain(method, path string, h http.Handler) {
 func (s *Server) handle(method, path string, fn func(http.ResponseWriter, *http.Request) error) {
 	s.routes = append(s.routes, route{method, path})
 	if method == http.MethodPost {
-		fn = s.idempotent(fn) // Idempotency-Key (SPEC 27)
+		fn = s.idempotent(fn) // Idempotency-Key (docs/lerian-platform.md)
 	}
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		if err := fn(w, r); err != nil {

@@ -30,8 +30,8 @@ func wantRefused(t testing.TB, what string, status int, body []byte, want string
 }
 
 // TestStrictJSON_InvalidUTF8AndDuplicateKeysAre400AndNothingIsStored
-// (SPEC 28): a body with bytes that are not UTF-8 in any string, or a key
-// twice in one object, is 400 naming the field, on every endpoint that
+// (docs/security.md): a body with bytes that are not UTF-8 in any string, or
+// a key twice in one object, is 400 naming the field, on every endpoint that
 // reads a body, and nothing of it is stored with U+FFFD.
 func TestStrictJSON_InvalidUTF8AndDuplicateKeysAre400AndNothingIsStored(t *testing.T) {
 	testkit.Long(t)

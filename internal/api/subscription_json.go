@@ -32,8 +32,9 @@ type subscriptionJSON struct {
 	// lists and no event carried.
 	Warnings []string `json:"warnings,omitempty"`
 
-	// Backfill is the subscription's latest backfill (SPEC 29); null when
-	// it never asked for one.
+	// Backfill is the subscription's latest backfill
+	// (docs/concepts.md#rate-limits-and-broker-destinations); null when it
+	// never asked for one.
 	Backfill *backfillJSON `json:"backfill"`
 
 	// Signature is how attempts are signed; SigningPublicKey is a v1a

@@ -23,10 +23,13 @@ type subscriptionRequest struct {
 	RateLimit     json.RawMessage     `json:"rate_limit"`
 	Enabled       *bool               `json:"enabled"`
 	Filters       json.RawMessage     `json:"filters"`
-	// Backfill asks for the retained events from a time on (SPEC 29);
-	// it is not a stored field: each one given (re)starts a backfill.
+	// Backfill asks for the retained events from a time on
+	// (docs/concepts.md#rate-limits-and-broker-destinations); it is not a
+	// stored field: each one given (re)starts a backfill.
 	Backfill json.RawMessage `json:"backfill"`
-	// Transform is a jq program (SPEC 29); null or "" clears it.
+	// Transform is a jq program
+	// (docs/concepts.md#rate-limits-and-broker-destinations); null or ""
+	// clears it.
 	Transform json.RawMessage `json:"transform"`
 	// Signature is {"scheme": "v1"|"v1a"}: chosen at create, the same
 	// (or absent) in a PATCH.
@@ -71,17 +74,18 @@ type destinationRequest struct {
 	URL     *string            `json:"url"`
 	Headers *map[string]string `json:"headers"`
 	Auth    json.RawMessage    `json:"auth"`
-	// Broker destinations (SPEC 22).
+	// Broker destinations (docs/concepts.md#rate-limits-and-broker-destinations).
 	Exchange   *string         `json:"exchange"`
 	RoutingKey *string         `json:"routing_key"`
 	Brokers    *[]string       `json:"brokers"`
 	Topic      *string         `json:"topic"`
 	TLS        *bool           `json:"tls"`
 	SASL       json.RawMessage `json:"sasl"`
-	Subject    *string         `json:"subject"` // nats (SPEC 29)
+	Subject    *string         `json:"subject"` // nats (docs/concepts.md#rate-limits-and-broker-destinations)
 	Stream     *string         `json:"stream"`
-	// pubsub (SPEC 29): the project, and the service account key (a JSON
-	// object, or a string holding one) sealed and never shown.
+	// pubsub (docs/concepts.md#rate-limits-and-broker-destinations): the
+	// project, and the service account key (a JSON object, or a string
+	// holding one) sealed and never shown.
 	Project     *string         `json:"project"`
 	Credentials json.RawMessage `json:"credentials"`
 	// Mutual TLS (docs/receivers.md#mutual-tls-and-fixed-egress), for any

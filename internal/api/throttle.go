@@ -12,7 +12,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Failed authentication is throttled (SPEC 11): more than the limit of
+// Failed authentication is throttled (docs/api.md): more than the limit of
 // failures within authFailureWindow from one client address, or against
 // one key id, and that address or key answers 429 until the window ends.
 const (

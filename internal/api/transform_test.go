@@ -12,9 +12,10 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// A subscription's transform (SPEC 29) is saved on create, shown, changed
-// and cleared by PATCH; a program that does not compile, or is too long,
-// is 400 naming transform and changes nothing.
+// A subscription's transform
+// (docs/concepts.md#rate-limits-and-broker-destinations) is saved on create,
+// shown, changed and cleared by PATCH; a program that does not compile, or is
+// too long, is 400 naming transform and changes nothing.
 func TestTransform_CreateShowPatchClear(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

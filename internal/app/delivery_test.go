@@ -187,7 +187,8 @@ func ceRecord(tenant, id, value string) *kgo.Record {
 }
 
 // The published Standard Webhooks vector, end to end: an event produced to
-// Kafka arrives at a real HTTP sink with every SPEC header, its body byte
+// Kafka arrives at a real HTTP sink with every header docs/concepts.md#deliveries
+// names, its body byte
 // for byte, and exactly the vector's signature.
 func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {
 	testkit.Long(t)

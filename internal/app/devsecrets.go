@@ -36,7 +36,7 @@ const devSecretsName = "dev-secrets.json"
 
 // devSecretsPath is where dev mode keeps the secrets of the database that
 // cfg names: beside an SQLite file, else in $XDG_CONFIG_HOME/streaming-hub/
-// or ~/.config/streaming-hub/ (SPEC section 14), on every platform.
+// or ~/.config/streaming-hub/ (docs/cli.md), on every platform.
 func devSecretsPath(cfg config.Config) (string, error) {
 	if path, ok := config.SQLitePath(cfg.DatabaseURL); ok {
 		return path + ".secrets.json", nil

@@ -54,7 +54,7 @@ type Hub struct {
 	Destinations *destination.Registry
 	Broker       *kfake.Cluster // dev mode's embedded Kafka
 	Consumer     *ingest.Consumer
-	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (SPEC 27)
+	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
 	Dispatcher   *dispatch.Dispatcher
 	Breakers     *dispatch.Breakers // this process's circuit breakers (delivery roles)
 	Waiters      *api.Waiters       // long-polling pulls, woken by this process's ingest
@@ -99,7 +99,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		}
 	}()
 	// The address is taken before anything else starts, so a bad or busy
-	// one fails the start at once (SPEC 13).
+	// one fails the start at once (docs/configuration.md).
 	if h.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return &config.Error{Var: "HTTP_ADDR", Problem: err.Error()}
 	}
@@ -206,13 +206,13 @@ func (h *Hub) Stop(drain, timeout time.Duration) error {
 	return h.Shutdown(ctx)
 }
 
-// Shutdown stops gracefully within ctx, in the order of SPEC 16: dispatch
-// stops claiming first; open long polls are answered at once and the API
-// stops taking requests; the attempts in flight finish and their results
-// are written, while the consumer finishes its transactions and commits
-// the offsets they persisted; then the store and the embedded broker
-// close. When ctx ends first, what is still running is abandoned: at
-// least once, those jobs are delivered again after their leases expire.
+// Shutdown stops gracefully within ctx, in the order of docs/operations.md:
+// dispatch stops claiming first; open long polls are answered at once and the
+// API stops taking requests; the attempts in flight finish and their results
+// are written, while the consumer finishes its transactions and commits the
+// offsets they persisted; then the store and the embedded broker close. When
+// ctx ends first, what is still running is abandoned: at least once, those
+// jobs are delivered again after their leases expire.
 func (h *Hub) Shutdown(ctx context.Context) error {
 	var errs []error
 	if h.Dispatcher != nil {
@@ -289,7 +289,7 @@ func (h *Hub) breakerState(tenantID, url string) string {
 
 // verified is what a passing verification probe does to delivery: this
 // process's breaker for the destination closes, and the subscription's
-// waiting jobs are due now (SPEC 8).
+// waiting jobs are due now (docs/concepts.md#when-destinations-break).
 func (h *Hub) verified(ctx context.Context, sub hub.Subscription) error {
 	if h.Dispatcher != nil {
 		return h.Dispatcher.Verified(ctx, sub)

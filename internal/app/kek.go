@@ -20,8 +20,8 @@ import (
 const kekSample = 100
 
 // CheckKEK fails the start when the current and previous KEKs open none of
-// the stored secrets (SPEC 13): a wrong KEK must not start a hub whose every
-// attempt then fails. An empty store passes.
+// the stored secrets (docs/configuration.md): a wrong KEK must not start a
+// hub whose every attempt then fails. An empty store passes.
 func CheckKEK(ctx context.Context, s store.Secrets, k *envelope.Keyring) error {
 	rows, err := s.ListSealed(ctx, "", kekSample)
 	if err != nil {

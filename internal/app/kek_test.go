@@ -215,9 +215,9 @@ func databaseURL(t *testing.T, driver string) string {
 	return "sqlite://" + filepath.Join(t.TempDir(), "hub.db")
 }
 
-// TestDev_WrongKEKDoesNotStart (SPEC 28): dev checks its KEK against what
-// is stored, as serve does, on both drivers: a STREAMING_HUB_KEK that opens
-// none of the stored secrets fails the start naming the variable; the
+// TestDev_WrongKEKDoesNotStart (docs/security.md): dev checks its KEK against
+// what is stored, as serve does, on both drivers: a STREAMING_HUB_KEK that
+// opens none of the stored secrets fails the start naming the variable; the
 // right one starts.
 func TestDev_WrongKEKDoesNotStart(t *testing.T) {
 	testkit.Long(t)

@@ -16,10 +16,10 @@ import (
 )
 
 // Shutting down while a 30 s long poll is open and an attempt is in flight
-// (SPEC 16): dispatch stops claiming first, the poll is answered at once
-// (200, empty, its cursor unchanged) while the attempt is still running,
-// the attempt finishes and is recorded, and the job that became due when
-// it finished is left for the next start: nothing is claimed after the
+// (docs/operations.md): dispatch stops claiming first, the poll is answered
+// at once (200, empty, its cursor unchanged) while the attempt is still
+// running, the attempt finishes and is recorded, and the job that became due
+// when it finished is left for the next start: nothing is claimed after the
 // stop began.
 func TestShutdown_ReleasesLongPollsAndFinishesInFlightWithoutClaiming(t *testing.T) {
 	testkit.Long(t)

@@ -18,8 +18,8 @@ import (
 
 const workedSig = "v1.YsgRbSCWqKBA7wHqLhYJUeaETy2dPXVmNQdNiZcd0-0"
 
-// workedRecord is SPEC 27's worked example as lib-streaming v4 signs it,
-// on the dev hub's topic.
+// workedRecord is docs/lerian-platform.md's worked example as lib-streaming
+// v4 signs it, on the dev hub's topic.
 func workedRecord() *kgo.Record {
 	h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
 	return &kgo.Record{Topic: app.DevTopic, Partition: 0, Value: []byte(`{"amount":"10.00"}`), Headers: []kgo.RecordHeader{
@@ -31,8 +31,8 @@ func workedRecord() *kgo.Record {
 	}}
 }
 
-// SPEC 27 end to end: with key k1 bound to source ledger, SPEC 27's signed
-// record is accepted, stored and pulled with producer_key_id k1, and
+// Signed envelopes end to end (docs/lerian-platform.md): with key k1 bound
+// to source ledger, the worked example's signed record is accepted, stored and pulled with producer_key_id k1, and
 // delivered with X-Lerian-Producer-Key: k1 and the producer's ce-sig*
 // headers passed on; the same record with its value changed is rejected
 // signature_invalid, counted under that reason, never delivered.

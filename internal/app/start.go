@@ -86,7 +86,7 @@ func (h *Hub) openKeyring(ctx context.Context, givenKEK bool, secrets devSecrets
 	if h.Keyring, err = envelope.NewKeyring(cfg.KEK, cfg.PreviousKEKs...); err != nil {
 		return &config.Error{Var: "KEK", Problem: err.Error()}
 	}
-	// Both modes (SPEC 28): dev on a database sealed under another KEK
+	// Both modes (docs/security.md): dev on a database sealed under another KEK
 	// would start, then fail every attempt.
 	if err := CheckKEK(ctx, h.Store, h.Keyring); err != nil {
 		if cfg.Mode == config.Dev && !givenKEK {
@@ -229,7 +229,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 	srv.Mount(console.Prefix, con.Handler())
 	h.http = &http.Server{
 		Handler: srv.Handler(),
-		// What one client may hold (SPEC 11): headers, slow starts, idle
+		// What one client may hold (docs/api.md): headers, slow starts, idle
 		// keep-alives. No write timeout: long polls answer within 30 s.
 		MaxHeaderBytes:    64 << 10,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// Auth is Lerian's access manager (lib-auth's plugin-auth, SPEC 26). Its
-// variables are read under lib-auth's names, and also with the
-// STREAMING_HUB_ prefix: the prefixed one wins.
+// Auth is Lerian's access manager (lib-auth's plugin-auth,
+// docs/lerian-platform.md). Its variables are read under lib-auth's names,
+// and also with the STREAMING_HUB_ prefix: the prefixed one wins.
 type Auth struct {
 	// Enabled (PLUGIN_AUTH_ENABLED) sends JWT bearers to the access manager.
 	Enabled bool

@@ -78,7 +78,8 @@ type Config struct {
 	// or a key id may make in a minute before the API answers 429.
 	AuthFailureLimit int
 	// IdempotencyTTL (IDEMPOTENCY_TTL) is how long the answer of a POST
-	// made with an Idempotency-Key is kept and replayed (SPEC 27).
+	// made with an Idempotency-Key is kept and replayed
+	// (docs/lerian-platform.md).
 	IdempotencyTTL time.Duration
 
 	// Tenancy is single-tenant mode (MULTI_TENANT_ENABLED, TENANT_ID);
@@ -86,11 +87,11 @@ type Config struct {
 	Tenancy    Tenancy
 	Reconciler Reconciler
 
-	// Auth is Lerian's access manager (SPEC 26).
+	// Auth is Lerian's access manager (docs/lerian-platform.md).
 	Auth Auth
 
 	// Kafka is how the hub (and `streaming-hub produce`) secures its
-	// connections to the brokers: TLS and SASL (SPEC section 18).
+	// connections to the brokers: TLS and SASL (docs/security.md).
 	Kafka Kafka
 	// AllowInsecureDBTLS (ALLOW_INSECURE_DB_TLS) lets serve with
 	// ENV=production use a PostgreSQL URL without sslmode=require,
@@ -122,7 +123,8 @@ type Config struct {
 // Error is a configuration error: one line naming the variable.
 type Error struct {
 	Var, Problem string
-	// Bare: Var was set without the prefix (lib-auth's names, SPEC 26).
+	// Bare: Var was set without the prefix (lib-auth's names,
+	// docs/lerian-platform.md).
 	Bare bool
 }
 
@@ -372,7 +374,7 @@ func (r *reader) note(name, v string) {
 }
 
 // aliases are the names Lerian's chart uses for some of the hub's
-// variables (SPEC section 18): either name may be set; both set to
+// variables (docs/security.md): either name may be set; both set to
 // different values is an error naming both.
 var aliases = map[string]string{
 	"KAFKA_SASL_MECHANISM": "KAFKA_SCRAM_MECHANISM",

@@ -39,7 +39,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		c.Dispatch.Lease != 30*time.Second || c.Dispatch.MaxInFlight != 1024 || c.Dispatch.MaxPerDestination != 64 || c.DeliveryTimeout != 15*time.Second || c.Dispatch.PoisonThreshold != 5 ||
 		!c.Autodisable.Enabled || c.Autodisable.FailureWindow != 120*time.Hour || c.Autodisable.FailureSpread != 12*time.Hour ||
 		c.Pull.Rate != 100 || c.Pull.Burst != 200 || c.Housekeeping.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
-		t.Fatalf("SPEC defaults: %+v", c)
+		t.Fatalf("documented defaults (docs/configuration.md): %+v", c)
 	}
 	if c.Breaker.Failures != 5 || c.Breaker.OpenFor != 30*time.Second || c.Breaker.MaxOpen != 10*time.Minute ||
 		c.Ingest.SessionTimeout != 15*time.Second || c.Ingest.InstanceID != "" || c.Ingest.MaxRecordBytes != 1<<20 || c.Ingest.TopicsRegex != hub.DefaultTopicsRegex {
@@ -125,7 +125,8 @@ func TestLoad_BadValuesNameTheVariable(t *testing.T) {
 	}
 }
 
-// The pool's size follows the role unless DATABASE_MAX_CONNS says (SPEC 25).
+// The pool's size follows the role unless DATABASE_MAX_CONNS says
+// (docs/performance.md).
 func TestLoad_PoolSizeByRole(t *testing.T) {
 	for role, want := range map[string]int{"all": 16, "ingest": 8, "delivery": 16} {
 		e := serveEnv()
@@ -265,9 +266,9 @@ func TestUnknown_WarnsWithTheClosestName(t *testing.T) {
 	}
 }
 
-// STREAMING_HUB_KAFKA_INSTANCE_ID turns on static group membership (SPEC
-// 25); it follows Kafka's rule for group.instance.id, and a bad one is one
-// line naming the variable.
+// STREAMING_HUB_KAFKA_INSTANCE_ID turns on static group membership
+// (docs/performance.md); it follows Kafka's rule for group.instance.id, and a
+// bad one is one line naming the variable.
 func TestLoad_KafkaInstanceID(t *testing.T) {
 	for _, good := range []string{"h", "streaming-hub-ingest-7d9c8b6f5-x2k4q", "hub_1.eu-west-1", "...", strings.Repeat("a", 249)} {
 		e := serveEnv()

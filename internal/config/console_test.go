@@ -7,7 +7,7 @@ import (
 )
 
 // STREAMING_HUB_CONSOLE_SESSION_MAX_AGE is a console session's absolute
-// lifetime (SPEC 28): 12 h unless set, a positive duration when set.
+// lifetime (docs/security.md): 12 h unless set, a positive duration when set.
 func TestLoad_ConsoleSessionMaxAge(t *testing.T) {
 	c, err := Load(Dev, env(nil))
 	if err != nil || c.Console.SessionMaxAge != 12*time.Hour {

@@ -41,7 +41,7 @@ func Defaults(mode Mode) Config {
 			RetryMax:       5 * time.Second,
 			WriteTimeout:   15 * time.Second,
 			StallAfter:     10 * time.Second,
-			// No keys: signatures are not verified (SPEC 27).
+			// No keys: signatures are not verified (docs/lerian-platform.md).
 			Signatures: Signatures{Require: false, MaxSkew: 0},
 		},
 		Dispatch: Dispatch{
@@ -64,7 +64,7 @@ func Defaults(mode Mode) Config {
 			BackfillPassChunks:  20,
 		},
 		// Plaintext, no SASL: serve with ENV=production refuses this
-		// unless ALLOW_INSECURE_KAFKA (SPEC section 18).
+		// unless ALLOW_INSECURE_KAFKA (docs/security.md).
 		Kafka: Kafka{
 			TLS:           false,
 			SASLMechanism: "",
@@ -93,7 +93,7 @@ func Defaults(mode Mode) Config {
 			Batch:          1000,
 			Budget:         30 * time.Second,
 			HealthWindow:   720 * time.Hour,
-			// Time partitions on PostgreSQL (SPEC 25).
+			// Time partitions on PostgreSQL (docs/performance.md).
 			PartitionInterval:    6 * time.Hour,
 			PartitionFutureWeeks: 4,
 			// Weeks past retention are dropped whole, as before
@@ -110,7 +110,8 @@ func Defaults(mode Mode) Config {
 			IdleTimeout:    12 * time.Hour,
 			SessionMaxAge:  12 * time.Hour,
 		},
-		// Lerian's access manager (SPEC 26): off; AUTH_REQUIRED follows ENV.
+		// Lerian's access manager (docs/lerian-platform.md): off;
+		// AUTH_REQUIRED follows ENV.
 		Auth: Auth{Timeout: 5 * time.Second},
 		Manifests: Manifests{
 			RefreshInterval: 300 * time.Second,
@@ -140,21 +141,22 @@ func Defaults(mode Mode) Config {
 	c.Ingest.MaxBacklog = 4 * c.Ingest.MaxBatch
 	if mode == Dev {
 		// Dev allows private sinks and prints its admin token: it does not
-		// face a network unless told to (SPEC section 14).
+		// face a network unless told to (docs/cli.md).
 		c.HTTPAddr = "127.0.0.1:8080"
 		c.DatabaseURL = "sqlite://./streaming-hub.db"
 		c.AllowPrivateSinks = true
 		c.LogFormat = "text"
-		// SPEC section 14: a new topic is noticed within seconds.
+		// docs/cli.md: a new topic is noticed within seconds.
 		c.Ingest.MetadataMaxAge = 2 * time.Second
 	}
 	return c
 }
 
-// MaxConnsFor is the default database pool size of a role (SPEC 25): a
-// process that delivers needs connections for claims, completions and the
-// API; one that only ingests, for its partitions' transactions and the API.
-// Σ(replicas × pool) must stay within PostgreSQL's max_connections.
+// MaxConnsFor is the default database pool size of a role
+// (docs/performance.md): a process that delivers needs connections for
+// claims, completions and the API; one that only ingests, for its partitions'
+// transactions and the API. Σ(replicas × pool) must stay within PostgreSQL's
+// max_connections.
 func MaxConnsFor(r Role) int {
 	if r == RoleIngest {
 		return 8
@@ -164,7 +166,7 @@ func MaxConnsFor(r Role) int {
 
 // DefaultDLQTopicsRegex is what the DLQ consumer reads unless
 // STREAMING_HUB_DLQ_TOPICS_REGEX says otherwise: the producers' dead-letter
-// topics (SPEC 27).
+// topics (docs/lerian-platform.md).
 const DefaultDLQTopicsRegex = `^lerian\.streaming\..+\.dlq$`
 
 // DefaultTenantID is the tenant a single-tenant hub serves when only
@@ -200,12 +202,13 @@ type Ingest struct {
 	// DLQTopicsRegex (DLQ_TOPICS_REGEX) and DLQGroup (DLQ_GROUP, default
 	// streaming-hub-dlq.<ENV>): the producers' dead-letter topics, read by a
 	// second consumer group and kept for operators, never delivered
-	// (SPEC 27). Their records are kept for Housekeeping.DLQRetention.
+	// (docs/lerian-platform.md). Their records are kept for
+	// Housekeeping.DLQRetention.
 	DLQTopicsRegex string
 	DLQGroup       string
 	// SessionTimeout (KAFKA_SESSION_TIMEOUT) is how long the group waits
 	// for a silent member (a crashed process) before giving its partitions
-	// to others: 15s, well within a dispatch lease (SPEC 25).
+	// to others: 15s, well within a dispatch lease (docs/performance.md).
 	SessionTimeout time.Duration
 	// InstanceID (KAFKA_INSTANCE_ID), when set, makes the consumer a static
 	// member of its group: a process restarted with the same id (after a
@@ -224,17 +227,18 @@ type Ingest struct {
 	WriteTimeout time.Duration // bound on one transaction
 	// StallAfter (INGEST_STALL_AFTER) is how long a partition may fail to
 	// persist its batch before /readyz reports ingest as failing (disk
-	// full, a read-only database, constraint errors): SPEC 16 and 25.
+	// full, a read-only database, constraint errors): docs/operations.md and
+	// docs/performance.md.
 	StallAfter time.Duration
 	// Signatures verifies producers' signed envelopes (SIGNATURE_KEYS,
-	// REQUIRE_SIGNATURES, SIGNATURE_MAX_SKEW; SPEC 27).
+	// REQUIRE_SIGNATURES, SIGNATURE_MAX_SKEW; docs/lerian-platform.md).
 	Signatures Signatures
 	// MetadataMaxAge bounds how long a new matching topic goes unnoticed;
 	// 0 keeps franz-go's own (5m). Dev mode lowers it.
 	MetadataMaxAge time.Duration
 }
 
-// Kafka secures the connections to the brokers (SPEC section 18). There is
+// Kafka secures the connections to the brokers (docs/security.md). There is
 // no option that skips certificate verification.
 type Kafka struct {
 	TLS bool // KAFKA_TLS_ENABLED
@@ -286,9 +290,10 @@ type Dispatch struct {
 	// FlushInterval (RESULT_FLUSH_INTERVAL), whichever comes first.
 	FlushSize     int
 	FlushInterval time.Duration
-	// Backfills (SPEC 29) advance on every maintenance pass: each running
-	// backfill walks up to BackfillPassChunks chunks of BackfillChunk
-	// events, each chunk its own transaction.
+	// Backfills (docs/concepts.md#rate-limits-and-broker-destinations)
+	// advance on every maintenance pass: each running backfill walks up to
+	// BackfillPassChunks chunks of BackfillChunk events, each chunk its own
+	// transaction.
 	BackfillChunk      int
 	BackfillPassChunks int
 }
@@ -329,10 +334,10 @@ type Housekeeping struct {
 	// HealthWindow (HEALTH_WINDOW) is how far back subscription health
 	// reaches: rollups older are pruned, and no health window is longer.
 	HealthWindow time.Duration
-	// PostgreSQL's weekly partitions (SPEC 25): every PartitionInterval
-	// (PARTITION_INTERVAL) one replica makes the current week's and the
-	// PartitionFutureWeeks (PARTITION_FUTURE_WEEKS) next weeks' partitions
-	// unless they exist. SQLite has none.
+	// PostgreSQL's weekly partitions (docs/performance.md): every
+	// PartitionInterval (PARTITION_INTERVAL) one replica makes the current
+	// week's and the PartitionFutureWeeks (PARTITION_FUTURE_WEEKS) next
+	// weeks' partitions unless they exist. SQLite has none.
 	PartitionInterval    time.Duration
 	PartitionFutureWeeks int
 	// PartitionRetention (PARTITION_RETENTION_ENABLED): retention drops
@@ -358,15 +363,15 @@ type Manifests struct {
 	MaxBytes        int           // a larger manifest is refused
 }
 
-// OpenTelemetry defaults (SPEC section 19), for what the standard OTEL_*
-// variables leave unset: service.name, and the OTLP protocol (the
+// OpenTelemetry defaults (docs/operations.md#tracing), for what the standard
+// OTEL_* variables leave unset: service.name, and the OTLP protocol (the
 // OpenTelemetry specification's default).
 const (
 	DefaultOTELServiceName = "streaming-hub"
 	DefaultOTLPProtocol    = "http/protobuf"
 )
 
-// Console configures the web console (SPEC 23).
+// Console configures the web console (docs/console.md).
 type Console struct {
 	// FrameAncestors (CONSOLE_FRAME_ANCESTORS) is the CSP frame-ancestors
 	// source list: who may embed the console in a frame. 'none' (the
@@ -375,6 +380,6 @@ type Console struct {
 	// IdleTimeout is how long a session lives without use (fixed: 12 h).
 	IdleTimeout time.Duration
 	// SessionMaxAge (CONSOLE_SESSION_MAX_AGE) is how long a session lives
-	// at most, however often it is used (SPEC 28).
+	// at most, however often it is used (docs/security.md).
 	SessionMaxAge time.Duration
 }

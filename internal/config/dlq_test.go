@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// SPEC 27: the producers' DLQ topics are read by a group of their own,
-// named after ENV like KAFKA_GROUP, over a regular expression that must
-// compile.
+// docs/lerian-platform.md: the producers' DLQ topics are read by a group of
+// their own, named after ENV like KAFKA_GROUP, over a regular expression that
+// must compile.
 func TestLoad_DLQTopicsAndGroup(t *testing.T) {
 	c, err := Load(Serve, env(serveEnv()))
 	if err != nil {

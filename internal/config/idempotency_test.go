@@ -7,7 +7,7 @@ import (
 )
 
 // STREAMING_HUB_IDEMPOTENCY_TTL: 24h unless set, a positive duration of at
-// most 7 days when set (SPEC 27).
+// most 7 days when set (docs/lerian-platform.md).
 func TestLoad_IdempotencyTTL(t *testing.T) {
 	c, err := Load(Dev, env(nil))
 	if err != nil || c.IdempotencyTTL != 24*time.Hour {

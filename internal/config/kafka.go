@@ -17,7 +17,7 @@ const (
 	envProduction = "production"
 )
 
-// LoadKafka reads only the Kafka security variables (SPEC section 18), as
+// LoadKafka reads only the Kafka security variables (docs/security.md), as
 // Load does, for the commands that talk to Kafka without being a hub
 // (`streaming-hub produce`).
 func LoadKafka(getenv func(string) string) (Kafka, error) {
@@ -127,7 +127,7 @@ func (r *reader) pem(name string) []byte {
 	return b
 }
 
-// checkProduction fails closed with ENV=production (SPEC section 18): no
+// checkProduction fails closed with ENV=production (docs/security.md): no
 // plaintext Kafka unless ALLOW_INSECURE_KAFKA, no PostgreSQL without TLS
 // unless ALLOW_INSECURE_DB_TLS.
 func (c Config) checkProduction(r *reader) {

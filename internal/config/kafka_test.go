@@ -17,7 +17,7 @@ const kek = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
 func production() map[string]string {
 	return map[string]string{
 		"STREAMING_HUB_ENV":               "production",
-		"STREAMING_HUB_AUTH_REQUIRED":     "false", // SPEC 26: no access manager here
+		"STREAMING_HUB_AUTH_REQUIRED":     "false", // docs/lerian-platform.md: no access manager here
 		"STREAMING_HUB_DATABASE_URL":      "postgres://hub:pw@db/hub?sslmode=verify-full",
 		"STREAMING_HUB_KAFKA_BROKERS":     "k1:9093",
 		"STREAMING_HUB_KAFKA_TLS_ENABLED": "true",
@@ -48,7 +48,7 @@ func TestLoad_ProductionAcceptsTLSEverywhere(t *testing.T) {
 	}
 }
 
-// Every refusal of SPEC section 18 is one line naming the variable, and
+// Every refusal of docs/security.md is one line naming the variable, and
 // the variable that allows it lets the start go on.
 func TestLoad_FailsClosed(t *testing.T) {
 	cases := []struct {

@@ -7,8 +7,8 @@ import (
 )
 
 // secretFiles are the variables whose value may instead be read from a
-// mounted file named by <NAME>_FILE (SPEC 27): a Kubernetes or Docker
-// secret mounted as a file never passes through the environment.
+// mounted file named by <NAME>_FILE (docs/lerian-platform.md): a Kubernetes
+// or Docker secret mounted as a file never passes through the environment.
 var secretFiles = map[string]bool{"KEK": true, "KEK_PREVIOUS": true, "ADMIN_TOKEN": true,
 	"EGRESS_PROXY": true} // its URL may hold the proxy's credentials
 

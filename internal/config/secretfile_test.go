@@ -19,7 +19,8 @@ func writeSecret(t *testing.T, name, content string) string {
 }
 
 // STREAMING_HUB_KEK_FILE, _KEK_PREVIOUS_FILE and _ADMIN_TOKEN_FILE read the
-// value from a mounted file, one trailing newline ignored (SPEC 27).
+// value from a mounted file, one trailing newline ignored
+// (docs/lerian-platform.md).
 func TestLoad_SecretsFromFiles(t *testing.T) {
 	previous := base64.StdEncoding.EncodeToString([]byte("fedcba9876543210fedcba9876543210"))
 	for _, nl := range []string{"", "\n", "\r\n"} {

@@ -14,7 +14,7 @@ import (
 )
 
 // Signatures configures the verification of producers' signed envelopes
-// (lib-streaming v4, SPEC 27).
+// (lib-streaming v4, docs/lerian-platform.md).
 type Signatures struct {
 	// Keys (SIGNATURE_KEYS or SIGNATURE_KEYS_FILE) are the producers' keys,
 	// each bound to one ce-source. None: signatures are not verified.
@@ -160,7 +160,7 @@ func (r *reader) signatureKeys(name, v string) []SignatureKey {
 	return keys
 }
 
-// validSource is the wire contract's rule for ce-source (SPEC 2).
+// validSource is the wire contract's rule for ce-source (docs/wire-contract.md).
 func validSource(s string) bool {
 	if s == "" || len(s) > 2048 || !utf8.ValidString(s) {
 		return false

@@ -34,8 +34,8 @@ func mintJWT(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
-// SPEC 26: the console's sign-in takes a JWT that the access manager
-// authorizes; its session ends at the token's exp at the latest.
+// docs/lerian-platform.md: the console's sign-in takes a JWT that the access
+// manager authorizes; its session ends at the token's exp at the latest.
 func TestSignIn_AccessManagerJWTEndsAtExp(t *testing.T) {
 	testkit.Long(t)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)

@@ -203,9 +203,10 @@ func assertInert(t *testing.T, where, body string) {
 	}
 }
 
-// The form makes every kind of destination the API takes (SPEC 22, 29), with
-// filters and a rate limit; editing a broker subscription without typing
-// its URL or SASL password again keeps its credentials.
+// The form makes every kind of destination the API takes
+// (docs/concepts.md#rate-limits-and-broker-destinations), with filters and a
+// rate limit; editing a broker subscription without typing its URL or SASL
+// password again keeps its credentials.
 func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

@@ -7,11 +7,11 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// TestBadge_ATenantSessionShowsItsTenantsName (SPEC 31, names before ids):
-// a tenant's session, opened with its key or a portal link, names its
-// tenant by name in the badge on every page (the id on hover), read from
-// the API as a tenant may; a rename shows on the next page; a name is
-// text, never markup.
+// TestBadge_ATenantSessionShowsItsTenantsName (docs/console.md, names before
+// ids): a tenant's session, opened with its key or a portal link, names its
+// tenant by name in the badge on every page (the id on hover), read from the
+// API as a tenant may; a rename shows on the next page; a name is text, never
+// markup.
 func TestBadge_ATenantSessionShowsItsTenantsName(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

@@ -1,9 +1,9 @@
-// Package console is the hub's web console (SPEC 23): server-rendered HTML
-// for operators and tenants, served at /console/ by every role that serves
-// the API. It is a client of the API inside the process: every read and
-// write goes through the API's own routes, validation and authorization
-// (api.Server.Call), so the console has no second copy of the rules. Only
-// its sessions and portal links are its own (store.Console).
+// Package console is the hub's web console (docs/console.md): server-rendered
+// HTML for operators and tenants, served at /console/ by every role that
+// serves the API. It is a client of the API inside the process: every read
+// and write goes through the API's own routes, validation and authorization
+// (api.Server.Call), so the console has no second copy of the rules. Only its
+// sessions and portal links are its own (store.Console).
 package console
 
 import (

@@ -223,7 +223,7 @@ func TestSignIn_CookieAttributesThrottleAndBadTokens(t *testing.T) {
 		key := h.tenant("acme")
 		b := h.browser()
 		csrf := b.csrf("/console/signin")
-		// Behind a TLS proxy the browser's origin is https (SPEC 28: the
+		// Behind a TLS proxy the browser's origin is https (docs/security.md: the
 		// Origin check compares the scheme too).
 		got := b.post("/console/signin", url.Values{"csrf": {csrf}, "token": {adminToken}},
 			"X-Forwarded-Proto", "https", "Origin", strings.Replace(h.url, "http://", "https://", 1))

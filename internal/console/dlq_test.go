@@ -9,8 +9,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// The producers' DLQ page (SPEC 27): operator only, newest first, paged,
-// filtered, and whatever a producer put in a record is shown as inert text.
+// The producers' DLQ page (docs/lerian-platform.md): operator only, newest
+// first, paged, filtered, and whatever a producer put in a record is shown as
+// inert text.
 func TestDLQPage_ListsRecordsInertlyForOperatorsOnly(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

@@ -18,7 +18,7 @@ const (
 )
 
 // badFormText reads a POSTed form, bounded, and names the first field (in
-// name order) whose name or value is not valid UTF-8 (SPEC 28): the API
+// name order) whose name or value is not valid UTF-8 (docs/security.md): the API
 // would receive it re-encoded with U+FFFD, so it is refused before any
 // handler reads it. "" when the form is clean, or cannot be read (the
 // handler answers that as it always has: no CSRF token, a 403).

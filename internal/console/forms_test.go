@@ -9,7 +9,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// TestForms_InvalidUTF8Is400NamingTheField (SPEC 28): a form value or
+// TestForms_InvalidUTF8Is400NamingTheField (docs/security.md): a form value or
 // name that is not valid UTF-8 is refused with a 400 naming the field,
 // whatever the form, before anything reaches the API; nothing is stored
 // with U+FFFD. A key twice in the filters typed into the form reaches the

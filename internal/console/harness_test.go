@@ -44,7 +44,7 @@ type options struct {
 	adminToken string
 	// sessionMaxAge is the sessions' absolute lifetime; 0 is the default.
 	sessionMaxAge time.Duration
-	// auth is Lerian's access manager (SPEC 26); off by default.
+	// auth is Lerian's access manager (docs/lerian-platform.md); off by default.
 	auth config.Auth
 	// servedTenant makes the hub single-tenant, serving it.
 	servedTenant string

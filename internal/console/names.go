@@ -6,8 +6,8 @@ import (
 	"sort"
 )
 
-// Names before ids (SPEC 31): a page that lists a tenant's deliveries shows
-// each one's subscription by name, read with one list call for the page
+// Names before ids (docs/console.md): a page that lists a tenant's deliveries
+// shows each one's subscription by name, read with one list call for the page
 // (never one call a row); an id whose name is not known is shown as the id.
 
 // subscriptionNames are the tenant's subscriptions' names by id: the first

@@ -5,9 +5,9 @@ import (
 	"net/url"
 )
 
-// dlq: the records of the producers' DLQ topics (SPEC 27), newest first,
-// paged, filtered by topic and tenant (operator only: the API answers a
-// tenant 403).
+// dlq: the records of the producers' DLQ topics (docs/lerian-platform.md),
+// newest first, paged, filtered by topic and tenant (operator only: the API
+// answers a tenant 403).
 func (c *Console) dlq(w http.ResponseWriter, r *http.Request, s *session) {
 	var list struct {
 		Data       []m

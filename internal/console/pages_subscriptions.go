@@ -167,7 +167,8 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 	} else if !creating {
 		body["rate_limit"] = nil
 	}
-	// A jq program (SPEC 29), with the browser's CRLF line ends made LF.
+	// A jq program (docs/concepts.md#rate-limits-and-broker-destinations),
+	// with the browser's CRLF line ends made LF.
 	if program := strings.TrimSpace(strings.ReplaceAll(f.Get("transform"), "\r\n", "\n")); program != "" {
 		body["transform"] = program
 	} else if !creating {
@@ -197,11 +198,13 @@ func backfillSince(v string) string {
 }
 
 // destinationRequest is the form's destination: a webhook, a RabbitMQ
-// exchange, a Kafka topic (SPEC 22), a NATS JetStream subject or a Pub/Sub
-// topic (SPEC 29). On an edit, a URL left as shown is not sent again (a
-// broker URL is shown without its credentials, and sending it back would
-// clear them), nor is SASL without a new password, nor a Pub/Sub key left
-// empty.
+// exchange, a Kafka topic
+// (docs/concepts.md#rate-limits-and-broker-destinations), a NATS JetStream
+// subject or a Pub/Sub topic
+// (docs/concepts.md#rate-limits-and-broker-destinations). On an edit, a URL
+// left as shown is not sent again (a broker URL is shown without its
+// credentials, and sending it back would clear them), nor is SASL without a
+// new password, nor a Pub/Sub key left empty.
 func destinationRequest(f url.Values, creating bool) m {
 	kind := f.Get("destination_type")
 	if kind == "" {

@@ -20,7 +20,7 @@ func (c *Console) tenantReady(w http.ResponseWriter, r *http.Request, s *session
 }
 
 // tenantOf: the page of one delivery, subscription or event (kind, id)
-// is its tenant's (SPEC 31). An operator who follows a link to it acts on
+// is its tenant's (docs/console.md). An operator who follows a link to it acts on
 // the tenant that holds it, found with the API's lookup, whatever tenant
 // was chosen before (none, or another): the choice is kept, as the picker
 // keeps it, so the page's buttons act on that tenant too, and the page

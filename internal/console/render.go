@@ -176,10 +176,10 @@ func prettyJSON(v any) string {
 	return strings.TrimSuffix(out.String(), "\n")
 }
 
-// timeTag is how every page shows a time (SPEC 31): relative to now ("3 min
-// ago", "in 5 s") in a <time> whose datetime and title hold the exact RFC
-// 3339 time, shown on hover; "—" for none, and the text as sent when it is
-// not a time.
+// timeTag is how every page shows a time (docs/console.md): relative to now
+// ("3 min ago", "in 5 s") in a <time> whose datetime and title hold the exact
+// RFC 3339 time, shown on hover; "—" for none, and the text as sent when it
+// is not a time.
 func timeTag(v any, now time.Time) template.HTML {
 	var t time.Time
 	switch x := v.(type) {

@@ -366,10 +366,11 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 }
 
-// Portal links (SPEC 23, 28). A GET shows what the link opens and asks;
-// only the POST of that page (same origin, its double-submit token) spends
-// the link and starts the session, so a link opened by another site, or
-// in a browser signed in as someone else, replaces nothing by itself.
+// Portal links (docs/console.md, docs/security.md). A GET shows what the link
+// opens and asks; only the POST of that page (same origin, its double-submit
+// token) spends the link and starts the session, so a link opened by another
+// site, or in a browser signed in as someone else, replaces nothing by
+// itself.
 const (
 	linkGone = "This portal link is unknown, expired or revoked. Ask for a new one."
 	linkUsed = "Portal link already used: a link opens one session, once. Ask for a new one."

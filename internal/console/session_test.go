@@ -33,7 +33,7 @@ func (b *browser) session(h *hub) (store.ConsoleSession, error) {
 	return store.ConsoleSession{}, hubpkg.Errorf(hubpkg.ENOTFOUND, "no session cookie")
 }
 
-// SPEC 28: a session opened with the admin token stores the token's hash
+// docs/security.md: a session opened with the admin token stores the token's hash
 // and ends when the hub's admin token changes; a key's session does not.
 func TestSession_AdminSessionEndsWhenTheAdminTokenChanges(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
@@ -73,7 +73,7 @@ func TestSession_AdminSessionEndsWhenTheAdminTokenChanges(t *testing.T) {
 	})
 }
 
-// SPEC 28: every session has an absolute lifetime beside the idle limit,
+// docs/security.md: every session has an absolute lifetime beside the idle limit,
 // 12 h by default (STREAMING_HUB_CONSOLE_SESSION_MAX_AGE).
 func TestSession_AbsoluteLifetime(t *testing.T) {
 	testkit.Long(t)
@@ -106,7 +106,7 @@ func TestSession_AbsoluteLifetime(t *testing.T) {
 	})
 }
 
-// SPEC 28: the CSRF token is stored hashed, never in clear, and the
+// docs/security.md: the CSRF token is stored hashed, never in clear, and the
 // session's own token is the one accepted.
 func TestSession_CSRFTokenStoredHashed(t *testing.T) {
 	testkit.Long(t)
@@ -127,8 +127,8 @@ func TestSession_CSRFTokenStoredHashed(t *testing.T) {
 	})
 }
 
-// SPEC 28: a link opens one session, once; the GET only asks; the session
-// ends at the link's expiry, whatever its use, or when it is revoked.
+// docs/security.md: a link opens one session, once; the GET only asks; the
+// session ends at the link's expiry, whatever its use, or when it is revoked.
 func TestPortal_SingleUseEndsWithTheLinkAndItsRevocation(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
@@ -199,7 +199,7 @@ func TestPortal_SingleUseEndsWithTheLinkAndItsRevocation(t *testing.T) {
 	})
 }
 
-// SPEC 28: opening a link never silently replaces another session (login
+// docs/security.md: opening a link never silently replaces another session (login
 // CSRF): the GET, even from another site, changes nothing; the POST must
 // come from the link's own page.
 func TestPortal_NeverReplacesASessionUnasked(t *testing.T) {
@@ -254,7 +254,7 @@ func TestPortal_NeverReplacesASessionUnasked(t *testing.T) {
 	})
 }
 
-// SPEC 28: the Origin check compares scheme, host and port.
+// docs/security.md: the Origin check compares scheme, host and port.
 func TestOrigin_SchemeHostAndPortCompared(t *testing.T) {
 	h := newHub(t, testkit.Drivers[1], options{})
 	u, _ := url.Parse(h.url)
@@ -312,8 +312,8 @@ func TestOrigin_SchemeHostAndPortCompared(t *testing.T) {
 	}
 }
 
-// The tenant page lists the tenant's live links and revokes them (SPEC
-// 23's portal links, 28's revocation).
+// The tenant page lists the tenant's live links and revokes them
+// (docs/console.md's portal links, docs/security.md's revocation).
 func TestTenantPage_ListsAndRevokesPortalLinks(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{})

@@ -11,7 +11,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// SPEC 31: tables show the subscription's name with its id a small line
+// docs/console.md: tables show the subscription's name with its id a small line
 // under it, times relative with the exact time on hover, and the search's
 // time filters are datetime-local inputs read as UTC.
 func TestTables_NamesBeforeIDsAndRelativeTimes(t *testing.T) {

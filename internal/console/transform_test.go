@@ -10,7 +10,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// The subscription form takes a transform (SPEC 29) in a textarea; the
+// The subscription form takes a transform
+// (docs/concepts.md#rate-limits-and-broker-destinations) in a textarea; the
 // subscription's page and its edit form show it; emptying it clears it; a
 // program that does not compile is refused naming transform.
 func TestActions_TransformThroughTheForms(t *testing.T) {

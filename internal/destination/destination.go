@@ -1,11 +1,11 @@
-// Package destination is what every destination driver shares (SPEC 22,
-// 29): the Target and Message of one attempt, the Driver interface the
-// webhook, RabbitMQ, Kafka, NATS and Pub/Sub drivers implement (in the
-// packages under this one), and the one send path, Registry.Send, that
-// dispatch, the test event and the verification probe all go through. It
-// also holds what the drivers have in common: the SSRF-safe dialer,
-// Standard Webhooks signing, the sealed secrets and the description of a
-// transport error.
+// Package destination is what every destination driver shares
+// (docs/concepts.md#rate-limits-and-broker-destinations): the Target and
+// Message of one attempt, the Driver interface the webhook, RabbitMQ, Kafka,
+// NATS and Pub/Sub drivers implement (in the packages under this one), and
+// the one send path, Registry.Send, that dispatch, the test event and the
+// verification probe all go through. It also holds what the drivers have in
+// common: the SSRF-safe dialer, Standard Webhooks signing, the sealed secrets
+// and the description of a transport error.
 package destination
 
 import (

@@ -33,7 +33,8 @@ func EventHeaders(ev hub.Event, deliveryID, traceparent string) http.Header {
 		h["X-Lerian-Sequence"] = []string{strconv.FormatInt(ev.Sequence, 10)}
 	}
 	if ev.ProducerKeyID != "" {
-		// The producer key whose signature verified at ingest (SPEC 27).
+		// The producer key whose signature verified at ingest
+		// (docs/lerian-platform.md).
 		h["X-Lerian-Producer-Key"] = []string{ev.ProducerKeyID}
 	}
 	if ev.Subject != "" {

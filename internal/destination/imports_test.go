@@ -37,9 +37,10 @@ func imports(t *testing.T, dir string) map[string]bool {
 	return out
 }
 
-// The driver shape's rules (SPEC 29): this package imports no driver, no
-// driver imports another, and drivers are given values, not the hub's
-// configuration.
+// The driver shape's rules
+// (docs/concepts.md#rate-limits-and-broker-destinations): this package
+// imports no driver, no driver imports another, and drivers are given values,
+// not the hub's configuration.
 func TestImports_DriversStandAlone(t *testing.T) {
 	entries, err := os.ReadDir(".")
 	if err != nil {

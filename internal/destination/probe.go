@@ -23,10 +23,12 @@ type ProbeResult struct {
 	Duration   time.Duration
 }
 
-// Probe verifies t (SPEC 7, 22): it sends a signed hub.verification
-// message, {"type":"hub.verification","challenge":...,"subscription_id":...},
-// through the send path. A webhook passes when it answers 2xx with the
-// challenge in its body, a broker when it confirms the message.
+// Probe verifies t (docs/concepts.md#deliveries,
+// docs/concepts.md#rate-limits-and-broker-destinations): it sends a signed
+// hub.verification message,
+// {"type":"hub.verification","challenge":...,"subscription_id":...}, through
+// the send path. A webhook passes when it answers 2xx with the challenge in
+// its body, a broker when it confirms the message.
 func (r *Registry) Probe(ctx context.Context, t Target, tenant, subscriptionID string, now time.Time) ProbeResult {
 	challenge, id := RandomHex(16), "probe_"+RandomHex(12)
 	body, _ := json.Marshal(map[string]string{
@@ -35,7 +37,7 @@ func (r *Registry) Probe(ctx context.Context, t Target, tenant, subscriptionID s
 	h := http.Header{"X-Lerian-Event-Type": {ProbeEventType}}
 	if t.Type != hub.DestinationWebhook {
 		// A broker's probe has always carried these too; a webhook's
-		// only its event type (SPEC 7).
+		// only its event type (docs/concepts.md#deliveries).
 		h["X-Lerian-Delivery-Id"], h["X-Lerian-Tenant-Id"] = []string{id}, []string{tenant}
 	}
 	res := r.Send(ctx, t, Message{ID: id, EventType: ProbeEventType, TenantID: tenant,

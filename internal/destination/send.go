@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Registry is the one send path (SPEC 29): the drivers by destination
-// type and the delivery timeout. Dispatch, the test event and the
+// Registry is the one send path
+// (docs/concepts.md#rate-limits-and-broker-destinations): the drivers by
+// destination type and the delivery timeout. Dispatch, the test event and the
 // verification probe all send through its Send.
 type Registry struct {
 	timeout time.Duration

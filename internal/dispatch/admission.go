@@ -13,16 +13,16 @@ const activeFor = 10 * time.Second
 
 // destinations counts the attempts in flight to each destination (scheme,
 // host and port). A destination holds at most its share of the in-flight
-// set, divided fairly among the tenants sending there (SPEC 25): with n
-// tenants active at a destination, each is owed share/n attempts (at least
-// one). A tenant takes more than its fair share only from room no other
-// active tenant is owed, and a tenant under its fair share is admitted
-// even when others' borrowed attempts fill the share (up to twice the
-// share, the hard ceiling). So one tenant's hung attempts never take
-// another tenant's room on a shared host: they hold at most what they
-// borrowed, and only until the delivery timeout. The subscriptions of
-// tenants refused at a destination are remembered: claims leave them alone
-// until their tenant has room there again.
+// set, divided fairly among the tenants sending there (docs/performance.md):
+// with n tenants active at a destination, each is owed share/n attempts (at
+// least one). A tenant takes more than its fair share only from room no other
+// active tenant is owed, and a tenant under its fair share is admitted even
+// when others' borrowed attempts fill the share (up to twice the share, the
+// hard ceiling). So one tenant's hung attempts never take another tenant's
+// room on a shared host: they hold at most what they borrowed, and only until
+// the delivery timeout. The subscriptions of tenants refused at a destination
+// are remembered: claims leave them alone until their tenant has room there
+// again.
 type destinations struct {
 	share int
 	now   func() time.Time

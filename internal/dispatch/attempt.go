@@ -87,8 +87,9 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address strin
 		return a
 	}
 	a.target = destination.TargetOf(c.Subscription, sec, now)
-	// The subscription's transform (SPEC 29) makes the body; the headers
-	// and the signature cover what it made.
+	// The subscription's transform
+	// (docs/concepts.md#rate-limits-and-broker-destinations) makes the body;
+	// the headers and the signature cover what it made.
 	body, contentType, err := d.transforms.Apply(ctx, c.Subscription.Transform, c.Event)
 	if err != nil {
 		a.err = err
@@ -140,7 +141,8 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	a.rec.StatusCode = status
 	endAttempt(a.span, status, err)
 	if b := d.cfg.Breakers; b != nil {
-		// A timeout is a failure like any other (SPEC 8).
+		// A timeout is a failure like any other
+		// (docs/concepts.md#when-destinations-break).
 		if woken := b.Record(c.Job.TenantID, a.address, err == nil); len(woken) > 0 {
 			d.wakeShed(woken)
 		}

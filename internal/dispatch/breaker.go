@@ -160,7 +160,8 @@ func (b *Breakers) Record(tenant, url string, success bool) (woken []string) {
 }
 
 // Close closes the breaker of (tenant, url) at once, as a passing
-// verification probe does (SPEC 8), and returns the subscriptions it shed.
+// verification probe does (docs/concepts.md#when-destinations-break), and
+// returns the subscriptions it shed.
 func (b *Breakers) Close(tenant, url string) (woken []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -239,9 +240,10 @@ func (b *Breakers) gauge() {
 }
 
 // Verified is what a passing verification probe of sub does to delivery
-// (SPEC 8): the breaker of its destination closes at once, and its waiting
-// jobs (and those of the other subscriptions the breaker shed) are made due
-// now and claimed without waiting for the idle poll.
+// (docs/concepts.md#when-destinations-break): the breaker of its destination
+// closes at once, and its waiting jobs (and those of the other subscriptions
+// the breaker shed) are made due now and claimed without waiting for the idle
+// poll.
 func (d *Dispatcher) Verified(ctx context.Context, sub hub.Subscription) error {
 	woken := []string{sub.ID}
 	if b := d.cfg.Breakers; b != nil {

@@ -103,7 +103,8 @@ type Dispatcher struct {
 	dests destinations
 	// throttles are the rate-limited subscriptions' token buckets.
 	throttles throttles
-	// transforms are the subscriptions' compiled jq programs (SPEC 29).
+	// transforms are the subscriptions' compiled jq programs
+	// (docs/concepts.md#rate-limits-and-broker-destinations).
 	transforms transform.Cache
 
 	// leases are the leases held here, renewed every sixth of a lease
@@ -187,8 +188,8 @@ func New(cfg Config) (*Dispatcher, error) {
 // none starts afterwards (or when ctx is done first). Run then gives back
 // the claimed jobs no worker started, lets the attempts in flight finish,
 // writes their results and returns. Shutdown calls it first, so a stopping
-// process takes on no new work (SPEC 16). A dispatcher runs once: Step,
-// the synchronous form, is not fenced.
+// process takes on no new work (docs/operations.md). A dispatcher runs once:
+// Step, the synchronous form, is not fenced.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
 		close(d.stopping)

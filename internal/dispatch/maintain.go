@@ -69,7 +69,8 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 	return d.backfill(ctx)
 }
 
-// backfill advances the running backfills (SPEC 29) by up to
+// backfill advances the running backfills
+// (docs/concepts.md#rate-limits-and-broker-destinations) by up to
 // BackfillPassChunks chunks each, a transaction per chunk, so a big window
 // never holds one long transaction and other tenants' claims keep flowing
 // between chunks. The jobs it queues (and those a finished backfill stops

@@ -10,7 +10,7 @@ import (
 // An event signed by a producer key is delivered with X-Lerian-Producer-Key
 // (webhooks, and broker destinations, which carry X-Lerian-* as headers);
 // an unsigned one without it. The producer's ce-sig* headers travel on as
-// extensions (SPEC 27).
+// extensions (docs/lerian-platform.md).
 func TestEventHeaders_ProducerKey(t *testing.T) {
 	ev := hub.Event{ID: "e", TenantID: "acme", ProducerKeyID: "k1",
 		Extensions: map[string]string{"ce-sig": "v1.x", "ce-sigkid": "k1", "ce-sigts": "2026-09-26T12:00:05Z"}}

@@ -530,8 +530,8 @@ func TestBreaker_AVerifyOnAnotherProcessClosesThisOne(t *testing.T) {
 	})
 }
 
-// A shared receiver host is shared fairly (SPEC 25): one tenant's hung
-// attempts, which took the host's whole share while it was alone there,
+// A shared receiver host is shared fairly (docs/performance.md): one tenant's
+// hung attempts, which took the host's whole share while it was alone there,
 // never hold back another tenant sending to the same host, and the hung
 // tenant gets no attempt beyond what it holds.
 func TestInFlight_AHungTenantNeverHoldsAnotherTenantsRoomOnASharedHost(t *testing.T) {

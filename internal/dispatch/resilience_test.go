@@ -103,7 +103,7 @@ func TestBreaker_ShedsWithoutAttemptsThenProbesAndRecovers(t *testing.T) {
 }
 
 // autoDisableRig fails (or succeeds) at chosen instants: each call steps
-// the dispatcher at t0+h hours with a fresh event, as the SPEC's gates are
+// the dispatcher at t0+h hours with a fresh event, as auto-disable's gates are
 // about time, not counts.
 type autoDisableRig struct {
 	*rig

@@ -6,8 +6,9 @@ import (
 )
 
 // throttles are the token buckets of this process's rate-limited
-// subscriptions (SPEC 22, rate_limit.per_second): each holds one second's
-// worth of tokens and refills at its rate, on the dispatcher's clock.
+// subscriptions (docs/concepts.md#rate-limits-and-broker-destinations,
+// rate_limit.per_second): each holds one second's worth of tokens and refills
+// at its rate, on the dispatcher's clock.
 //
 // A bucket is kept as its theoretical arrival time (GCRA): the instant the
 // bucket would be empty again if nothing more were taken. That is exact

@@ -50,9 +50,10 @@ func verifyStandardWebhooks(t *testing.T, secret string, got received) {
 	t.Fatalf("webhook-signature %q does not verify over the body received (%s)", got.header.Get("webhook-signature"), got.body)
 }
 
-// A subscription's transform (SPEC 29) makes the body the receiver gets:
-// JSON as application/json, a string as text/plain, and in both cases the
-// signature verifies over what was received.
+// A subscription's transform
+// (docs/concepts.md#rate-limits-and-broker-destinations) makes the body the
+// receiver gets: JSON as application/json, a string as text/plain, and in
+// both cases the signature verifies over what was received.
 func TestTransform_TheReceiverGetsTheTransformedBodySigned(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

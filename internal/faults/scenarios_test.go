@@ -24,7 +24,7 @@ import (
 
 // Three kill -9s of the hub during a 10,000-event load: after restarts
 // every event is delivered at least once; duplicates are counted and stay
-// within what can be in flight when a process dies. SPEC 25: no
+// within what can be in flight when a process dies. docs/performance.md: no
 // subscription pauses longer than the lease plus 5 s across a kill, the
 // time the replica's Kafka partitions take to come back included. The
 // process runs on the default session timeout (15 s, more than that bound)
@@ -73,10 +73,10 @@ func TestKill9ThreeTimesDuringLoad(t *testing.T) {
 	if got.overlaps > 0 {
 		t.Errorf("%d concurrent attempts of one event or subscription", got.overlaps)
 	}
-	// SPEC 25's bound is the lease plus one maintenance pass (5 s); the
-	// test fails only past a further 4 s, which a loaded CI machine's
-	// scheduling can take, and which is still short of the 15 s session
-	// timeout a replica without static membership waits for its
+	// The bound (docs/performance.md) is the lease plus one maintenance pass
+	// (5 s); the test fails only past a further 4 s, which a loaded CI
+	// machine's scheduling can take, and which is still short of the 15 s
+	// session timeout a replica without static membership waits for its
 	// partitions (that one pauses 15 s and more, and fails here).
 	bound := lease + 5*time.Second
 	limit := bound + 4*time.Second

@@ -11,8 +11,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// The records of the producers' DLQ topics (SPEC 27) are reaped after
-// STREAMING_HUB_DLQ_RETENTION by the same pass, in batches.
+// The records of the producers' DLQ topics (docs/lerian-platform.md) are
+// reaped after STREAMING_HUB_DLQ_RETENTION by the same pass, in batches.
 func TestPass_ReapsDLQRecordsPastTheRetention(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		ctx := context.Background()

@@ -133,8 +133,9 @@ func (h *Housekeeper) partitionsPass(ctx context.Context) (next time.Duration) {
 
 // Partitions makes, unless another replica is doing it, the partitions of
 // this week and of the PartitionFutureWeeks after it that do not exist
-// yet (SPEC 25), so inserts land in their week rather than the default
-// partition. A store without time partitions (SQLite) has nothing to do.
+// yet (docs/performance.md), so inserts land in their week rather than the
+// default partition. A store without time partitions (SQLite) has nothing to
+// do.
 func (h *Housekeeper) Partitions(ctx context.Context) (ran bool, made int, err error) {
 	p, ok := h.cfg.Store.(store.Partitioner)
 	if !ok {
@@ -162,7 +163,8 @@ func (h *Housekeeper) Pass(ctx context.Context) (ran bool, deleted store.PruneRe
 		if err != nil {
 			return err
 		}
-		// The producers' DLQ records (SPEC 27) live as long as dead letters.
+		// The producers' DLQ records (docs/lerian-platform.md) live as long
+		// as dead letters.
 		if h.due(h.lastDLQPrune, h.cfg.DLQPruneInterval) {
 			if err := h.pruneDLQ(ctx); err != nil {
 				return err

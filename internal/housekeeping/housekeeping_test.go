@@ -58,8 +58,9 @@ func TestPass_DeletesPastRetentionInBatchesAndCountsJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Past the week the bound falls in: on PostgreSQL retention works
-		// by whole weeks (SPEC 25), and the old week is kept (the pending
-		// job needs its event) with its other rows deleted one by one.
+		// by whole weeks (docs/performance.md), and the old week is kept (the
+		// pending job needs its event) with its other rows deleted one by
+		// one.
 		clock.Advance(15 * 24 * time.Hour)
 		if _, err := s.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "new")}}); err != nil {
 			t.Fatal(err)

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// idempotencyReaper is the store's reap of expired idempotency keys (SPEC
-// 27); a store without it has none to reap.
+// idempotencyReaper is the store's reap of expired idempotency keys
+// (docs/lerian-platform.md); a store without it has none to reap.
 type idempotencyReaper interface {
 	ReapIdempotencyKeys(ctx context.Context, batch int) (int, error)
 }

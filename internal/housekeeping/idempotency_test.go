@@ -13,7 +13,7 @@ import (
 )
 
 // A pass reaps the idempotency keys past their TTL, in batches, and keeps
-// the live ones (SPEC 27).
+// the live ones (docs/lerian-platform.md).
 func TestPass_ReapsExpiredIdempotencyKeys(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {

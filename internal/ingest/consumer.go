@@ -27,7 +27,7 @@ type Persister interface {
 // Config configures a Consumer; config.Defaults fills the settings.
 type Config struct {
 	config.Ingest
-	// Kafka is TLS and SASL to the brokers (SPEC section 18).
+	// Kafka is TLS and SASL to the brokers (docs/security.md).
 	Kafka config.Kafka
 	// ServedTenant, when set, is the one tenant a single-tenant hub serves
 	// (config.Tenancy.Served): records of any other ce-tenantid are
@@ -153,9 +153,10 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 	}
 	if cfg.InstanceID != "" {
-		// Static membership (SPEC 25): a crashed process restarted with
-		// the same id takes its partitions back at once instead of the
-		// group waiting out the session timeout of the dead member.
+		// Static membership (docs/performance.md): a crashed process
+		// restarted with the same id takes its partitions back at once
+		// instead of the group waiting out the session timeout of the dead
+		// member.
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
 	}
 	if cfg.MetadataMaxAge > 0 {

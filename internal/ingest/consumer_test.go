@@ -341,7 +341,7 @@ func TestConsumer_HostileRecordsNeverBlockTheirPartition(t *testing.T) {
 }
 
 // checkStallGauge checks streaming_hub_ingest_partition_stalled of the
-// test topic's partitions 0 and 1 (SPEC 27).
+// test topic's partitions 0 and 1 (docs/lerian-platform.md).
 func checkStallGauge(t *testing.T, cfg ingest.Config, p0, p1 float64) {
 	t.Helper()
 	for p, want := range []float64{p0, p1} {

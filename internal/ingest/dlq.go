@@ -17,7 +17,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// The headers lib-streaming stamps on a quarantined record (SPEC 27).
+// The headers lib-streaming stamps on a quarantined record
+// (docs/lerian-platform.md).
 const (
 	HeaderDLQSourceTopic     = "x-lerian-dlq-source-topic"
 	HeaderDLQSourcePartition = "x-lerian-dlq-source-partition"
@@ -60,10 +61,10 @@ func (c DLQConfig) check() error {
 }
 
 // DLQConsumer reads the producers' dead-letter topics in a consumer group
-// of its own and keeps each record for operators (SPEC 27). It never
-// makes an event of one: nothing it reads is matched or delivered. Offsets
-// are committed after the records are stored; storing is idempotent on
-// (topic, partition, offset), so a record read twice is kept once.
+// of its own and keeps each record for operators (docs/lerian-platform.md).
+// It never makes an event of one: nothing it reads is matched or delivered.
+// Offsets are committed after the records are stored; storing is idempotent
+// on (topic, partition, offset), so a record read twice is kept once.
 type DLQConsumer struct {
 	cfg DLQConfig
 	cl  *kgo.Client
@@ -79,8 +80,9 @@ func NewDLQ(cfg DLQConfig) (*DLQConsumer, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	// The delivery consumer beside it, on the same brokers with the same
-	// security, logs a refused connection's cause: once is enough (SPEC
-	// 18), so this watch keeps the cause for Ready without a line of its own.
+	// security, logs a refused connection's cause: once is enough
+	// (docs/security.md), so this watch keeps the cause for Ready without a
+	// line of its own.
 	sec, err := kafkasec.New(cfg.Kafka, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("ingest: dlq: %w", err)

@@ -50,12 +50,12 @@ func dlqRows(t *testing.T, s store.Store) []store.DLQRecord {
 	return got
 }
 
-// SPEC 27: a record lib-streaming quarantined on lerian.streaming.<app>.dlq
-// is kept with its headers, source coordinates, ce-id, tenant and the start
-// of its value, its offset committed in the DLQ group; it is delivered to
-// nobody (the delivery consumer, running alongside, never reads it). Hostile
-// records are kept safely behind it and never block the partition, and a
-// second reading keeps one row per record.
+// docs/lerian-platform.md: a record lib-streaming quarantined on
+// lerian.streaming.<app>.dlq is kept with its headers, source coordinates,
+// ce-id, tenant and the start of its value, its offset committed in the DLQ
+// group; it is delivered to nobody (the delivery consumer, running alongside,
+// never reads it). Hostile records are kept safely behind it and never block
+// the partition, and a second reading keeps one row per record.
 func TestDLQConsumer_KeepsProducerDeadLettersAndDeliversNone(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
@@ -136,7 +136,8 @@ func TestDLQConsumer_KeepsProducerDeadLettersAndDeliversNone(t *testing.T) {
 }
 
 // Whatever KAFKA_TOPICS_REGEX says, the delivery consumer never subscribes
-// to .dlq nor .commands topics (SPEC 27): the hub carries facts only.
+// to .dlq nor .commands topics (docs/lerian-platform.md): the hub carries
+// facts only.
 func TestConsumer_NeverReadsDLQOrCommandsWhateverTheRegex(t *testing.T) {
 	s := testkit.OpenSQLite(t, store.Options{})
 	tenants(t, s, "acme")

@@ -12,7 +12,7 @@ import (
 
 // FuzzIngestPostgres feeds whatever the parser makes of arbitrary headers
 // into the PostgreSQL driver's Ingest: the batch must always commit, since a
-// batch that cannot would stop its partition forever (SPEC 2).
+// batch that cannot would stop its partition forever (docs/wire-contract.md).
 //
 //	STREAMING_HUB_TEST_POSTGRES_URL=... go test ./internal/ingest -run '^$' -fuzz FuzzIngestPostgres -fuzztime 30s
 func FuzzIngestPostgres(f *testing.F) {

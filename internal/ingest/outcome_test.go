@@ -54,7 +54,7 @@ var rules = func() map[string]bool {
 	return m
 }()
 
-// checkOutcome asserts what SPEC section 2 promises of every rejection: a
+// checkOutcome asserts what docs/wire-contract.md promises of every rejection: a
 // storable, bounded reason and a label from the fixed set.
 func checkOutcome(t *testing.T, out Outcome) {
 	t.Helper()

@@ -16,7 +16,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
 )
 
-// Bounds of the wire contract (SPEC section 2).
+// Bounds of the wire contract (docs/wire-contract.md).
 const (
 	maxIDLen      = 256
 	maxSourceLen  = 2048
@@ -48,7 +48,7 @@ type Outcome struct {
 	System bool
 }
 
-// Bounds on what a producer controls (SPEC section 2).
+// Bounds on what a producer controls (docs/wire-contract.md).
 const (
 	MaxReasonBytes     = 200
 	maxExtensions      = 32

@@ -16,8 +16,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Rejection reasons of signed envelopes (SPEC 27): the metric labels, and
-// the first word of the stored reason.
+// Rejection reasons of signed envelopes (docs/lerian-platform.md): the metric
+// labels, and the first word of the stored reason.
 const (
 	ReasonSignatureInvalid    = "signature_invalid"
 	ReasonSignatureUnknownKey = "signature_unknown_key"
@@ -42,10 +42,10 @@ var signedFields = [...]string{
 	"ce-resourcetype", "ce-eventtype", "ce-systemevent", HeaderSigKID, HeaderSigTS,
 }
 
-// Canonical is what a signature covers (SPEC 27): the tag and a NUL byte;
-// for each signed field in order, a presence byte (0 or 1), the value's
-// length as a big-endian uint32 and its raw bytes (absent: 0 and a zero
-// length); last the SHA-256 of the record's value. A header is looked up
+// Canonical is what a signature covers (docs/lerian-platform.md): the tag and
+// a NUL byte; for each signed field in order, a presence byte (0 or 1), the
+// value's length as a big-endian uint32 and its raw bytes (absent: 0 and a
+// zero length); last the SHA-256 of the record's value. A header is looked up
 // by its lower-case name; when repeated, its first value counts.
 func Canonical(headers []kgo.RecordHeader, value []byte) []byte {
 	n := len(SignatureTag) + 1 + len(signedFields)*5 + sha256.Size

@@ -14,8 +14,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
-// signedRecord is SPEC 27's worked example, signed by key k1 of source
-// ledger, on topic.
+// signedRecord is docs/lerian-platform.md's worked example, signed by key k1
+// of source ledger, on topic.
 func signedRecord(topic string) *kgo.Record {
 	h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
 	return &kgo.Record{Topic: topic, Partition: 0, Value: []byte(`{"amount":"10.00"}`), Headers: []kgo.RecordHeader{

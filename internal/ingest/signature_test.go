@@ -10,7 +10,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/config"
 )
 
-// workedSecret is SPEC 27's example secret: the 32 bytes 0x00..0x1f.
+// workedSecret is the example secret of docs/lerian-platform.md: the 32 bytes
+// 0x00..0x1f.
 func workedSecret() []byte {
 	b := make([]byte, 32)
 	for i := range b {
@@ -21,7 +22,7 @@ func workedSecret() []byte {
 
 const workedSig = "v1.YsgRbSCWqKBA7wHqLhYJUeaETy2dPXVmNQdNiZcd0-0"
 
-// workedRecord is SPEC 27's worked example, signed.
+// workedRecord is docs/lerian-platform.md's worked example, signed.
 func workedRecord() *kgo.Record {
 	h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
 	return &kgo.Record{Topic: "lerian.streaming.ledger", Value: []byte(`{"amount":"10.00"}`), Headers: []kgo.RecordHeader{
@@ -40,8 +41,8 @@ func workedVerifier(require bool, skew time.Duration, now time.Time) *Verifier {
 	}, func() time.Time { return now })
 }
 
-// SPEC 27's worked example, byte for byte: computed by an independent
-// implementation, it pins the canonical layout.
+// docs/lerian-platform.md's worked example, byte for byte: computed by an
+// independent implementation, it pins the canonical layout.
 func TestSign_SPEC27WorkedExample(t *testing.T) {
 	r := workedRecord()
 	if got := Sign(workedSecret(), r.Headers[:len(r.Headers)-1], r.Value); got != workedSig {

@@ -83,7 +83,7 @@ func instanceOf(m kadm.DescribedGroupMember) string {
 	return *m.InstanceID
 }
 
-// SPEC 25: a process killed with -9 and restarted under the same
+// docs/performance.md: a process killed with -9 and restarted under the same
 // STREAMING_HUB_KAFKA_INSTANCE_ID takes its partitions back at once: the
 // group replaces the dead member by its id instead of waiting out its
 // session, which here is longer than the test may wait at all.

@@ -1,5 +1,5 @@
 // Package kafkasec turns the Kafka security configuration (TLS, mutual TLS,
-// SASL PLAIN and SCRAM; SPEC section 18) into franz-go client options, and
+// SASL PLAIN and SCRAM; docs/security.md) into franz-go client options, and
 // names the cause when a broker refuses the hub's certificate or password.
 package kafkasec
 
@@ -198,7 +198,7 @@ func (s *Security) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ n
 	}
 }
 
-// The exact texts of the causes SPEC section 18 names.
+// The exact texts of the causes docs/security.md names.
 const (
 	CauseSASL      = "kafka: SASL authentication failed"
 	CauseUnknownCA = "kafka: certificate signed by unknown authority"

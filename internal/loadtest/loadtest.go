@@ -56,7 +56,7 @@ type Options struct {
 
 	// Soak, when set, produces at Rate (default 200/s) for this long, prints
 	// a line every Progress with the database's backlog, then drains and
-	// reports against SPEC 25's bounds (Result.Soak).
+	// reports against docs/performance.md's bounds (Result.Soak).
 	Soak time.Duration
 
 	// Receiver profiles: each tenant has its own receiver (its own HTTP

@@ -55,8 +55,8 @@ type SoakResult struct {
 	CPUPerDelivery   time.Duration
 	PeakRSS          int64
 	OrderedLate      int // out-of-order first receipts at ordered tenants
-	// BacklogBound is SPEC 25's bound: 5 s of production (1,000 jobs at
-	// 200/s) of due jobs at every line.
+	// BacklogBound is docs/performance.md's bound: 5 s of production (1,000
+	// jobs at 200/s) of due jobs at every line.
 	BacklogBound int64
 }
 
@@ -74,7 +74,7 @@ func quantiles(sorted []time.Duration) Quantiles {
 	return q
 }
 
-// p99Bound is SPEC 25's bound on the healthy deliveries' p99.
+// p99Bound is docs/performance.md's bound on the healthy deliveries' p99.
 const p99Bound = time.Second
 
 // BacklogOK, P99OK and NothingLost are the verdict's three checks.

@@ -29,10 +29,11 @@ type Metrics struct {
 	ConsumerLag        *prometheus.GaugeVec   // topic, partition
 	PartitionsAssigned prometheus.Gauge
 	// PartitionStalled is 1 while a partition's next record has failed to
-	// persist for longer than STREAMING_HUB_INGEST_STALL_AFTER (SPEC 27).
+	// persist for longer than STREAMING_HUB_INGEST_STALL_AFTER
+	// (docs/lerian-platform.md).
 	PartitionStalled *prometheus.GaugeVec // topic, partition
 	// DLQRecords counts the records kept from the producers' DLQ topics
-	// (SPEC 27), by DLQ topic (a name the operator controls).
+	// (docs/lerian-platform.md), by DLQ topic (a name the operator controls).
 	DLQRecords *prometheus.CounterVec // topic
 
 	// Delivery.
@@ -60,7 +61,8 @@ type Metrics struct {
 
 	// API.
 	AuthFailures *prometheus.CounterVec // reason: missing | invalid | throttled
-	// AuthDecisions: outcome allowed | denied | unavailable | cached | invalid_token (SPEC 26).
+	// AuthDecisions: outcome allowed | denied | unavailable | cached |
+	// invalid_token (docs/lerian-platform.md).
 	AuthDecisions *prometheus.CounterVec
 
 	// Secrets.
@@ -78,9 +80,9 @@ type Metrics struct {
 	// ran the check.
 	TopicDrift *prometheus.GaugeVec // topic, kind: undeclared | missing | unassigned
 
-	// Database pool (SPEC 25): how long calls waited for a connection of
-	// their budget; the connections themselves are gauges read at scrape
-	// time (WatchPool).
+	// Database pool (docs/performance.md): how long calls waited for a
+	// connection of their budget; the connections themselves are gauges read
+	// at scrape time (WatchPool).
 	PoolWait *prometheus.HistogramVec // budget: api | ingest | dispatch
 }
 

@@ -15,7 +15,8 @@ type OpenSpan struct {
 
 // Due reports whether span is both sustained (its first failure at least
 // Window before now) and spread (its first and last failures at least
-// Spread apart): SPEC 9's two gates.
+// Spread apart): the two gates of
+// docs/concepts.md#when-destinations-break.
 func (g AutoDisable) Due(span hub.FailureSpan, now time.Time) bool {
 	return !span.First.After(now.Add(-g.Window)) && span.Last.Sub(span.First) >= g.Spread
 }

@@ -7,7 +7,8 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Backfills is the part of the store backfills live in (SPEC 29).
+// Backfills is the part of the store backfills live in
+// (docs/concepts.md#rate-limits-and-broker-destinations).
 //
 // A backfill queues, in arrival order and a bounded chunk per
 // transaction, a job for every retained event of the subscription's

@@ -11,10 +11,10 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 )
 
-// Console keeps the web console's sessions and portal links (SPEC 23, 28)
-// in the database, so a session survives a restart and works on every
-// replica. Tokens and CSRF tokens are stored only as hashes: the caller
-// hashes them.
+// Console keeps the web console's sessions and portal links (docs/console.md,
+// docs/security.md) in the database, so a session survives a restart and
+// works on every replica. Tokens and CSRF tokens are stored only as hashes:
+// the caller hashes them.
 type Console interface {
 	// CreateConsoleSession stores a session and drops the expired ones. Its
 	// ExpiresAt is cut to its EndsAt.
@@ -64,8 +64,9 @@ const (
 	// link's expiry at the latest, and when the link is revoked.
 	SessionPortal SessionKind = "portal"
 	// SessionJWT was opened with a JWT that Lerian's access manager
-	// authorized (SPEC 26): AuthHash is the JWT's HashToken, EndsAt its
-	// exp at the latest, TenantID its tenantId (empty: an operator).
+	// authorized (docs/lerian-platform.md): AuthHash is the JWT's HashToken,
+	// EndsAt its exp at the latest, TenantID its tenantId (empty: an
+	// operator).
 	SessionJWT SessionKind = "jwt"
 )
 

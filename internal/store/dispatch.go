@@ -67,7 +67,7 @@ type Dispatch interface {
 	// and on PostgreSQL those of every process sharing the database (one
 	// LISTEN connection of its own, outside the pool's budgets, dialed
 	// again when lost). It is how new jobs wake dispatch instead of
-	// dispatch polling for them (SPEC 25).
+	// dispatch polling for them (docs/performance.md).
 	ListenJobs(ctx context.Context, p ListenParams) error
 
 	// ListJobs pages a subscription's jobs, newest first.
@@ -195,7 +195,8 @@ type CompleteParams struct {
 	Next *ClaimParams
 }
 
-// AutoDisable are the gates of auto-disable (SPEC 9).
+// AutoDisable are the gates of auto-disable
+// (docs/concepts.md#when-destinations-break).
 type AutoDisable struct {
 	Window time.Duration // first failure at least this long ago
 	Spread time.Duration // first and last failure at least this far apart

@@ -6,9 +6,9 @@ import (
 )
 
 // DLQRecord is a record read from a producer's dead-letter topic
-// (lerian.streaming.<app>.dlq, SPEC 27): kept for operators, never an event
-// to deliver. Source coordinates are nil when the record does not carry
-// them (or carries something that is not a number).
+// (lerian.streaming.<app>.dlq, docs/lerian-platform.md): kept for operators,
+// never an event to deliver. Source coordinates are nil when the record does
+// not carry them (or carries something that is not a number).
 type DLQRecord struct {
 	ID              int64
 	Topic           string

@@ -11,7 +11,7 @@ import (
 // The errors every driver answers with, written once so that both say the
 // same thing. Each is a *hub.Error: its code decides the API's status.
 // They quote an id with QuoteID: a caller's 5,000-byte path id is not
-// echoed back whole (SPEC 28).
+// echoed back whole (docs/security.md).
 
 // MaxQuotedID is how many bytes of an id an error message quotes.
 const MaxQuotedID = 64

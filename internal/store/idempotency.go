@@ -6,8 +6,8 @@ import (
 )
 
 // Idempotency keeps the answers of API POSTs made with an Idempotency-Key
-// (SPEC 27), one row per (principal, key): claimed while its request runs,
-// then holding the request's final answer until it expires.
+// (docs/lerian-platform.md), one row per (principal, key): claimed while its
+// request runs, then holding the request's final answer until it expires.
 type Idempotency interface {
 	// ClaimIdempotencyKey claims c.Principal's c.Key for the request whose
 	// hash is c.RequestHash, atomically: two claims of one key never both

@@ -9,7 +9,9 @@ import (
 )
 
 // Insight is what the tenant's and the operator's questions after "is it
-// delivered?" read (SPEC 20): health, the catalog, lookups and keys.
+// delivered?" read
+// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// health, the catalog, lookups and keys.
 type Insight interface {
 	Health
 
@@ -30,7 +32,7 @@ type Insight interface {
 	// SearchJobs pages a tenant's jobs, newest first.
 	SearchJobs(ctx context.Context, p SearchJobsParams) ([]hub.Job, error)
 	// TenantsOf answers, by id order, the tenants that hold a resource
-	// named by its id, for an operator's deep link (SPEC 31): a delivery
+	// named by its id, for an operator's deep link (docs/console.md): a delivery
 	// job (ResourceDelivery) or a subscription not deleted
 	// (ResourceSubscription) is one tenant's; an event's ce-id
 	// (ResourceEvent) may be several tenants' (at most 100 are answered).

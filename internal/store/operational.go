@@ -8,9 +8,11 @@ import (
 )
 
 // Report names what one transaction changed that operational events tell
-// the tenant about (SPEC 21). A driver fills it where it writes the change
-// and, before committing, turns it into events (OperationalEvents) that go
-// into the inbox like any ingested event: admitted, sequenced and matched.
+// the tenant about
+// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events).
+// A driver fills it where it writes the change and, before committing, turns
+// it into events (OperationalEvents) that go into the inbox like any ingested
+// event: admitted, sequenced and matched.
 type Report struct {
 	Disabled     []string // subscriptions this transaction disabled
 	Recovered    []string // subscriptions this transaction enabled again

@@ -4,7 +4,8 @@ import "time"
 
 // Budget names the part of a process a store call serves. Each part draws
 // its database connections from a share of the pool of its own, so a slow
-// ingest cannot starve claims and completions, nor the reverse (SPEC 25).
+// ingest cannot starve claims and completions, nor the reverse
+// (docs/performance.md).
 type Budget int
 
 const (

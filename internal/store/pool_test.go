@@ -12,7 +12,8 @@ func TestSplitPool(t *testing.T) {
 		ingests, delivers bool
 		api, ingest, disp int
 	}{
-		// The defaults by role (SPEC 25): all 16, ingest 8, delivery 16.
+		// The defaults by role (docs/performance.md): all 16, ingest 8,
+		// delivery 16.
 		{16, true, true, 2, 8, 5},
 		{8, true, false, 3, 4, 0},
 		{16, false, true, 2, 0, 13},

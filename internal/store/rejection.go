@@ -16,7 +16,7 @@ const (
 // without NUL and bounded, at most MaxRejectionHeaders headers (the first
 // of names that clean to the same). Whatever bytes a producer sent, the
 // row is one the database accepts, so a bad record never blocks its
-// partition (SPEC 2).
+// partition (docs/wire-contract.md).
 func SafeRejection(r hub.Rejection) hub.Rejection {
 	out := r
 	out.Topic = CleanText(r.Topic, MaxRejectionNameBytes)

@@ -41,12 +41,12 @@ type PruneParams struct {
 	// Batch bounds each kind's delete (<= 0 means 1000).
 	Batch int
 	// ByPartition lets a driver with time partitions (PostgreSQL: weekly,
-	// SPEC 25) work by whole partitions: it drops each partition lying
-	// wholly before its bound in which nothing is left that the bounds
-	// keep, and deletes rows only in partitions lying wholly before the
-	// bound that it keeps (a job not final, or its event, holds one), so
-	// rows live up to one partition's span past their bound. Drivers
-	// without partitions ignore it.
+	// docs/performance.md) work by whole partitions: it drops each partition
+	// lying wholly before its bound in which nothing is left that the bounds
+	// keep, and deletes rows only in partitions lying wholly before the bound
+	// that it keeps (a job not final, or its event, holds one), so rows live
+	// up to one partition's span past their bound. Drivers without partitions
+	// ignore it.
 	ByPartition bool
 }
 
@@ -63,7 +63,7 @@ func (r PruneResult) Full(batch int) bool {
 	return r.SucceededJobs >= batch || r.DeadLetters >= batch || r.Events >= batch
 }
 
-// Partitioner is a store with time partitions (PostgreSQL, SPEC 25).
+// Partitioner is a store with time partitions (PostgreSQL, docs/performance.md).
 type Partitioner interface {
 	// EnsurePartitions makes the partitions of the week holding now and
 	// of the weeksAhead weeks after it, unless they exist, and says how

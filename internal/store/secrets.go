@@ -9,8 +9,8 @@ type Sealed struct {
 	Blob           []byte
 }
 
-// Secrets is the store's side of KEK rotation (SPEC 13): the start check
-// that the KEK opens what is stored, and streaming-hub rewrap.
+// Secrets is the store's side of KEK rotation (docs/configuration.md): the
+// start check that the KEK opens what is stored, and streaming-hub rewrap.
 type Secrets interface {
 	// ListSealed pages every subscription's sealed secrets (deleted ones
 	// too: they still hold credentials) in id order, after After.

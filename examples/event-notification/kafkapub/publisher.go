@@ -1,5 +1,5 @@
 // Package kafkapub forwards the payment notifications to the Streaming Hub's
-// Kafka stream as binary-mode CloudEvents (SPEC section 2), so webhook
+// Kafka stream as binary-mode CloudEvents (docs/wire-contract.md), so webhook
 // subscribers of the hub receive the same thin events the Redis receivers do.
 //
 // The Redis stream stays the source of truth. The Publisher is a

@@ -72,7 +72,7 @@ async function inert(page, where) {
   assert(!hrefs.some((h) => /^\s*javascript:/i.test(h)), where + ": a javascript: link");
 }
 
-// checkCharts (SPEC 31): the operator overview's rate and p99 charts and a
+// checkCharts (docs/console.md): the operator overview's rate and p99 charts and a
 // subscription's health chart, drawn on the server, with a hover title per
 // bucket and labelled axes, on desktop and at 390 px without sideways
 // scrolling. The deliveries of the steps before are minutes old on the
@@ -117,7 +117,7 @@ async function checkCharts(admin, aw, tp, tw, subURL) {
   await tp.setViewportSize({ width: 1280, height: 800 });
 }
 
-// --- Page timings and the console's tables (SPEC 31) ---------------------
+// --- Page timings and the console's tables (docs/console.md) ---------------------
 
 // timing records how long the hub took to answer the page now shown: its
 // navigation's responseEnd - requestStart (the request sent to the last
@@ -294,7 +294,7 @@ async function noOverflow(page, width, what) {
   assert(overflow <= 1, what + " scrolls sideways at " + width + " px by " + overflow + " px");
 }
 
-// Dead letters (SPEC 31), at one width: eventID's delivery is dead-lettered
+// Dead letters (docs/console.md), at one width: eventID's delivery is dead-lettered
 // (and the receiver healed); the subscription's bulk replay says what it
 // queued, what it matched and skipped (matched in all, one of them new),
 // and, replayed again, why it queued none; then the marks and headers.
@@ -318,7 +318,7 @@ async function deadLetterJourney(page, w, subURL, eventID, width, matched) {
   await attemptHeadersAndReplayMarks(page, w, eventID, width);
 }
 
-// Attempt headers and replay marks (SPEC 31): a dead letter replayed in
+// Attempt headers and replay marks (docs/console.md): a dead letter replayed in
 // bulk says "replayed", when and by whom, in its row; its page shows the
 // request and response headers its attempts sent and got, and links to the
 // fresh delivery; no page scrolls sideways.
@@ -348,7 +348,7 @@ async function attemptHeadersAndReplayMarks(page, w, eventID, width) {
   await noOverflow(page, width, "the fresh delivery's page");
 }
 
-// producerDLQ: the operator's producer DLQ page (SPEC 27) lists the record
+// producerDLQ: the operator's producer DLQ page (docs/lerian-platform.md) lists the record
 // the test produced to a DLQ topic, its producer-made text inert, filtered
 // by tenant, at 1280 and 390 px without sideways scrolling.
 async function producerDLQ(admin, aw) {
@@ -427,7 +427,7 @@ async function producerDLQ(admin, aw) {
     const tp = await portalCtx.newPage();
     const tw = watch(tp, "portal");
     await tp.goto(HUB + link);
-    // The link asks before it opens anything (SPEC 28): one POST spends it.
+    // The link asks before it opens anything (docs/security.md): one POST spends it.
     assert(await tp.getByRole("heading", { name: /Open the console for tenant acme/ }).isVisible(), "the portal link asks first");
     await snap(tp, tw, "portal-ask");
     await tp.getByRole("button", { name: "Continue as tenant acme" }).click();

@@ -1,5 +1,5 @@
 // Package e2e drives the console in headless Chromium (playwright-core from
-// npm, Debian's chromium) against a dev hub: the browser test of SPEC 23.
+// npm, Debian's chromium) against a dev hub: the browser test of docs/console.md.
 // It skips, saying why, when node, /usr/bin/chromium or the npm packages
 // (npm ci in this folder) are missing; .ci/run installs them.
 package e2e
@@ -135,8 +135,8 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// A record a producer quarantined on its DLQ topic, for the operator's
 	// producer DLQ page: acme's, with hostile text in a header and the
-	// value. The hub's DLQ consumer keeps it (SPEC 27); the script waits
-	// for it.
+	// value. The hub's DLQ consumer keeps it (docs/lerian-platform.md); the
+	// script waits for it.
 	dlq := testkit.CERecord(app.DevTopic+".dlq", 0, "acme", "dlq-e2e-1",
 		kgo.RecordHeader{Key: "x-lerian-dlq-source-topic", Value: []byte(app.DevTopic)},
 		kgo.RecordHeader{Key: "x-lerian-dlq-source-partition", Value: []byte("0")},

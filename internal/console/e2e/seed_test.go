@@ -14,7 +14,7 @@ import (
 
 // seedDeliveries writes n finished deliveries of one subscription straight
 // into the dev hub's SQLite file, in one transaction, one a second up to
-// now: the pages are timed with 10,000 deliveries stored (SPEC 31)
+// now: the pages are timed with 10,000 deliveries stored (docs/console.md)
 // without making 10,000 real deliveries. They are succeeded, so dispatch
 // never claims them; their events are not stored (their event links are
 // the 404 page, as an event past retention is).

@@ -1,10 +1,10 @@
 // Package pubsub publishes attempts to Google Cloud Pub/Sub destinations
-// (SPEC 29) with the official client library: the CloudEvent in Pub/Sub's
-// binary mode (message data = the body; attributes = the ce-*, X-Lerian-*
-// and webhook-* values and content-type), ordering key = the tenant, and
-// the server's message ID before an attempt counts as delivered. One
-// client and publisher per destination (project, topic and service
-// account), kept and reused.
+// (docs/concepts.md#rate-limits-and-broker-destinations) with the official
+// client library: the CloudEvent in Pub/Sub's binary mode (message data = the
+// body; attributes = the ce-*, X-Lerian-* and webhook-* values and
+// content-type), ordering key = the tenant, and the server's message ID
+// before an attempt counts as delivered. One client and publisher per
+// destination (project, topic and service account), kept and reused.
 //
 // PUBSUB_EMULATOR_HOST, when set, sends every destination to that
 // emulator, in plaintext and without credentials (the client library

@@ -1,7 +1,8 @@
-// Package rabbitmq publishes attempts to RabbitMQ destinations (SPEC 22)
-// with amqp091-go: persistent messages, publisher confirms, mandatory
-// routing, one connection and channel per broker URL, dialed again after
-// they failed (closed, a channel error, no confirm in time).
+// Package rabbitmq publishes attempts to RabbitMQ destinations
+// (docs/concepts.md#rate-limits-and-broker-destinations) with amqp091-go:
+// persistent messages, publisher confirms, mandatory routing, one connection
+// and channel per broker URL, dialed again after they failed (closed, a
+// channel error, no confirm in time).
 package rabbitmq
 
 import (

@@ -19,7 +19,7 @@ import (
 
 // TestExplainClaims prints EXPLAIN (ANALYZE, BUFFERS) of the claims with
 // 200 tenants of one subscription each, 2,000 jobs delivered before and
-// one due: the low-rate shape of SPEC 25. It only runs with
+// one due: the low-rate shape of docs/performance.md. It only runs with
 // STREAMING_HUB_EXPLAIN=1 (docs/performance.md quotes it).
 func TestExplainClaims(t *testing.T) {
 	if os.Getenv("STREAMING_HUB_EXPLAIN") == "" {

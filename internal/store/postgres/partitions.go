@@ -15,7 +15,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Time partitions (SPEC 25, migration 019): events, delivery_jobs and
+// Time partitions (docs/performance.md, migration 019): events, delivery_jobs and
 // delivery_attempts have one partition per week (Monday 00:00 UTC), named
 // <table>_wYYYYMMDD after the week's first day, and a default partition.
 

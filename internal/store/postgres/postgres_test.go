@@ -149,9 +149,10 @@ func TestRollupsLeaveRoomForHOTUpdates(t *testing.T) {
 	}
 }
 
-// Version 13 (SPEC 28) ends the sessions of before (their CSRF secret was
-// kept in clear, and nothing binds them to the admin token) and gives the
-// portal links of before an id, so they are listed, opened and revoked.
+// Version 13 (docs/security.md) ends the sessions of before (their CSRF
+// secret was kept in clear, and nothing binds them to the admin token) and
+// gives the portal links of before an id, so they are listed, opened and
+// revoked.
 func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 	testkit.Long(t)
 	ctx := context.Background()

@@ -265,11 +265,11 @@ func testConsole(t *testing.T, open Opener) {
 	})
 }
 
-// CheckConsoleTrustUpgrade is the driver tests' check of migration 13 (SPEC
-// 28) on a database that held, before it, a session "old-session" and an
-// unused, live portal link of tenant acme with this token hash: the session
-// has ended, and the link has an id made of its hash and is listed, opened
-// and revoked as a new one.
+// CheckConsoleTrustUpgrade is the driver tests' check of migration 13
+// (docs/security.md) on a database that held, before it, a session
+// "old-session" and an unused, live portal link of tenant acme with this
+// token hash: the session has ended, and the link has an id made of its hash
+// and is listed, opened and revoked as a new one.
 func CheckConsoleTrustUpgrade(t *testing.T, db store.Store, hash string) {
 	t.Helper()
 	ctx := context.Background()

@@ -219,7 +219,8 @@ func testDispatch(t *testing.T, open Opener) {
 			t.Fatalf("the current lease was fenced: %+v", ok)
 		}
 		j, attempts := e.job(t, "acme", current.Job.ID)
-		// The recovery counts as an attempt (SPEC 6), the success another.
+		// The recovery counts as an attempt (docs/concepts.md#deliveries),
+		// the success another.
 		if j.Status != hub.JobSucceeded || j.Attempts != 2 || j.CompletedAt == nil {
 			t.Fatalf("job = %+v", j)
 		}
@@ -250,7 +251,7 @@ func testDispatch(t *testing.T, open Opener) {
 			}
 		}
 		// Poison keeps its history: each recovered attempt is logged and
-		// counted (SPEC 6).
+		// counted (docs/concepts.md#deliveries).
 		j, attempts := e.job(t, "acme", id)
 		if j.Status != hub.JobDeadLettered || j.DeadLetterReason != hub.DeadLetterPoison || j.Recoveries != 5 || j.Attempts != 5 {
 			t.Fatalf("job = %+v", j)

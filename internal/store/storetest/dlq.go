@@ -21,9 +21,9 @@ func dlqRecord(topic string, offset int64, tenant string) store.DLQRecord {
 	}
 }
 
-// testDLQ: records of the producers' DLQ topics (SPEC 27) are kept once per
-// (topic, partition, offset), listed newest first with filters and pages,
-// safe whatever bytes they carry, and reaped by age.
+// testDLQ: records of the producers' DLQ topics (docs/lerian-platform.md) are
+// kept once per (topic, partition, offset), listed newest first with filters
+// and pages, safe whatever bytes they carry, and reaped by age.
 func testDLQ(t *testing.T, open Opener) {
 	t.Run("SaveIsIdempotentAndListsNewestFirst", func(t *testing.T) {
 		e := setup(t, open, store.Options{})

@@ -10,7 +10,7 @@ import (
 
 // testIdempotency: a key is claimed by one request at a time, holds its
 // answer until the TTL, is freed by a release, and is reaped once expired
-// (SPEC 27).
+// (docs/lerian-platform.md).
 func testIdempotency(t *testing.T, open Opener) {
 	e := setup(t, open, store.Options{})
 	s := e.store

@@ -404,7 +404,7 @@ func testHealth(t *testing.T, open Opener) {
 }
 
 func testLookups(t *testing.T, open Opener) {
-	// A job as read carries its event's type (SPEC 31, names before ids),
+	// A job as read carries its event's type (docs/console.md, names before ids),
 	// on every read that lists or gets jobs; a job whose event retention
 	// removed still lists, with no type.
 	t.Run("JobsCarryTheirEventsType", func(t *testing.T) {

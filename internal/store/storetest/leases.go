@@ -43,7 +43,7 @@ func ids(cs []store.Claimed) string {
 }
 
 // testLeases: renewal, runs of ordered subscriptions, exclusion and
-// waking (SPEC 5, 6, 8).
+// waking (docs/concepts.md#deliveries, docs/concepts.md#when-destinations-break).
 func testLeases(t *testing.T, open Opener) {
 	t.Run("RenewedLeasesOutliveTheirFirstTermAndAreFencedOnTheToken", func(t *testing.T) {
 		e := setup(t, open, store.Options{})

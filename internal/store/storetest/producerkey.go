@@ -10,7 +10,8 @@ import (
 
 // testProducerKey: the id of the producer key whose signature verified an
 // event is stored with it and comes back wherever the event does: the pull
-// read, the lookup by id and the claim that attempts it (SPEC 27).
+// read, the lookup by id and the claim that attempts it
+// (docs/lerian-platform.md).
 func testProducerKey(t *testing.T, open Opener) {
 	t.Run("StoredWithTheEventAndReadBackByPullLookupAndClaim", func(t *testing.T) {
 		e := setup(t, open, store.Options{})

@@ -8,8 +8,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// testReach: rate limits and broker destinations (SPEC 22) are stored,
-// updated, cleared and handed to the dispatcher with the claimed job.
+// testReach: rate limits and broker destinations
+// (docs/concepts.md#rate-limits-and-broker-destinations) are stored, updated,
+// cleared and handed to the dispatcher with the claimed job.
 func testReach(t *testing.T, open Opener) {
 	t.Run("RateLimitAndBrokerSettingsRoundTrip", func(t *testing.T) {
 		e := setup(t, open, store.Options{})

@@ -7,7 +7,8 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// testTransform: a subscription's transform (SPEC 29) is stored as
+// testTransform: a subscription's transform
+// (docs/concepts.md#rate-limits-and-broker-destinations) is stored as
 // written, updated, cleared and handed to the dispatcher with the claimed
 // job.
 func testTransform(t *testing.T, open Opener) {

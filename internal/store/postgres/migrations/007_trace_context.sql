@@ -1,4 +1,4 @@
--- Each event's W3C trace context (SPEC section 19): the producer's
+-- Each event's W3C trace context (docs/operations.md#tracing): the producer's
 -- traceparent / tracestate, or the trace started at ingest. Events stored
 -- before have none (''). A constant default adds no rewrite of the table.
 ALTER TABLE events

@@ -1,4 +1,4 @@
--- Insight (SPEC 20): health rollups, the catalog of types seen and producer
+-- Insight (docs/insight.md): health rollups, the catalog of types seen and producer
 -- manifests, event and delivery lookups, and when a key was last used.
 
 -- One row per subscription and 5-minute bucket, added to by every

@@ -1,4 +1,4 @@
--- Reach (SPEC 22): per-subscription rate limits and broker destinations.
+-- Reach: per-subscription rate limits and broker destinations.
 -- rate_limit_per_second 0 is no limit. destination_config holds a broker
 -- destination's settings (exchange, routing key, brokers, topic, TLS, SASL
 -- mechanism and user) as JSON; its credentials are sealed in secrets.

@@ -1,4 +1,4 @@
--- Trust in the console (SPEC 28). A session records what opened it (kind:
+-- Trust in the console (docs/security.md). A session records what opened it (kind:
 -- admin, key, portal), the hash of the admin token it was opened with
 -- (auth_hash), the portal link that opened it (link_id) and its absolute
 -- end (ends_at); its CSRF token is kept as a hash. The sessions of before

@@ -1,4 +1,4 @@
--- The producer key whose signature verified each event (SPEC 27,
+-- The producer key whose signature verified each event (docs/lerian-platform.md,
 -- ce-sigkid); '' for unsigned events and those stored before. A constant
 -- default adds no rewrite of the table.
 ALTER TABLE events ADD COLUMN producer_key_id text NOT NULL DEFAULT '';

@@ -1,4 +1,4 @@
--- The records of the producers' dead-letter topics (SPEC 27): kept for
+-- The records of the producers' dead-letter topics (docs/lerian-platform.md): kept for
 -- operators, never delivered, one row per (topic, partition, offset) so a
 -- redelivered record is kept once; reaped after DLQ_RETENTION.
 CREATE TABLE IF NOT EXISTS producer_dlq_records (

@@ -1,4 +1,4 @@
--- Backfill (SPEC 29): a subscription may ask for the retained events of its
+-- Backfill (docs/backfill.md): a subscription may ask for the retained events of its
 -- tenant it matches from a time on, delivered before its new events.
 --
 -- One row per subscription that asked. The window is the events received

@@ -1,4 +1,4 @@
--- Time partitions (SPEC 25): events, delivery_jobs and delivery_attempts
+-- Time partitions (docs/operations.md): events, delivery_jobs and delivery_attempts
 -- become range-partitioned by week of creation (weeks start on Monday
 -- 00:00 UTC), so retention drops a week's partition instead of deleting
 -- its rows one by one.

@@ -1,4 +1,4 @@
--- The web console (SPEC 23): sessions and portal links, stored so a session
+-- The web console (docs/console.md): sessions and portal links, stored so a session
 -- survives a restart and works on every replica. Tokens are kept only as
 -- their SHA-256 hashes. Times are microseconds since the epoch.
 

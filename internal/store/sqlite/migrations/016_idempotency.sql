@@ -1,4 +1,4 @@
--- API idempotency (SPEC 27): the answer of each POST made with an
+-- API idempotency (docs/api.md): the answer of each POST made with an
 -- Idempotency-Key, per principal and key. A row is 'running' while its
 -- request runs (owned by token, expiring at a short lock), then
 -- 'completed' with the answer's status and body (sealed under the KEK)

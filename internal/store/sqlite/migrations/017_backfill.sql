@@ -1,4 +1,4 @@
--- Backfill (SPEC 29): see the PostgreSQL migration of the same number.
+-- Backfill (docs/backfill.md): see the PostgreSQL migration of the same number.
 CREATE TABLE subscription_backfills (
     subscription_id TEXT PRIMARY KEY REFERENCES subscriptions (id),
     tenant_id       TEXT NOT NULL,

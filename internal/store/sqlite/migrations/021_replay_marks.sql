@@ -1,4 +1,4 @@
--- Replay marks (SPEC 31): a replayed job keeps when it was last replayed
+-- Replay marks (docs/delivery.md): a replayed job keeps when it was last replayed
 -- (unix microseconds), who asked (the API's principal: "admin", an API
 -- key's id, an access-manager subject) and the fresh job it made. NULL
 -- when it never was, and for jobs replayed before (whose replayed flag,
