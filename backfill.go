@@ -3,7 +3,7 @@ package hub
 import "time"
 
 // BackfillState is where a subscription's backfill is
-// (docs/concepts.md#rate-limits-and-broker-destinations).
+// (docs/backfill.md).
 type BackfillState string
 
 const (
@@ -18,7 +18,7 @@ const (
 
 // Backfill is a subscription's request to receive, before new events, the
 // retained events of its tenant it matches from Since on
-// (docs/concepts.md#rate-limits-and-broker-destinations), and its progress.
+// (docs/backfill.md), and its progress.
 type Backfill struct {
 	SubscriptionID string
 	TenantID       string

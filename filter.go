@@ -8,7 +8,7 @@ import (
 )
 
 // Filter dialects of the CloudEvents Subscriptions API
-// (docs/concepts.md#rate-limits-and-broker-destinations).
+// (docs/filters-and-transforms.md).
 const (
 	FilterExact  = "exact"
 	FilterPrefix = "prefix"

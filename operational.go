@@ -4,7 +4,7 @@ import "strings"
 
 // Operational events: what the hub tells a tenant about its own
 // subscriptions, through the tenant's own stream
-// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events).
+// (docs/insight.md).
 // Their event types are hub.<resource>.<event>; their ce-types
 // studio.lerian.hub.<resource>.<event>, a space producers may not use.
 const (

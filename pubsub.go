@@ -11,7 +11,7 @@ import (
 )
 
 // Limits of Google Cloud Pub/Sub destinations
-// (docs/concepts.md#rate-limits-and-broker-destinations).
+// (docs/brokers.md).
 const (
 	MaxServiceAccountBytes = 16 << 10
 )

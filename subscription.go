@@ -110,8 +110,8 @@ type Destination struct {
 }
 
 // Address is the destination as breakers know it
-// (docs/concepts.md#when-destinations-break,
-// docs/concepts.md#rate-limits-and-broker-destinations): the webhook URL, or
+// (docs/breakers.md,
+// docs/brokers.md): the webhook URL, or
 // the broker's address (never with credentials).
 func (d Destination) Address() string {
 	switch d.Type {
@@ -154,13 +154,13 @@ type Subscription struct {
 	RetrySchedule []string // Go durations; nil means the default curve
 	MaxInFlight   int
 	// Filters must all hold for an event to match
-	// (docs/concepts.md#rate-limits-and-broker-destinations); nil: none.
+	// (docs/filters-and-transforms.md); nil: none.
 	Filters []Filter
 	// RateLimit is at most how many attempts per second one process
 	// makes to the subscription (a token bucket); 0: no limit.
 	RateLimit int
 	// Transform is a jq program that turns each event into the body sent
-	// (docs/concepts.md#rate-limits-and-broker-destinations,
+	// (docs/filters-and-transforms.md,
 	// internal/transform); "": the event's data unchanged.
 	Transform string
 	// SignatureScheme is how attempts are signed: v1 (HMAC-SHA256, also

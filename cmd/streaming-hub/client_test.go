@@ -355,7 +355,7 @@ func TestCLI_SubscriptionFromFile(t *testing.T) {
 		t.Fatalf("invalid event type: %q", errOut)
 	}
 
-	// A transform (docs/concepts.md#rate-limits-and-broker-destinations):
+	// A transform (docs/filters-and-transforms.md):
 	// from the flag or a file, shown, refused when it does not compile,
 	// cleared by an empty one.
 	out = c.ok("subscriptions", "create", "--name", "shaped", "--event-type", "transaction.posted", "--url", "http://127.0.0.1:9/hook",

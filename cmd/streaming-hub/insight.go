@@ -1,7 +1,7 @@
 package main
 
 // insight.go: the insight subcommands
-// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// (docs/insight.md):
 // keys list, events get and types, deliveries search, subscriptions health
 // and test, admin health.
 

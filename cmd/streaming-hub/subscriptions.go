@@ -80,7 +80,7 @@ type subscriptionView struct {
 	UpdatedAt     string `json:"updated_at"`
 	SigningSecret string `json:"signing_secret"`
 
-	Backfill *backfillView `json:"backfill"` // docs/concepts.md#rate-limits-and-broker-destinations
+	Backfill *backfillView `json:"backfill"` // docs/backfill.md
 
 	Signature struct {
 		Scheme string `json:"scheme"`
@@ -89,7 +89,7 @@ type subscriptionView struct {
 }
 
 // backfillView is a subscription's backfill as the API shows it
-// (docs/concepts.md#rate-limits-and-broker-destinations).
+// (docs/backfill.md).
 type backfillView struct {
 	Since         string  `json:"since"`
 	State         string  `json:"state"`
@@ -246,7 +246,7 @@ type oauthFlags struct {
 var oauthFlagNames = []string{"oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"}
 
 // destFlags are the destination flags of every type
-// (docs/concepts.md#rate-limits-and-broker-destinations).
+// (docs/brokers.md).
 type destFlags struct {
 	typ, amqpURL, natsURL                 string
 	exchange, routingKey, brokers, topic  string

@@ -10,7 +10,7 @@ import (
 )
 
 // backfillRequest is a subscription's "backfill": {"since": "<RFC 3339>"}
-// on create or PATCH (docs/concepts.md#rate-limits-and-broker-destinations).
+// on create or PATCH (docs/backfill.md).
 type backfillRequest struct {
 	Since *string `json:"since"`
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // Insight
-// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// (docs/insight.md):
 // health, the catalog, lookups, test events and keys.
 
 const defaultHealthWindow = 24 * time.Hour
@@ -377,7 +377,7 @@ func (s *Server) testSubscription(w http.ResponseWriter, r *http.Request) error 
 		deliveryID, "")
 	headers["X-Lerian-Test"] = []string{"true"}
 	// The subscription's transform
-	// (docs/concepts.md#rate-limits-and-broker-destinations) makes the test's
+	// (docs/filters-and-transforms.md) makes the test's
 	// body as it makes every event's; a failing one fails the test, nothing
 	// is sent.
 	data, contentType, err := testTransform(r.Context(), sub.Transform, hub.Event{ID: id, Type: ceType,

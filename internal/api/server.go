@@ -36,7 +36,7 @@ type Deps struct {
 	OnJobs func()
 	// OnVerified runs after a verification probe passed: it closes the
 	// destination's breaker and makes the waiting jobs due now
-	// (docs/concepts.md#when-destinations-break). nil does nothing.
+	// (docs/breakers.md). nil does nothing.
 	OnVerified func(ctx context.Context, sub hub.Subscription) error
 	// Waiters wake long-polling pulls when ingest stores a tenant's events,
 	// and Release answers them all when the server shuts down; nil makes
@@ -163,10 +163,10 @@ func New(deps Deps) (*Server, error) {
 	s.handle("POST", "/v1/deliveries/{id}/replay", s.replayDelivery)
 
 	// Insight
-	// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events).
+	// (docs/insight.md).
 	s.handle("GET", "/v1/subscriptions/{id}/health", s.subscriptionHealth)
 	s.handle("POST", "/v1/subscriptions/{id}/test", s.testSubscription)
-	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // docs/concepts.md#rate-limits-and-broker-destinations
+	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // docs/filters-and-transforms.md
 	s.handle("GET", "/v1/event-types", s.listEventTypes)
 	s.handle("GET", "/v1/events/{id}", s.getEvent)
 	s.handle("GET", "/v1/deliveries", s.searchDeliveries)

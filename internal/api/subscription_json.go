@@ -33,7 +33,7 @@ type subscriptionJSON struct {
 	Warnings []string `json:"warnings,omitempty"`
 
 	// Backfill is the subscription's latest backfill
-	// (docs/concepts.md#rate-limits-and-broker-destinations); null when it
+	// (docs/backfill.md); null when it
 	// never asked for one.
 	Backfill *backfillJSON `json:"backfill"`
 

@@ -24,11 +24,11 @@ type subscriptionRequest struct {
 	Enabled       *bool               `json:"enabled"`
 	Filters       json.RawMessage     `json:"filters"`
 	// Backfill asks for the retained events from a time on
-	// (docs/concepts.md#rate-limits-and-broker-destinations); it is not a
+	// (docs/backfill.md); it is not a
 	// stored field: each one given (re)starts a backfill.
 	Backfill json.RawMessage `json:"backfill"`
 	// Transform is a jq program
-	// (docs/concepts.md#rate-limits-and-broker-destinations); null or ""
+	// (docs/backfill.md); null or ""
 	// clears it.
 	Transform json.RawMessage `json:"transform"`
 	// Signature is {"scheme": "v1"|"v1a"}: chosen at create, the same
@@ -74,16 +74,16 @@ type destinationRequest struct {
 	URL     *string            `json:"url"`
 	Headers *map[string]string `json:"headers"`
 	Auth    json.RawMessage    `json:"auth"`
-	// Broker destinations (docs/concepts.md#rate-limits-and-broker-destinations).
+	// Broker destinations (docs/brokers.md).
 	Exchange   *string         `json:"exchange"`
 	RoutingKey *string         `json:"routing_key"`
 	Brokers    *[]string       `json:"brokers"`
 	Topic      *string         `json:"topic"`
 	TLS        *bool           `json:"tls"`
 	SASL       json.RawMessage `json:"sasl"`
-	Subject    *string         `json:"subject"` // nats (docs/concepts.md#rate-limits-and-broker-destinations)
+	Subject    *string         `json:"subject"` // nats (docs/brokers.md)
 	Stream     *string         `json:"stream"`
-	// pubsub (docs/concepts.md#rate-limits-and-broker-destinations): the
+	// pubsub (docs/brokers.md): the
 	// project, and the service account key (a JSON object, or a string
 	// holding one) sealed and never shown.
 	Project     *string         `json:"project"`

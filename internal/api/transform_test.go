@@ -13,7 +13,7 @@ import (
 )
 
 // A subscription's transform
-// (docs/concepts.md#rate-limits-and-broker-destinations) is saved on create,
+// (docs/filters-and-transforms.md) is saved on create,
 // shown, changed and cleared by PATCH; a program that does not compile, or is
 // too long, is 400 naming transform and changes nothing.
 func TestTransform_CreateShowPatchClear(t *testing.T) {

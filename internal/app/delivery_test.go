@@ -187,7 +187,7 @@ func ceRecord(tenant, id, value string) *kgo.Record {
 }
 
 // The published Standard Webhooks vector, end to end: an event produced to
-// Kafka arrives at a real HTTP sink with every header docs/concepts.md#deliveries
+// Kafka arrives at a real HTTP sink with every header docs/delivery.md
 // names, its body byte
 // for byte, and exactly the vector's signature.
 func TestEndToEnd_ProducedEventArrivesSignedWithEveryHeader(t *testing.T) {

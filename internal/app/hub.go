@@ -289,7 +289,7 @@ func (h *Hub) breakerState(tenantID, url string) string {
 
 // verified is what a passing verification probe does to delivery: this
 // process's breaker for the destination closes, and the subscription's
-// waiting jobs are due now (docs/concepts.md#when-destinations-break).
+// waiting jobs are due now (docs/breakers.md).
 func (h *Hub) verified(ctx context.Context, sub hub.Subscription) error {
 	if h.Dispatcher != nil {
 		return h.Dispatcher.Verified(ctx, sub)

@@ -290,7 +290,7 @@ type Dispatch struct {
 	// FlushInterval (RESULT_FLUSH_INTERVAL), whichever comes first.
 	FlushSize     int
 	FlushInterval time.Duration
-	// Backfills (docs/concepts.md#rate-limits-and-broker-destinations)
+	// Backfills (docs/backfill.md)
 	// advance on every maintenance pass: each running backfill walks up to
 	// BackfillPassChunks chunks of BackfillChunk events, each chunk its own
 	// transaction.

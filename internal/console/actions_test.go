@@ -204,7 +204,7 @@ func assertInert(t *testing.T, where, body string) {
 }
 
 // The form makes every kind of destination the API takes
-// (docs/concepts.md#rate-limits-and-broker-destinations), with filters and a
+// (docs/filters-and-transforms.md), with filters and a
 // rate limit; editing a broker subscription without typing its URL or SASL
 // password again keeps its credentials.
 func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing.T) {

@@ -167,7 +167,7 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 	} else if !creating {
 		body["rate_limit"] = nil
 	}
-	// A jq program (docs/concepts.md#rate-limits-and-broker-destinations),
+	// A jq program (docs/filters-and-transforms.md),
 	// with the browser's CRLF line ends made LF.
 	if program := strings.TrimSpace(strings.ReplaceAll(f.Get("transform"), "\r\n", "\n")); program != "" {
 		body["transform"] = program
@@ -199,9 +199,9 @@ func backfillSince(v string) string {
 
 // destinationRequest is the form's destination: a webhook, a RabbitMQ
 // exchange, a Kafka topic
-// (docs/concepts.md#rate-limits-and-broker-destinations), a NATS JetStream
+// (docs/brokers.md), a NATS JetStream
 // subject or a Pub/Sub topic
-// (docs/concepts.md#rate-limits-and-broker-destinations). On an edit, a URL
+// (docs/brokers.md). On an edit, a URL
 // left as shown is not sent again (a broker URL is shown without its
 // credentials, and sending it back would clear them), nor is SASL without a
 // new password, nor a Pub/Sub key left empty.

@@ -11,7 +11,7 @@ import (
 )
 
 // The subscription form takes a transform
-// (docs/concepts.md#rate-limits-and-broker-destinations) in a textarea; the
+// (docs/filters-and-transforms.md) in a textarea; the
 // subscription's page and its edit form show it; emptying it clears it; a
 // program that does not compile is refused naming transform.
 func TestActions_TransformThroughTheForms(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package destination is what every destination driver shares
-// (docs/concepts.md#rate-limits-and-broker-destinations): the Target and
+// (docs/brokers.md): the Target and
 // Message of one attempt, the Driver interface the webhook, RabbitMQ, Kafka,
 // NATS and Pub/Sub drivers implement (in the packages under this one), and
 // the one send path, Registry.Send, that dispatch, the test event and the

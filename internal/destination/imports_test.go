@@ -38,7 +38,7 @@ func imports(t *testing.T, dir string) map[string]bool {
 }
 
 // The driver shape's rules
-// (docs/concepts.md#rate-limits-and-broker-destinations): this package
+// (docs/brokers.md): this package
 // imports no driver, no driver imports another, and drivers are given values,
 // not the hub's configuration.
 func TestImports_DriversStandAlone(t *testing.T) {

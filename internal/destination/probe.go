@@ -23,8 +23,8 @@ type ProbeResult struct {
 	Duration   time.Duration
 }
 
-// Probe verifies t (docs/concepts.md#deliveries,
-// docs/concepts.md#rate-limits-and-broker-destinations): it sends a signed
+// Probe verifies t (docs/delivery.md,
+// docs/brokers.md): it sends a signed
 // hub.verification message,
 // {"type":"hub.verification","challenge":...,"subscription_id":...}, through
 // the send path. A webhook passes when it answers 2xx with the challenge in
@@ -37,7 +37,7 @@ func (r *Registry) Probe(ctx context.Context, t Target, tenant, subscriptionID s
 	h := http.Header{"X-Lerian-Event-Type": {ProbeEventType}}
 	if t.Type != hub.DestinationWebhook {
 		// A broker's probe has always carried these too; a webhook's
-		// only its event type (docs/concepts.md#deliveries).
+		// only its event type (docs/delivery.md).
 		h["X-Lerian-Delivery-Id"], h["X-Lerian-Tenant-Id"] = []string{id}, []string{tenant}
 	}
 	res := r.Send(ctx, t, Message{ID: id, EventType: ProbeEventType, TenantID: tenant,

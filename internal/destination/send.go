@@ -8,7 +8,7 @@ import (
 )
 
 // Registry is the one send path
-// (docs/concepts.md#rate-limits-and-broker-destinations): the drivers by
+// (docs/brokers.md): the drivers by
 // destination type and the delivery timeout. Dispatch, the test event and the
 // verification probe all send through its Send.
 type Registry struct {

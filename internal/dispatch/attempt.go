@@ -88,7 +88,7 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address strin
 	}
 	a.target = destination.TargetOf(c.Subscription, sec, now)
 	// The subscription's transform
-	// (docs/concepts.md#rate-limits-and-broker-destinations) makes the body;
+	// (docs/filters-and-transforms.md) makes the body;
 	// the headers and the signature cover what it made.
 	body, contentType, err := d.transforms.Apply(ctx, c.Subscription.Transform, c.Event)
 	if err != nil {
@@ -142,7 +142,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	endAttempt(a.span, status, err)
 	if b := d.cfg.Breakers; b != nil {
 		// A timeout is a failure like any other
-		// (docs/concepts.md#when-destinations-break).
+		// (docs/breakers.md).
 		if woken := b.Record(c.Job.TenantID, a.address, err == nil); len(woken) > 0 {
 			d.wakeShed(woken)
 		}

@@ -160,7 +160,7 @@ func (b *Breakers) Record(tenant, url string, success bool) (woken []string) {
 }
 
 // Close closes the breaker of (tenant, url) at once, as a passing
-// verification probe does (docs/concepts.md#when-destinations-break), and
+// verification probe does (docs/breakers.md), and
 // returns the subscriptions it shed.
 func (b *Breakers) Close(tenant, url string) (woken []string) {
 	b.mu.Lock()
@@ -240,7 +240,7 @@ func (b *Breakers) gauge() {
 }
 
 // Verified is what a passing verification probe of sub does to delivery
-// (docs/concepts.md#when-destinations-break): the breaker of its destination
+// (docs/breakers.md): the breaker of its destination
 // closes at once, and its waiting jobs (and those of the other subscriptions
 // the breaker shed) are made due now and claimed without waiting for the idle
 // poll.

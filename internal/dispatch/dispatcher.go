@@ -104,7 +104,7 @@ type Dispatcher struct {
 	// throttles are the rate-limited subscriptions' token buckets.
 	throttles throttles
 	// transforms are the subscriptions' compiled jq programs
-	// (docs/concepts.md#rate-limits-and-broker-destinations).
+	// (docs/filters-and-transforms.md).
 	transforms transform.Cache
 
 	// leases are the leases held here, renewed every sixth of a lease

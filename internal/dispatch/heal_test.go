@@ -60,7 +60,7 @@ func (r *rig) waitSucceeded(sub string, n int) {
 // order): every event arrived, and the events whose first attempt
 // succeeded arrived once each and in arrival order (a failed attempt's job
 // waits for its retry without holding the later ones,
-// docs/concepts.md#ordering). It returns how many attempts failed.
+// docs/delivery.md#ordering). It returns how many attempts failed.
 func (r *rig) healed(sub string, published, received []string) (failed int) {
 	r.t.Helper()
 	attempts := map[string]int{}

@@ -70,7 +70,7 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 }
 
 // backfill advances the running backfills
-// (docs/concepts.md#rate-limits-and-broker-destinations) by up to
+// (docs/backfill.md) by up to
 // BackfillPassChunks chunks each, a transaction per chunk, so a big window
 // never holds one long transaction and other tenants' claims keep flowing
 // between chunks. The jobs it queues (and those a finished backfill stops

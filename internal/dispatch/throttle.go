@@ -6,7 +6,7 @@ import (
 )
 
 // throttles are the token buckets of this process's rate-limited
-// subscriptions (docs/concepts.md#rate-limits-and-broker-destinations,
+// subscriptions (docs/rate-limits.md,
 // rate_limit.per_second): each holds one second's worth of tokens and refills
 // at its rate, on the dispatcher's clock.
 //

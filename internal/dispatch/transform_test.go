@@ -51,7 +51,7 @@ func verifyStandardWebhooks(t *testing.T, secret string, got received) {
 }
 
 // A subscription's transform
-// (docs/concepts.md#rate-limits-and-broker-destinations) makes the body the
+// (docs/filters-and-transforms.md) makes the body the
 // receiver gets: JSON as application/json, a string as text/plain, and in
 // both cases the signature verifies over what was received.
 func TestTransform_TheReceiverGetsTheTransformedBodySigned(t *testing.T) {

@@ -169,7 +169,7 @@ func (w *world) waitSucceeded(s hub.Subscription, n int) {
 // the hub p was never restarted, every event arrived, and those attempted
 // once arrived once each and in arrival order (a failed attempt's job
 // waits for its retry without holding the later ones,
-// docs/concepts.md#ordering). It returns how many attempts failed and the
+// docs/delivery.md#ordering). It returns how many attempts failed and the
 // errors they met.
 func (w *world) checkHealed(p *proc, s hub.Subscription, produced, received []string) (failed int, errs []string) {
 	w.t.Helper()

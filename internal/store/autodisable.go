@@ -16,7 +16,7 @@ type OpenSpan struct {
 // Due reports whether span is both sustained (its first failure at least
 // Window before now) and spread (its first and last failures at least
 // Spread apart): the two gates of
-// docs/concepts.md#when-destinations-break.
+// docs/breakers.md.
 func (g AutoDisable) Due(span hub.FailureSpan, now time.Time) bool {
 	return !span.First.After(now.Add(-g.Window)) && span.Last.Sub(span.First) >= g.Spread
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Backfills is the part of the store backfills live in
-// (docs/concepts.md#rate-limits-and-broker-destinations).
+// (docs/backfill.md).
 //
 // A backfill queues, in arrival order and a bounded chunk per
 // transaction, a job for every retained event of the subscription's

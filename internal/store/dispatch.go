@@ -196,7 +196,7 @@ type CompleteParams struct {
 }
 
 // AutoDisable are the gates of auto-disable
-// (docs/concepts.md#when-destinations-break).
+// (docs/breakers.md).
 type AutoDisable struct {
 	Window time.Duration // first failure at least this long ago
 	Spread time.Duration // first and last failure at least this far apart

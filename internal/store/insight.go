@@ -10,7 +10,7 @@ import (
 
 // Insight is what the tenant's and the operator's questions after "is it
 // delivered?" read
-// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events):
+// (docs/insight.md):
 // health, the catalog, lookups and keys.
 type Insight interface {
 	Health

@@ -9,7 +9,7 @@ import (
 
 // Report names what one transaction changed that operational events tell
 // the tenant about
-// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events).
+// (docs/insight.md).
 // A driver fills it where it writes the change and, before committing, turns
 // it into events (OperationalEvents) that go into the inbox like any ingested
 // event: admitted, sequenced and matched.

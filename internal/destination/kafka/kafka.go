@@ -1,5 +1,5 @@
 // Package kafka produces attempts to tenants' Kafka destinations
-// (docs/concepts.md#rate-limits-and-broker-destinations) with franz-go:
+// (docs/brokers.md) with franz-go:
 // binary-mode CloudEvents keyed by tenant, acks=all from an idempotent
 // producer, TLS and SASL through internal/kafkasec, one client per
 // destination, dropped and dialed again after an error a new client could

@@ -1,5 +1,5 @@
 // Package nats publishes attempts to NATS JetStream destinations
-// (docs/concepts.md#rate-limits-and-broker-destinations) with nats.go's
+// (docs/brokers.md) with nats.go's
 // jetstream API: Nats-Msg-Id = the ce-id (the stream's de-duplication), the
 // ce-*, X-Lerian-* and webhook-* values as headers, and the stream's PubAck
 // before an attempt counts as delivered. One connection per server URL and

@@ -1,5 +1,5 @@
 // Package pubsub publishes attempts to Google Cloud Pub/Sub destinations
-// (docs/concepts.md#rate-limits-and-broker-destinations) with the official
+// (docs/brokers.md) with the official
 // client library: the CloudEvent in Pub/Sub's binary mode (message data = the
 // body; attributes = the ce-*, X-Lerian-* and webhook-* values and
 // content-type), ordering key = the tenant, and the server's message ID

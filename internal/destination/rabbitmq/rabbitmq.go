@@ -1,5 +1,5 @@
 // Package rabbitmq publishes attempts to RabbitMQ destinations
-// (docs/concepts.md#rate-limits-and-broker-destinations) with amqp091-go:
+// (docs/brokers.md) with amqp091-go:
 // persistent messages, publisher confirms, mandatory routing, one connection
 // and channel per broker URL, dialed again after they failed (closed, a
 // channel error, no confirm in time).

@@ -1,6 +1,6 @@
 // Package webhook is the webhook destination driver
-// (docs/concepts.md#deliveries,
-// docs/concepts.md#rate-limits-and-broker-destinations): it POSTs a message,
+// (docs/delivery.md,
+// docs/brokers.md): it POSTs a message,
 // signed and with the destination's auth and custom headers, through an HTTP
 // client that dials only what destination's dialer allows and never follows
 // redirects. An oauth2_client_credentials destination's bearer comes from the

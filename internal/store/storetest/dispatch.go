@@ -219,7 +219,7 @@ func testDispatch(t *testing.T, open Opener) {
 			t.Fatalf("the current lease was fenced: %+v", ok)
 		}
 		j, attempts := e.job(t, "acme", current.Job.ID)
-		// The recovery counts as an attempt (docs/concepts.md#deliveries),
+		// The recovery counts as an attempt (docs/delivery.md),
 		// the success another.
 		if j.Status != hub.JobSucceeded || j.Attempts != 2 || j.CompletedAt == nil {
 			t.Fatalf("job = %+v", j)
@@ -251,7 +251,7 @@ func testDispatch(t *testing.T, open Opener) {
 			}
 		}
 		// Poison keeps its history: each recovered attempt is logged and
-		// counted (docs/concepts.md#deliveries).
+		// counted (docs/delivery.md).
 		j, attempts := e.job(t, "acme", id)
 		if j.Status != hub.JobDeadLettered || j.DeadLetterReason != hub.DeadLetterPoison || j.Recoveries != 5 || j.Attempts != 5 {
 			t.Fatalf("job = %+v", j)

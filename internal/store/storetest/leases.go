@@ -43,7 +43,7 @@ func ids(cs []store.Claimed) string {
 }
 
 // testLeases: renewal, runs of ordered subscriptions, exclusion and
-// waking (docs/concepts.md#deliveries, docs/concepts.md#when-destinations-break).
+// waking (docs/delivery.md, docs/breakers.md).
 func testLeases(t *testing.T, open Opener) {
 	t.Run("RenewedLeasesOutliveTheirFirstTermAndAreFencedOnTheToken", func(t *testing.T) {
 		e := setup(t, open, store.Options{})

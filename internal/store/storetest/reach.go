@@ -9,7 +9,7 @@ import (
 )
 
 // testReach: rate limits and broker destinations
-// (docs/concepts.md#rate-limits-and-broker-destinations) are stored, updated,
+// (docs/rate-limits.md) are stored, updated,
 // cleared and handed to the dispatcher with the claimed job.
 func testReach(t *testing.T, open Opener) {
 	t.Run("RateLimitAndBrokerSettingsRoundTrip", func(t *testing.T) {

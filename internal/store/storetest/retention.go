@@ -57,7 +57,7 @@ func testRetention(t *testing.T, open Opener) {
 		r := e.prune(t, store.PruneParams{EventsBefore: e.clock.Now().Add(-week)})
 		// The third is the operational event that reported the dead
 		// letter
-		// (docs/concepts.md#insight-health-catalog-lookups-test-events-keys-operational-events),
+		// (docs/insight.md),
 		// which no job needs either.
 		if r != (store.PruneResult{Events: 3}) {
 			t.Fatalf("Prune = %+v, want the 3 events no job needs (a-00000, g-00000, the hub.delivery.dead_lettered)", r)

@@ -8,7 +8,7 @@ import (
 )
 
 // testTransform: a subscription's transform
-// (docs/concepts.md#rate-limits-and-broker-destinations) is stored as
+// (docs/filters-and-transforms.md) is stored as
 // written, updated, cleared and handed to the dispatcher with the claimed
 // job.
 func testTransform(t *testing.T, open Opener) {

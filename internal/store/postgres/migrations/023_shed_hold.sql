@@ -1,4 +1,4 @@
--- Shed holds (docs/concepts.md#ordering): when a breaker sheds a job of an
+-- Shed holds (docs/delivery.md#ordering): when a breaker sheds a job of an
 -- ordered subscription (max_in_flight 1) until some time, the subscription
 -- is held until then, so no process (each has breakers of its own) claims
 -- a later job of it first. NULL when not held; WakeJobs (a breaker that
