@@ -125,7 +125,7 @@ func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...str
 	if scoped {
 		c.fs.StringVar(&c.tenant, "tenant", tenant, "tenant to act on when the token is the admin token, sent as X-Tenant-Id (env "+envTenant+")")
 	}
-	c.fs.StringVar(&c.output, "o", "table", "print a `table|json|yaml`: json and yaml show the API's answer as it came,\nand with json errors are JSON too, on stderr")
+	c.fs.StringVar(&c.output, "o", "table", "print a `table|wide|json|yaml`: wide is the table with more columns on lists; json\nand yaml show the API's answer as it came, and with json errors are JSON too, on stderr")
 	c.fs.StringVar(&c.output, "output", "table", "same as -o")
 	c.fs.Usage = func() {
 		w := c.fs.Output()
@@ -159,7 +159,7 @@ func (c *apiCmd) parse(args []string) (code int, ok bool) {
 	if !validOutput(c.output) {
 		output := c.output
 		c.output = "table" // the error itself cannot be in an unknown form
-		return c.usageError("-o: table, json or yaml, not %q", output), false
+		return c.usageError("-o: table, wide, json or yaml, not %q", output), false
 	}
 	c.args = pos
 	c.set = map[string]bool{}
@@ -210,7 +210,7 @@ func (c *apiCmd) errorLine(code string, status int, msg string) {
 }
 
 // validOutput tells the forms -o takes.
-func validOutput(o string) bool { return o == "table" || o == "json" || o == "yaml" }
+func validOutput(o string) bool { return o == "table" || o == "wide" || o == "json" || o == "yaml" }
 
 // parseInterleaved parses flags wherever they are among the positional
 // arguments (the flag package alone stops at the first non-flag), so

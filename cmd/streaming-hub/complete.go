@@ -40,7 +40,7 @@ func flagsOf(words []string) []string {
 	if len(words) == 0 {
 		return []string{"--help", "--version"}
 	}
-	name := words[0]
+	name := canonical(words[0])
 	if _, ok := commands[name]; !ok || name == "help" {
 		return nil
 	}

@@ -75,7 +75,7 @@ func groupNames() []string {
 	return names
 }
 
-const outputs = "table json yaml"
+const outputs = "table wide json yaml"
 
 func bashCompletion(w io.Writer) {
 	fmt.Fprintf(w, `# bash completion for streaming-hub: source <(streaming-hub completion bash)

@@ -105,7 +105,11 @@ func deliveriesList(args []string, e env) int {
 	return listCmd(c, "/v1/subscriptions/"+pathEscape(c.args[0])+"/deliveries", p, q,
 		[]string{"ID", "EVENT", "SEQ", "STATUS", "ATTEMPTS", "NEXT_ATTEMPT", "REASON"}, func(j jobView) []string {
 			return []string{j.ID, j.EventID, itoa(j.Sequence), j.Status, itoa(j.Attempts), str(j.NextAttemptAt), truncate(j.reason(), 60)}
-		})
+		},
+		column[jobView]{"CREATED", func(j jobView) string { return j.CreatedAt }},
+		column[jobView]{"COMPLETED", func(j jobView) string { return str(j.CompletedAt) }},
+		column[jobView]{"REPLAYED_AS", func(j jobView) string { return str(j.ReplayedAs) }},
+		column[jobView]{"LAST_ERROR", func(j jobView) string { return str(j.LastError) }})
 }
 
 func deliveriesGet(args []string, e env) int {

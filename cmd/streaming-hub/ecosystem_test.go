@@ -72,7 +72,7 @@ func TestHelp_ShowsLongFlagsWithTwoDashes(t *testing.T) {
 				t.Errorf("%v: a flag with one dash: %q", args, line)
 			}
 		}
-		if len(args) == 2 && args[0] != "config" && (!strings.Contains(out, "\n  --server string") || !strings.Contains(out, "\n  -o, --output table|json|yaml")) {
+		if len(args) == 2 && args[0] != "config" && (!strings.Contains(out, "\n  --server string") || !strings.Contains(out, "\n  -o, --output table|wide|json|yaml")) {
 			t.Errorf("%v: no --server or -o, --output line:\n%s", args, out)
 		}
 	}
@@ -139,7 +139,7 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 		{[]string{"streaming-hub", "subscriptions", "ro"}, "rotate-secret"},
 		{[]string{"streaming-hub", "rejections", ""}, "list help"},
 		{[]string{"streaming-hub", "completion", ""}, "bash zsh fish"},
-		{[]string{"streaming-hub", "tenants", "list", "-o", ""}, "table json yaml"},
+		{[]string{"streaming-hub", "tenants", "list", "-o", ""}, "table wide json yaml"},
 		{[]string{"streaming-hub", "tenants", "list", "--output", "y"}, "yaml"},
 		{[]string{"streaming-hub", "help", "sub"}, "subscriptions"},
 		{[]string{"streaming-hub", "help", "keys", "c"}, "create"},

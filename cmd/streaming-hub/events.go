@@ -144,7 +144,7 @@ skipped when following; with yaml each page is one document after "---").`, true
 				}
 				table(w, eventsHeader, rows)
 			})
-			if c.output == "table" && page.NextCursor != "" {
+			if (c.output == "table" || c.output == "wide") && page.NextCursor != "" {
 				fmt.Fprintf(e.stderr, "next: --after %s\n", page.NextCursor)
 			}
 			return code

@@ -21,6 +21,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/human"
 )
 
 func runListen(args []string, e env) int {
@@ -183,7 +184,7 @@ func (l *listener) deliver(ctx context.Context, ev *eventView) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		took := time.Since(start).Round(time.Millisecond)
+		took := human.Duration(time.Since(start))
 		outcome := ""
 		switch {
 		case err != nil:
@@ -195,7 +196,7 @@ func (l *listener) deliver(ctx context.Context, ev *eventView) bool {
 		if err == nil && status/100 == 2 {
 			return true
 		}
-		fmt.Fprintf(l.c.e.stderr, "streaming-hub listen: retrying %s in %s\n", ev.ID, pause)
+		fmt.Fprintf(l.c.e.stderr, "streaming-hub listen: retrying %s in %s\n", ev.ID, human.Duration(pause))
 		if sleep(ctx, pause) != nil {
 			return false
 		}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,17 @@ func TestListen_ForwardsSignedAndRetriesUntil2xx(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.out), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "evt-listen-1  -> 503") || !strings.Contains(lines[1], "evt-listen-1  -> 204") {
 		t.Fatalf("one line per attempt with its status:\n%s", r.out)
+	}
+	// Each attempt's time is written as the console writes it ("0.4 ms",
+	// "12 ms", "1.2 s"), never Go's "1ms" or "0s".
+	took := regexp.MustCompile(`\((\d+(\.\d)? (ms|s)|\d+ min( \d+ s)?)\)$`)
+	for _, l := range lines {
+		if !took.MatchString(l) {
+			t.Fatalf("an attempt's time is not written as the console writes it: %q", l)
+		}
+	}
+	if !strings.Contains(r.errOut, "retrying evt-listen-1 in 1 s") {
+		t.Fatalf("the retry's pause is not written as the console writes it:\n%s", r.errOut)
 	}
 	mu.Lock()
 	defer mu.Unlock()

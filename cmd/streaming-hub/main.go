@@ -60,6 +60,31 @@ func init() {
 	commands["completion"] = command{"print a shell completion script: bash, zsh or fish", runCompletion}
 }
 
+// aliases are the singular names of the resource commands, as kubectl
+// takes `pod` for `pods`: `streaming-hub subscription list` is
+// `streaming-hub subscriptions list`. They are resolved before anything else
+// reads the name, so help, errors and completion say the plural.
+var aliases = map[string]string{
+	"tenant":       "tenants",
+	"key":          "keys",
+	"portal-link":  "portal-links",
+	"subscription": "subscriptions",
+	"sub":          "subscriptions",
+	"subs":         "subscriptions",
+	"delivery":     "deliveries",
+	"event":        "events",
+	"rejection":    "rejections",
+}
+
+// canonical is the command name that name stands for: itself, or the
+// plural an alias stands for.
+func canonical(name string) string {
+	if plural, ok := aliases[name]; ok {
+		return plural
+	}
+	return name
+}
+
 // groups are the commands made of subcommands, for help and completion.
 var groups = map[string]*group{
 	"tenants":       &tenantsGroup,
@@ -82,6 +107,7 @@ func run(args []string, e env) int {
 		usage(e.stderr)
 		return exitUsage
 	}
+	args = append([]string{canonical(args[0])}, args[1:]...)
 	switch args[0] {
 	case "-h", "-help", "--help":
 		usage(e.stdout)
@@ -97,6 +123,7 @@ func run(args []string, e env) int {
 		}
 		// `help tenants` is `tenants --help`, `help tenants list` is
 		// `tenants list --help`: the command's own help, on stdout.
+		args = append([]string{args[0], canonical(args[1])}, args[2:]...)
 		if _, ok := commands[args[1]]; !ok {
 			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q%s\n\n", args[1], didYouMean(args[1], commandNames()))
 			usage(e.stderr)
@@ -126,6 +153,7 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, name, commands[name].summary)
 	}
+	fmt.Fprintln(w, "\nThe resource commands also answer to their singular: subscription, delivery,\ntenant, key, event, rejection, portal-link (and sub for subscriptions).")
 	fmt.Fprintln(w, "\nRun `streaming-hub help <command>` (or `streaming-hub <command> --help`) for a command's")
 	fmt.Fprintln(w, "flags and variables, `streaming-hub --version` for the version.")
 }

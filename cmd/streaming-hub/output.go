@@ -186,7 +186,10 @@ func (c *apiCmd) more(next *string) {
 
 // listCmd is a list subcommand's fetch and print: one page, then the
 // cursor of the next on stderr.
-func listCmd[T any](c *apiCmd, path string, p *pageFlags, extra url.Values, header []string, row func(T) []string) int {
+//
+// wide are the columns -o wide adds after the table's own (kubectl's
+// -o wide): what the narrow table leaves out to stay on one screen line.
+func listCmd[T any](c *apiCmd, path string, p *pageFlags, extra url.Values, header []string, row func(T) []string, wide ...column[T]) int {
 	q := p.query()
 	for k, vs := range extra {
 		q[k] = vs
@@ -212,10 +215,32 @@ func listCmd[T any](c *apiCmd, path string, p *pageFlags, extra url.Values, head
 		for i, item := range pg.Data {
 			rows[i] = row(item)
 		}
+		if c.output == "wide" {
+			header = append(append([]string{}, header...), columnNames(wide)...)
+			for i, item := range pg.Data {
+				for _, col := range wide {
+					rows[i] = append(rows[i], col.value(item))
+				}
+			}
+		}
 		table(w, header, rows)
 	})
 	c.more(pg.NextCursor)
 	return code
+}
+
+// column is one column of a list's -o wide form: its header and its value.
+type column[T any] struct {
+	name  string
+	value func(T) string
+}
+
+func columnNames[T any](cols []column[T]) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return names
 }
 
 // maxPages bounds --all, against a server that never stops paging.

@@ -195,7 +195,28 @@ func subscriptionsList(args []string, e env) int {
 	}
 	return listCmd(c, "/v1/subscriptions", p, nil, []string{"ID", "NAME", "URL", "ENABLED", "STATE", "BREAKER"}, func(s subscriptionView) []string {
 		return []string{s.ID, s.Name, s.where(), strconv.FormatBool(s.Enabled), s.VerificationState, s.BreakerState}
-	})
+	}, subscriptionWide...)
+}
+
+// subscriptionWide are subscriptions list's -o wide columns.
+var subscriptionWide = []column[subscriptionView]{
+	{"KIND", func(s subscriptionView) string { return s.Destination.Type }},
+	{"EVENT_TYPES", func(s subscriptionView) string {
+		types := make([]string, len(s.EventTypes))
+		for i, t := range s.EventTypes {
+			types[i] = t.Type
+		}
+		return strings.Join(types, ",")
+	}},
+	{"MAX_IN_FLIGHT", func(s subscriptionView) string { return itoa(s.MaxInFlight) }},
+	{"RETRY_SCHEDULE", func(s subscriptionView) string {
+		if len(s.RetrySchedule) == 0 {
+			return "default"
+		}
+		return strings.Join(s.RetrySchedule, ",")
+	}},
+	{"DISABLED_REASON", func(s subscriptionView) string { return str(s.DisabledReason) }},
+	{"CREATED", func(s subscriptionView) string { return s.CreatedAt }},
 }
 
 // subscriptionsDisabled: GET /v1/admin/disabled-subscriptions.

@@ -1,53 +1,21 @@
 package console
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/human"
 )
 
 // How the console writes durations and numbers, in one place: every page
 // and chart goes through these, so "340 ms" and "12,345" read the same
 // everywhere.
 
-// duration writes d with the units a person reads: "0.4 ms", "340 ms",
-// "1.2 s", "42 s", "3 min 59 s", "2 h 5 min", "3 d 4 h".
-func duration(d time.Duration) string {
-	if d < 0 {
-		return "-" + duration(-d)
-	}
-	switch {
-	case d < time.Millisecond:
-		return trimZero(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)) + " ms"
-	case d < time.Second-time.Millisecond/2:
-		return strconv.FormatInt(int64(d.Round(time.Millisecond)/time.Millisecond), 10) + " ms"
-	case d < 10*time.Second-50*time.Millisecond:
-		return trimZero(strconv.FormatFloat(d.Seconds(), 'f', 1, 64)) + " s"
-	}
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return strconv.FormatInt(int64(d/time.Second), 10) + " s"
-	case d < time.Hour:
-		return two(int64(d/time.Minute), "min", int64(d%time.Minute/time.Second), "s")
-	}
-	d = d.Round(time.Minute)
-	if d < 24*time.Hour {
-		return two(int64(d/time.Hour), "h", int64(d%time.Hour/time.Minute), "min")
-	}
-	d = d.Round(time.Hour)
-	return two(int64(d/(24*time.Hour)), "d", int64(d%(24*time.Hour)/time.Hour), "h")
-}
-
-// two writes "3 min 59 s", or "3 min" when the smaller unit is 0.
-func two(big int64, bigUnit string, small int64, smallUnit string) string {
-	if small == 0 {
-		return fmt.Sprintf("%d %s", big, bigUnit)
-	}
-	return fmt.Sprintf("%d %s %d %s", big, bigUnit, small, smallUnit)
-}
+// duration writes d with the units a person reads ("0.4 ms", "340 ms",
+// "1.2 s", "3 min 59 s"), as the CLI's listen does: one formatter for both.
+func duration(d time.Duration) string { return human.Duration(d) }
 
 func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
 
