@@ -26,7 +26,7 @@ Safe to run from several processes at once and to run again.
 On PostgreSQL, migration 019 partitions events, delivery_jobs and
 delivery_attempts by week, copying every row of the unpartitioned tables
 in one transaction: stop the hub and give it a --timeout to match the
-tables (docs/operations.md, "Time partitions").
+tables (docs/performance.md, "Time partitions").
 `)
 		printFlags(fs)
 	}

@@ -43,7 +43,7 @@ func workedVerifier(require bool, skew time.Duration, now time.Time) *Verifier {
 
 // docs/lerian-platform.md's worked example, byte for byte: computed by an
 // independent implementation, it pins the canonical layout.
-func TestSign_SPEC27WorkedExample(t *testing.T) {
+func TestSign_TheWorkedExampleOfTheDocs(t *testing.T) {
 	r := workedRecord()
 	if got := Sign(workedSecret(), r.Headers[:len(r.Headers)-1], r.Value); got != workedSig {
 		t.Fatalf("ce-sig = %s, want %s", got, workedSig)
