@@ -101,8 +101,14 @@ func TestOperatorOverview_HubRatesAndP99OnTheFirstLook(t *testing.T) {
 				t.Errorf("operator overview lacks %s", want)
 			}
 		}
-		if m := regexp.MustCompile(`id="delivered-rate">([^<]+)<`).FindStringSubmatch(got.body); m == nil || !regexp.MustCompile(`^[0-9.]+/(h|min|s)$`).MatchString(m[1]) {
-			t.Errorf("delivered per minute on the first look: %v", m)
+		m := regexp.MustCompile(`id="delivered-rate">([^<]+)<`).FindStringSubmatch(got.body)
+		if m == nil || !regexp.MustCompile(`^[0-9.]+/(h|min|s)$`).MatchString(m[1]) {
+			t.Fatalf("delivered per minute on the first look: %v", m)
+		}
+		// The chart's caption names the unit the card is written in.
+		unit := map[string]string{"h": "per hour", "min": "per minute", "s": "per second"}[m[1][strings.Index(m[1], "/")+1:]]
+		if !strings.Contains(got.body, "Delivered and failed attempts "+unit+" in each bucket") {
+			t.Errorf("the card says %s, the chart's caption not %q", m[1], unit)
 		}
 		if m := regexp.MustCompile(`id="hub-p99">([^<]+)<`).FindStringSubmatch(got.body); m == nil || !regexp.MustCompile(`^(\d+|<1) ms$`).MatchString(m[1]) {
 			t.Errorf("hub p99: %v", m)
