@@ -53,6 +53,16 @@ async function snap(page, w, name) {
   console.log("ok  " + name + "  " + page.url());
 }
 
+// docShot takes the README's and docs/console.md's pictures, the window
+// only (not the whole page), when DOCS_SHOTS names their directory:
+//   DOCS_SHOTS=$PWD/docs/images go test -count=1 ./internal/console/e2e
+// retakes them from the same journey the test checks.
+async function docShot(page, name) {
+  const dir = process.env.DOCS_SHOTS;
+  if (!dir) return;
+  await page.screenshot({ path: path.join(dir, name + ".png") });
+}
+
 // until reloads the page until fn(page) is true.
 async function until(page, what, fn) {
   for (let i = 0; i < 240; i++) {
@@ -97,6 +107,7 @@ async function checkCharts(admin, aw, tp, tw, subURL) {
     let overflow = await admin.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert(overflow <= 1, "the overview scrolls sideways at " + width + " px by " + overflow + " px");
     await snap(admin, aw, "overview-charts-" + width + "px");
+    if (width === 1280) await docShot(admin, "console-overview");
 
     await tp.setViewportSize({ width, height: 844 });
     await tp.goto(subURL);
@@ -112,6 +123,7 @@ async function checkCharts(admin, aw, tp, tw, subURL) {
     overflow = await tp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert(overflow <= 1, "the subscription page scrolls sideways at " + width + " px by " + overflow + " px");
     await snap(tp, tw, "subscription-chart-" + width + "px");
+    if (width === 1280) await docShot(tp, "console-subscription");
   }
   await admin.setViewportSize({ width: 1280, height: 800 });
   await tp.setViewportSize({ width: 1280, height: 800 });
@@ -195,9 +207,11 @@ async function tablesChecks(browser, tp, subURL) {
       await tp.goto(HUB + href);
       assert(/"amount": "10\.00"/.test(await tp.locator("#payload").textContent()), "the delivery page shows the payload");
       assert(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/.test(await tp.locator(".abs").first().textContent()), "the delivery page shows an absolute time");
+      await docShot(tp, "console-delivery");
       await tp.goto(HUB + "/console/deliveries");
     }
     await snap(tp, tw, "tables-deliveries-" + width);
+    await docShot(tp, width === 1280 ? "console-deliveries" : "console-deliveries-phone");
     if (width === 390) {
       await tp.goto(subURL);
       await phoneRowChecks(tp, "the subscription page");
@@ -216,6 +230,7 @@ async function tablesChecks(browser, tp, subURL) {
     assert(!(await visible("#url")) && !(await visible("#auth_type")) && !(await visible("#headers")) && !(await visible("#exchange")) && !(await visible("#subject")),
       width + ": kafka hides the other kinds' fields");
     await snap(tp, tw, "tables-form-kafka-" + width);
+    if (width === 1280) await docShot(tp, "console-form-kafka");
   }
   await tp.setViewportSize({ width: 1280, height: 800 });
 
@@ -265,6 +280,10 @@ async function phoneSignIn(browser, token, who, check) {
     await page.waitForURL(HUB + "/console/");
     await check(page);
     await noOverflow(page, 390, "the " + who + "'s overview");
+    // A compact header: the content starts within the first 150 px (it
+    // took ~260 px when the menu wrapped over three lines).
+    const top = await page.locator("main").evaluate((m) => m.getBoundingClientRect().top);
+    assert(top <= 150, who + " at 390 px: the header takes " + top + " px before the content");
     await snap(page, w, "overview-" + who + "-390px");
   } finally {
     await ctx.close();
