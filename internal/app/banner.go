@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -39,7 +40,7 @@ Produce an event (kcat, or any Kafka client):
     -H ce-type=studio.lerian.transaction.posted -H ce-time=$(date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ) \
     -H ce-tenantid=default -H ce-schemaversion=1.0.0 -H content-type=application/json
 
-or, without kcat:  streaming-hub produce --brokers %s --tenant default
+or, without kcat:  %s produce --brokers %s --tenant default
 
 See its verdict:
 
@@ -55,7 +56,18 @@ signing_secret), run a receiver with it, and verify the subscription:
   WEBHOOK_SECRET=<signing_secret> go run ./examples/receiver -addr 127.0.0.1:9000
   curl -s -X POST %s/v1/subscriptions/<id>/verify -H "Authorization: Bearer %s" -H "X-Tenant-Id: default"
 
-`, broker, broker, api, h.Config.AdminToken, api, api, h.Config.AdminToken, api, h.Config.AdminToken)
+`, broker, program(os.Args[0]), broker, api, h.Config.AdminToken, api, api, h.Config.AdminToken, api, h.Config.AdminToken)
+}
+
+// program is how the banner names this binary, so its commands paste as
+// they are: as it was started ("./streaming-hub") when that is a path,
+// else "streaming-hub" (found on the PATH, or built by `go run` in a
+// temporary directory no one types).
+func program(arg0 string) string {
+	if !strings.Contains(arg0, "/") || strings.Contains(arg0, "go-build") {
+		return "streaming-hub"
+	}
+	return arg0
 }
 
 // redactURL is a database URL fit to print: a password in the user info
