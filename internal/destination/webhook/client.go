@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 )
 
@@ -33,9 +34,14 @@ func NewTransport(d destination.Dialer, tc *tls.Config) *http.Transport {
 		TLSClientConfig:   tc,
 		ForceAttemptHTTP2: true,
 		// Workers reuse connections: a busy destination keeps one
-		// per concurrent attempt instead of dialing for each.
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
+		// per concurrent attempt instead of dialing for each. Many
+		// tenants' endpoints often share one host (a platform's
+		// ingress), so a host keeps as many idle connections as a
+		// process has attempts in flight by default
+		// (config.DefaultMaxInFlight): with fewer, unordered
+		// subscriptions closed and dialed connections at every burst.
+		MaxIdleConns:          2 * config.DefaultMaxInFlight,
+		MaxIdleConnsPerHost:   config.DefaultMaxInFlight,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
