@@ -16,6 +16,9 @@ import (
 // boundary. Other characters are kept as they came: a response body or an
 // error is shown as the destination wrote it.
 func CleanText(s string, max int) string {
+	if len(s) <= max && strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return s // the usual case, without a copy
+	}
 	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	if len(s) <= max {
 		return s
@@ -64,12 +67,47 @@ func AttemptHeaders(a *hub.Attempt) (request, response *string) {
 		if h == nil {
 			return nil
 		}
-		b, _ := json.Marshal(h) // a map of strings always encodes
-		s := string(b)
+		s := string(headersJSON(h))
 		return &s
 	}
 	return enc(CleanHeaders(a.RequestHeaders, maxRequestHeaders, maxRequestHeaderValue)),
 		enc(CleanHeaders(a.ResponseHeaders, hub.MaxResponseHeaders, hub.MaxResponseHeaderValue))
+}
+
+// headersJSON is json.Marshal(h), byte for byte, without its reflection:
+// every attempt writes two of these, and on a busy hub encoding them cost
+// as much CPU as the attempt's own request.
+func headersJSON(h map[string]string) []byte {
+	keys := slices.Sorted(maps.Keys(h))
+	n := 2
+	for _, k := range keys {
+		n += len(k) + len(h[k]) + 6
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, h[k])
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as encoding/json writes it: plain ASCII with
+// nothing to escape as is, anything else through encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // DecodeHeaders reads a column AttemptHeaders wrote; NULL (or anything
