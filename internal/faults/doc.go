@@ -5,5 +5,5 @@
 // produced, delivered, lost and duplicated. Each scenario prints its figures.
 //
 //	STREAMING_HUB_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test \
-//	go test -tags faults -v -count=1 -timeout 20m ./faults
+//	go test -tags faults -v -count=1 -timeout 20m ./internal/faults
 package faults
