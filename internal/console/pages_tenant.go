@@ -53,7 +53,7 @@ func (c *Console) tenantOf(w http.ResponseWriter, r *http.Request, s *session, k
 	case 1:
 		s.Tenant = found.TenantIDs[0]
 		s.resolved = kind
-		c.setCookie(w, r, tenantCookie, s.Tenant, 0)
+		c.setCookie(w, r, tenantCookie, s.Tenant, tenantCookieAge)
 		return true
 	}
 	c.show(w, r, s, http.StatusOK, "choose", nav, title, m{"Holders": found.TenantIDs, "Kind": kind})

@@ -22,10 +22,15 @@ const (
 	// exists (sign-in, a portal link's page): double submit.
 	preCookie = "hub_console_pre"
 	// tenantCookie is the tenant an admin acts on; it grants nothing (the
-	// admin may act on every tenant).
+	// admin may act on every tenant). It outlives the session
+	// (tenantCookieAge), so the next visit starts on the tenant used last.
 	tenantCookie = "hub_console_tenant"
 	csrfField    = "csrf"
 )
+
+// tenantCookieAge is how long the console remembers the tenant an admin
+// used last: 30 days, in seconds.
+const tenantCookieAge = 30 * 24 * 60 * 60
 
 // session is a signed-in browser: who it acts as, and its CSRF token.
 type session struct {
@@ -195,7 +200,6 @@ func (c *Console) signedIn(w http.ResponseWriter, r *http.Request, token string)
 	}
 	c.setCookie(w, r, sessionCookie, token, 0)
 	c.setCookie(w, r, preCookie, "", -1)
-	c.setCookie(w, r, tenantCookie, "", -1)
 }
 
 // start creates a session for p, signed in with credential (a token or
@@ -362,7 +366,6 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *session) {
 	c.deps.Store.DeleteConsoleSession(r.Context(), s.TokenHash)
 	c.setCookie(w, r, sessionCookie, "", -1)
-	c.setCookie(w, r, tenantCookie, "", -1)
 	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 }
 
@@ -503,7 +506,7 @@ func (c *Console) actAs(w http.ResponseWriter, r *http.Request, s *session) {
 		c.renderError(w, r, s, http.StatusBadRequest, "tenant: not a tenant id")
 		return
 	}
-	c.setCookie(w, r, tenantCookie, id, 0)
+	c.setCookie(w, r, tenantCookie, id, tenantCookieAge)
 	back := r.PostFormValue("back")
 	if !strings.HasPrefix(back, Prefix) || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
 		back = Prefix

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -60,5 +61,21 @@ func TestMultiTenant_OperatorChoosesATenant(t *testing.T) {
 	b.submit("/console/", "/console/tenant", map[string][]string{"tenant": {"globex"}, "back": {"/console/"}})
 	if p := b.get("/console/deliveries"); strings.Contains(p.body, "Choose the tenant to act on") || !strings.Contains(p.body, `<option value="globex" selected>`) {
 		t.Fatalf("deliveries after choosing globex:\n%s", p.body)
+	}
+
+	// The next visit starts on the tenant used last: signed out and in
+	// again in the same browser, globex is still chosen; a browser that
+	// never chose is asked.
+	if p := b.submit("/console/", "/console/signout", nil); p.status != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", p.status)
+	}
+	if p := b.submit("/console/signin", "/console/signin", url.Values{"token": {adminToken}}); p.status != http.StatusSeeOther {
+		t.Fatalf("sign-in again: %d\n%s", p.status, p.body)
+	}
+	if p := b.get("/console/deliveries"); strings.Contains(p.body, "Choose the tenant to act on") || !strings.Contains(p.body, `<option value="globex" selected>`) {
+		t.Fatalf("deliveries on the next visit:\n%s", p.body)
+	}
+	if p := h.signIn(adminToken).get("/console/deliveries"); !strings.Contains(p.body, "Choose the tenant to act on") {
+		t.Fatalf("a browser that never chose is not asked:\n%s", p.body)
 	}
 }

@@ -350,6 +350,10 @@ async function attemptHeadersAndReplayMarks(page, w, eventID, width) {
   await noOverflow(page, width, "the dead letters' list");
   await snap(page, w, "replay-marks-" + width);
   await page.locator("tbody tr td a").first().click(); // the dead letter
+  // isVisible does not wait: wait for the delivery's page first (a loaded
+  // machine answered the click after the check ran).
+  await page.waitForURL(/\/console\/deliveries\/dlv_/);
+  await page.waitForLoadState("load");
   assert(await page.getByText("Request headers").first().isVisible(), width + ": the attempt's request headers");
   assert((await page.locator("dl.headers dt", { hasText: /^webhook-signature$/i }).count()) > 0, width + ": the signature among them");
   assert((await page.getByText("Response headers").count()) > 0, width + ": the attempt's response headers");
@@ -433,6 +437,21 @@ async function producerDLQ(admin, aw) {
       const b = page.locator(".who .badge");
       assert((await b.textContent()) === "tenant Acme Corp", "the tenant's badge at 390 px: " + (await b.textContent()));
     });
+
+    // 2c. The tenant used last (docs/console.md): the operator acts on
+    // acme, signs out and in again, and starts on acme.
+    await admin.goto(HUB + "/console/");
+    await admin.locator("#tenant-picker").selectOption("acme");
+    await admin.getByRole("button", { name: "Switch" }).click();
+    await admin.waitForLoadState("load");
+    await admin.getByRole("button", { name: "Sign out" }).click();
+    await admin.waitForURL(HUB + "/console/signin");
+    await admin.getByLabel("Token or API key").fill(ADMIN);
+    await admin.getByRole("button", { name: "Sign in" }).click();
+    await admin.waitForURL(HUB + "/console/");
+    assert((await admin.locator("#tenant-picker").inputValue()) === "acme", "the next visit starts on the tenant used last");
+    await admin.goto(HUB + "/console/deliveries");
+    assert((await admin.getByText("Choose the tenant to act on").count()) === 0, "Deliveries asks to choose the tenant used last");
 
     // 3. A portal link, opened in a fresh browser.
     await admin.goto(HUB + "/console/tenants/acme");
