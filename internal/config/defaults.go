@@ -13,11 +13,6 @@ import (
 // first). The configuration page and the CLI's --help show this value.
 const DefaultServer = "http://127.0.0.1:8080"
 
-// DefaultMaxInFlight is DISPATCH_MAX_IN_FLIGHT's default, the attempts a
-// process has in flight at most. The webhook transport keeps as many idle
-// connections per host, since many tenants' endpoints may share one.
-const DefaultMaxInFlight = 1024
-
 // Defaults is the complete configuration of mode before any variable is
 // read: the one place where a default value is written. Load starts from
 // it; tests build the configurations of single packages from it
@@ -58,7 +53,7 @@ func Defaults(mode Mode) Config {
 			ClaimBatch:          256,
 			IdleInterval:        time.Second,
 			Lease:               30 * time.Second,
-			MaxInFlight:         DefaultMaxInFlight,
+			MaxInFlight:         1024,
 			MaxPerDestination:   64,
 			RunLength:           64,
 			PoisonThreshold:     5,

@@ -5,9 +5,16 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
 )
+
+// IdleConnsPerHost is how many idle connections a host keeps: as many as a
+// process has attempts in flight at its default (DISPATCH_MAX_IN_FLIGHT,
+// a test in internal/app holds them equal). Many tenants' endpoints often
+// share one host (a platform's ingress); with fewer, unordered
+// subscriptions on one host closed and redialed connections at every
+// burst.
+const IdleConnsPerHost = 1024
 
 // NewClient returns the HTTP client for webhook destinations. It dials
 // with d (which refuses private addresses unless allowed, and tunnels
@@ -34,14 +41,9 @@ func NewTransport(d destination.Dialer, tc *tls.Config) *http.Transport {
 		TLSClientConfig:   tc,
 		ForceAttemptHTTP2: true,
 		// Workers reuse connections: a busy destination keeps one
-		// per concurrent attempt instead of dialing for each. Many
-		// tenants' endpoints often share one host (a platform's
-		// ingress), so a host keeps as many idle connections as a
-		// process has attempts in flight by default
-		// (config.DefaultMaxInFlight): with fewer, unordered
-		// subscriptions closed and dialed connections at every burst.
-		MaxIdleConns:          2 * config.DefaultMaxInFlight,
-		MaxIdleConnsPerHost:   config.DefaultMaxInFlight,
+		// per concurrent attempt instead of dialing for each.
+		MaxIdleConns:          2 * IdleConnsPerHost,
+		MaxIdleConnsPerHost:   IdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
