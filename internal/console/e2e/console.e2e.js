@@ -207,6 +207,12 @@ async function tablesChecks(browser, tp, subURL) {
       await tp.goto(HUB + href);
       assert(/"amount": "10\.00"/.test(await tp.locator("#payload").textContent()), "the delivery page shows the payload");
       assert(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/.test(await tp.locator(".abs").first().textContent()), "the delivery page shows an absolute time");
+      // A delivered one: its last error reads "none" (not a red dash), and an
+      // attempt the API rounds to 0 ms reads "<1 ms", never "0 ms".
+      const lastError = tp.locator("dt", { hasText: /^Last error$/ }).locator("xpath=following-sibling::dd[1]");
+      assert((await lastError.textContent()).trim() === "none", "a delivered delivery's last error: " + (await lastError.textContent()));
+      const attempt = (await tp.locator(".attempts li").first().textContent()).replace(/\s+/g, " ");
+      assert(/ · (<1|\d+) ms · /.test(attempt) && !/ · 0 ms · /.test(attempt), "an attempt's duration: " + attempt);
       await docShot(tp, "console-delivery");
       await tp.goto(HUB + "/console/deliveries");
     }
