@@ -200,7 +200,11 @@ async function tablesChecks(browser, tp, subURL) {
     assert(box.cut === "ellipsis" && box.wrap === "nowrap", width + ": ids are cut, not wrapped: " + JSON.stringify(box));
     assert((await tp.locator("input[name=since][type=datetime-local]").count()) === 1, width + ": the since filter is a datetime-local input");
     assert(!(await tp.content()).includes("2006-01-02"), width + ": Go's reference time is shown");
-    if (width === 390) await phoneRowChecks(tp, "Deliveries");
+    if (width === 390) {
+      await phoneRowChecks(tp, "Deliveries");
+      for (const p of ["/console/", "/console/subscriptions", "/console/events", "/console/event-types"]) await cardsCheck(tp, p);
+      await tp.goto(HUB + "/console/deliveries");
+    }
     if (width === 1280) {
       // The delivery page: the payload, and absolute times beside relative ones.
       const href = await row.locator("a[href^='/console/deliveries/']").first().getAttribute("href");
@@ -309,6 +313,26 @@ async function phoneRowChecks(page, what) {
   const text = await ev.textContent();
   const box = await ev.boundingBox();
   assert(/transaction\.posted/.test(text) && !cut && box && box.x + box.width <= 390, what + " at 390 px: the event type is cut: " + text);
+}
+
+// cardsCheck: at 390 px every list table of the page at path is a stack
+// of cards (its header hidden, each cell under its label), and none
+// scrolls sideways inside its box.
+async function cardsCheck(page, path) {
+  await page.goto(HUB + path);
+  await noOverflow(page, 390, path);
+  const tables = page.locator(".scroll table");
+  const n = await tables.count();
+  assert(n > 0, path + ": no table to check");
+  for (let i = 0; i < n; i++) {
+    const t = tables.nth(i);
+    const box = await t.evaluate((e) => ({
+      cards: e.classList.contains("stack") && getComputedStyle(e.querySelector("thead")).position === "absolute",
+      labelled: [...e.querySelectorAll("tbody td")].every((td) => td.dataset.label),
+      sideways: e.parentElement.scrollWidth - e.parentElement.clientWidth,
+    }));
+    assert(box.cards && box.labelled && box.sideways <= 1, path + " at 390 px: a table is not cards: " + JSON.stringify(box));
+  }
 }
 
 async function noOverflow(page, width, what) {
@@ -438,6 +462,9 @@ async function producerDLQ(admin, aw) {
     // tenant with its key.
     await phoneSignIn(browser, ADMIN, "operator", async (page) => {
       assert(await page.getByText("Ingest verdicts").isVisible(), "operator overview at 390 px");
+      await cardsCheck(page, "/console/tenants");
+      await cardsCheck(page, "/console/tenants/acme");
+      await page.goto(HUB + "/console/");
     });
     await phoneSignIn(browser, key, "tenant", async (page) => {
       const b = page.locator(".who .badge");
