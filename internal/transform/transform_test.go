@@ -120,6 +120,10 @@ func TestRunErrorsNameTheRule(t *testing.T) {
 		{"halt_error", `"stop here" | halt_error`, nil, "halt_error: stop here"},
 		{"type error", `.data.tags + 1`, nil, "cannot add"},
 		{"loop", `def f: f; f`, transform.ErrTimeout, ""},
+		// An endless stream into an array grows: its memory limit or its
+		// time limit ends it, whichever the machine's speed meets first
+		// (a loaded CI machine met the memory limit); both are
+		// transform_limit.
 		{"endless stream", `[repeat(1)]`, transform.ErrTimeout, ""},
 		// Over 1 MiB from a big event, not from a big computation: gojq's
 		// string operations are slow enough under -race to meet the time
@@ -128,6 +132,7 @@ func TestRunErrorsNameTheRule(t *testing.T) {
 		{"big array", `[.data]`, transform.ErrTooLarge, ""},
 		{"self-doubling", `reduce range(60) as $i ([1]; [., .])`, transform.ErrTooLarge, ""},
 	}
+	alsoRight := map[string]error{"endless stream": transform.ErrMemory}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
@@ -139,7 +144,7 @@ func TestRunErrorsNameTheRule(t *testing.T) {
 			if err == nil {
 				t.Fatal("ran without an error")
 			}
-			if c.want != nil && !errors.Is(err, c.want) {
+			if c.want != nil && !errors.Is(err, c.want) && (alsoRight[c.name] == nil || !errors.Is(err, alsoRight[c.name])) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 			if !strings.HasPrefix(err.Error(), "transform: ") || !strings.Contains(err.Error(), c.contains) {
