@@ -63,15 +63,40 @@ const (
 // hub.MaxResponseHeaders and hub.MaxResponseHeaderValue say); nil (NULL)
 // when a has none.
 func AttemptHeaders(a *hub.Attempt) (request, response *string) {
-	enc := func(h map[string]string) *string {
-		if h == nil {
-			return nil
-		}
-		s := string(headersJSON(h))
-		return &s
+	return cleanHeadersJSON(a.RequestHeaders, maxRequestHeaders, maxRequestHeaderValue),
+		cleanHeadersJSON(a.ResponseHeaders, hub.MaxResponseHeaders, hub.MaxResponseHeaderValue)
+}
+
+// cleanHeadersJSON is headersJSON(CleanHeaders(h, max, maxValue)) in one
+// pass over h's sorted names, without the cleaned copy: names are almost
+// always clean already, and then they stay sorted and distinct. A name
+// that cleaning changes takes the general path. Nil stays nil.
+func cleanHeadersJSON(h map[string]string, max, maxValue int) *string {
+	if h == nil {
+		return nil
 	}
-	return enc(CleanHeaders(a.RequestHeaders, maxRequestHeaders, maxRequestHeaderValue)),
-		enc(CleanHeaders(a.ResponseHeaders, hub.MaxResponseHeaders, hub.MaxResponseHeaderValue))
+	keys := slices.Sorted(maps.Keys(h))
+	keys = keys[:min(len(keys), max)]
+	n := 2
+	for _, k := range keys {
+		if CleanText(k, MaxRejectionNameBytes) != k {
+			s := string(headersJSON(CleanHeaders(h, max, maxValue)))
+			return &s
+		}
+		n += len(k) + min(len(h[k]), maxValue) + 6
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, CleanText(h[k], maxValue))
+	}
+	s := string(append(b, '}'))
+	return &s
 }
 
 // headersJSON is json.Marshal(h), byte for byte, without its reflection:
