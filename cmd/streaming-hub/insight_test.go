@@ -86,7 +86,11 @@ func TestCLI_AdminHealthAndATenantsOwnTenant(t *testing.T) {
 		return len(jobs.Data) == 1 && jobs.Data[0].Status == "succeeded"
 	})
 
-	out = admin.ok("admin", "health", "--window", "1h")
+	// Health is written with the statistics, once a second.
+	testkit.WaitFor(t, "the attempt in the health rollups", func() bool {
+		out = admin.ok("admin", "health", "--window", "1h")
+		return field(t, out, "attempts") == "1"
+	})
 	if field(t, out, "window") != "1h" || field(t, out, "attempts") != "1" || field(t, out, "successes") != "1" ||
 		field(t, out, "failures") != "0" || field(t, out, "success_rate") != "100.0%" || field(t, out, "bucket_seconds") != "300" ||
 		!strings.Contains(field(t, out, "latency_ms"), "p99 ") || field(t, out, "last_success_at") == "" {

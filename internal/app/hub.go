@@ -28,6 +28,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/reconciler"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/telemetry"
+	"github.com/lerianstudio/streaming-hub/internal/writer"
 )
 
 // Hub is one running hub process.
@@ -39,6 +40,9 @@ type Hub struct {
 	// Now is the clock of the store, the dispatcher and the API; nil means
 	// time.Now. Tests move it to drive retries without waiting.
 	Now func() time.Time
+	// realClock: Now was left nil, so heartbeats are compared with the
+	// database's clock (store.Options.DatabaseClock).
+	realClock bool
 	// Telemetry is what the OTEL_* variables say (telemetry.FromEnv); the
 	// zero value exports no span.
 	Telemetry telemetry.Config
@@ -56,8 +60,13 @@ type Hub struct {
 	Consumer     *ingest.Consumer
 	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
 	Dispatcher   *dispatch.Dispatcher
-	Breakers     *dispatch.Breakers // this process's circuit breakers (delivery roles)
-	Waiters      *api.Waiters       // long-polling pulls, woken by this process's ingest
+	// Writer is the process's one writer (docs/architecture.md, "The
+	// writer"): ingest's records and the dispatcher's results and births
+	// go through it.
+	Writer     *writer.Writer
+	writerDone chan struct{}
+	Breakers   *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters    *api.Waiters       // long-polling pulls, woken by this process's ingest
 	// Housekeeper runs retention and job counts; every role has one, and
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
@@ -91,6 +100,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	}
 	if h.Now == nil {
 		h.Now = time.Now
+		h.realClock = true
 	}
 	h.failed = make(chan struct{})
 	defer func() {
@@ -128,6 +138,9 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 		return err
 	}
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
+	if err := h.newWriter(); err != nil {
+		return err
+	}
 	if err := h.newDispatcher(); err != nil {
 		return err
 	}
@@ -235,6 +248,13 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	go func() { h.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		// Ingest and dispatch are done: the writer writes what they left
+		// (the statistics gathered) and stops.
+		if h.Writer != nil {
+			if err := h.Writer.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("shutdown: %w", ctx.Err()))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/ingest"
 	"github.com/lerianstudio/streaming-hub/internal/manifest"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/writer"
 )
 
 // The steps of Start, in its order.
@@ -47,7 +48,7 @@ func (h *Hub) openStore(ctx context.Context) (err error) {
 	cfg := &h.Config
 	pool := store.PoolOptions{MaxConns: cfg.DatabaseMaxConns, NoIngest: !cfg.Role.Ingests(), NoDelivery: !cfg.Role.Delivers(),
 		OnWait: h.Metrics.ObservePoolWait, MinConns: cfg.DatabaseMinConns, MaxConnLifetime: cfg.DatabaseConnMaxLifetime}
-	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, Pool: pool, OnStatement: h.OnStatement}); err != nil {
+	if h.Store, err = OpenStore(ctx, cfg.DatabaseURL, store.Options{Now: h.Now, DatabaseClock: h.realClock, Pool: pool, OnStatement: h.OnStatement}); err != nil {
 		return fmt.Errorf("STREAMING_HUB_DATABASE_URL: cannot open the database: %s", redactPassword(err.Error(), cfg.DatabaseURL))
 	}
 	if err := h.Store.Ping(ctx); err != nil {
@@ -98,6 +99,17 @@ func (h *Hub) openKeyring(ctx context.Context, givenKEK bool, secrets devSecrets
 	return nil
 }
 
+// newWriter makes the process's one writer (docs/architecture.md, "The
+// writer"): every role has one.
+func (h *Hub) newWriter() (err error) {
+	d := h.Config.Dispatch
+	h.Writer, err = writer.New(writer.Config{
+		FlushSize: d.FlushSize, FlushInterval: d.FlushInterval, StatsInterval: d.StatsFlushInterval,
+		Store: h.Store, Metrics: h.Metrics, Logger: h.Logger.With("component", "writer"), Now: h.Now,
+	})
+	return err
+}
+
 // newDispatcher makes the breakers and the dispatcher, for a role that
 // delivers.
 func (h *Hub) newDispatcher() (err error) {
@@ -123,6 +135,7 @@ func (h *Hub) newDispatcher() (err error) {
 		AutoDisable:  autoDisable,
 		Breakers:     h.Breakers,
 		Tracer:       h.Tracing.Tracer(),
+		Writer:       h.Writer,
 	})
 	return err
 }
@@ -142,9 +155,11 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 		Ingest:       cfg.Ingest,
 		Kafka:        kafka,
 		ServedTenant: cfg.Tenancy.Served(),
-		Store:        h.Store,
-		Metrics:      h.Metrics,
-		Logger:       h.Logger.With("component", "ingest"),
+		// Through the writer: one transaction carries several partitions'
+		// records with the results and births of the moment.
+		Store:   h.Writer,
+		Metrics: h.Metrics,
+		Logger:  h.Logger.With("component", "ingest"),
 		// The store tells the dispatcher of the jobs ingest creates, and
 		// hands it those born leased to it (Store.ListenJobs): the one
 		// wake-up source.
@@ -250,6 +265,10 @@ func (h *Hub) run(ctx context.Context) {
 	h.cancel = cancel
 	dispatchCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	h.abandon = abandon
+	// The writer outlives ingest and dispatch (Shutdown closes it after
+	// them); the shutdown's deadline abandons it with the dispatcher.
+	h.writerDone = make(chan struct{})
+	go func() { defer close(h.writerDone); h.Writer.Run(dispatchCtx) }()
 	h.goRun("http", func() error {
 		if err := h.http.Serve(h.ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

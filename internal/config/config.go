@@ -219,6 +219,7 @@ func loadInto(r *reader, mode Mode) Config {
 	r.positiveInt("DISPATCH_MAX_PER_DESTINATION", &d.MaxPerDestination)
 	r.positiveInt("RESULT_FLUSH_SIZE", &d.FlushSize)
 	r.duration("RESULT_FLUSH_INTERVAL", &d.FlushInterval)
+	r.duration("STATS_FLUSH_INTERVAL", &d.StatsFlushInterval)
 	r.duration("DELIVERY_TIMEOUT", &c.DeliveryTimeout)
 
 	r.positiveInt("BREAKER_FAILURES", &c.Breaker.Failures)

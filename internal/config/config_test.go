@@ -36,7 +36,7 @@ func TestLoad_DevDefaultsNeedNoInfrastructure(t *testing.T) {
 		t.Fatalf("dev defaults: %+v", c)
 	}
 	if c.Dispatch.Workers != 8 || c.Dispatch.ClaimBatch != 256 || c.Dispatch.IdleInterval != time.Second ||
-		c.Dispatch.Lease != 30*time.Second || c.Dispatch.MaxInFlight != 1024 || c.Dispatch.MaxPerDestination != 64 || c.DeliveryTimeout != 15*time.Second || c.Dispatch.PoisonThreshold != 5 ||
+		c.Dispatch.Lease != 5*time.Second || c.Dispatch.MaxInFlight != 1024 || c.Dispatch.MaxPerDestination != 64 || c.DeliveryTimeout != 15*time.Second || c.Dispatch.PoisonThreshold != 5 ||
 		!c.Autodisable.Enabled || c.Autodisable.FailureWindow != 120*time.Hour || c.Autodisable.FailureSpread != 12*time.Hour ||
 		c.Pull.Rate != 100 || c.Pull.Burst != 200 || c.Housekeeping.DLQRetention != 168*time.Hour || c.ShutdownTimeout != 30*time.Second {
 		t.Fatalf("documented defaults (docs/configuration.md): %+v", c)

@@ -50,9 +50,12 @@ func Defaults(mode Mode) Config {
 			// same for 16 jobs as for 256; at 16 they bounded 100 ordered
 			// tenants to ~2,400 deliveries/s and 1,000 events/s over 10
 			// ordered tenants fell behind (docs/performance.md).
-			ClaimBatch:          256,
-			IdleInterval:        time.Second,
-			Lease:               30 * time.Second,
+			ClaimBatch:   256,
+			IdleInterval: time.Second,
+			// A process's jobs are its own while its heartbeat, renewed
+			// every fifth of this, is fresh: a crash pauses its
+			// subscriptions about this long (docs/delivery.md, "Crashes").
+			Lease:               5 * time.Second,
 			MaxInFlight:         1024,
 			MaxPerDestination:   64,
 			RunLength:           64,
@@ -60,6 +63,7 @@ func Defaults(mode Mode) Config {
 			MaintenanceInterval: 5 * time.Second,
 			FlushSize:           256,
 			FlushInterval:       20 * time.Millisecond,
+			StatsFlushInterval:  time.Second,
 			BackfillChunk:       500,
 			BackfillPassChunks:  20,
 		},
@@ -269,9 +273,12 @@ type Dispatch struct {
 	// the jobs a process puts back to wait wake it when they are due; the
 	// poll finds what neither announces (another replica's retries once
 	// that replica is gone, jobs a replica gave back as it stopped).
-	IdleInterval    time.Duration
-	Lease           time.Duration // DISPATCH_LEASE: lease of a claimed job, renewed while it is worked on
-	PoisonThreshold int           // POISON_THRESHOLD: recoveries before poison
+	IdleInterval time.Duration
+	// Lease (DISPATCH_LEASE) is how long a process's heartbeat stays
+	// fresh: its jobs are its own while it is (docs/delivery.md,
+	// "Crashes"); it is renewed every fifth of it.
+	Lease           time.Duration
+	PoisonThreshold int // POISON_THRESHOLD: recoveries before poison
 	// MaxInFlight (DISPATCH_MAX_IN_FLIGHT) bounds the attempts of a process
 	// waiting for their answers; MaxPerDestination
 	// (DISPATCH_MAX_PER_DESTINATION) is one destination's (scheme, host,
@@ -290,6 +297,11 @@ type Dispatch struct {
 	// FlushInterval (RESULT_FLUSH_INTERVAL), whichever comes first.
 	FlushSize     int
 	FlushInterval time.Duration
+	// StatsFlushInterval (STATS_FLUSH_INTERVAL): the statistics a process
+	// gathers (the types its events carry, its subscriptions' health
+	// rollups) are written by its writer this often and at shutdown, not
+	// per event (docs/operations.md, "Statistics").
+	StatsFlushInterval time.Duration
 	// Backfills (docs/backfill.md)
 	// advance on every maintenance pass: each running backfill walks up to
 	// BackfillPassChunks chunks of BackfillChunk events, each chunk its own

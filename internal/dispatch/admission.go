@@ -37,7 +37,12 @@ type host struct {
 	tenants map[string]*tenantShare // tenants active here
 	busy    map[string]*tenantShare // those with attempts in flight
 	waiting map[string]*tenantShare // those refused and not yet freed
-	pruned  time.Time
+	// parked are the units refused here, waiting for room, by tenant in
+	// the order tenants were first refused (ring turns round-robin).
+	parked map[string][]unit
+	ring   []string
+	turn   int
+	pruned time.Time
 }
 
 // tenantShare is one tenant's attempts at one destination.
@@ -45,6 +50,12 @@ type tenantShare struct {
 	count int
 	last  time.Time       // its last admission, refusal or attempt's end
 	subs  map[string]bool // its subscriptions seen sending here
+}
+
+// parkedUnit is a unit refused at its destination that may start now.
+type parkedUnit struct {
+	u            unit
+	dest, tenant string
 }
 
 func newDestinations(share int, now func() time.Time) destinations {
@@ -85,7 +96,7 @@ func (h *host) prune(now time.Time) {
 	}
 	h.pruned = now
 	for id, t := range h.tenants {
-		if t.count == 0 && h.waiting[id] == nil && now.Sub(t.last) >= activeFor {
+		if t.count == 0 && h.waiting[id] == nil && len(h.parked[id]) == 0 && now.Sub(t.last) >= activeFor {
 			delete(h.tenants, id)
 		}
 	}
@@ -100,7 +111,7 @@ func (ds *destinations) admit(dest, tenant, sub string) bool {
 	h := ds.hosts[dest]
 	if h == nil {
 		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
-			waiting: make(map[string]*tenantShare), pruned: now}
+			waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), pruned: now}
 		ds.hosts[dest] = h
 	}
 	h.prune(now)
@@ -111,7 +122,9 @@ func (ds *destinations) admit(dest, tenant, sub string) bool {
 	}
 	t.last = now
 	t.subs[sub] = true
-	if !h.canAdmit(t, ds.share) {
+	// A tenant with work parked here waits behind it: its units start in
+	// the order they came.
+	if len(h.parked[tenant]) > 0 || !h.canAdmit(t, ds.share) {
 		h.waiting[tenant] = t
 		return false
 	}
@@ -121,15 +134,115 @@ func (ds *destinations) admit(dest, tenant, sub string) bool {
 	return true
 }
 
-// leave gives back one of tenant's slots at dest; it returns the
-// subscriptions of the refused tenants that now have room there.
-func (ds *destinations) leave(dest, tenant string) (freed []string) {
+// park holds a unit admit refused, at its destination, until room comes
+// (leave starts it): it stays this process's, with no database write, and
+// the tenant's subscriptions are left alone by claims meanwhile.
+func (ds *destinations) park(dest, tenant string, u unit) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	h := ds.hosts[dest]
+	if h == nil { // it was admitted nowhere: cannot be, but never lose it
+		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
+			waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), pruned: ds.now()}
+		ds.hosts[dest] = h
+	}
+	if len(h.parked[tenant]) == 0 {
+		h.ring = append(h.ring, tenant)
+	}
+	h.parked[tenant] = append(h.parked[tenant], u)
+	if t := h.tenants[tenant]; t != nil {
+		h.waiting[tenant] = t
+	}
+}
+
+// repark puts back a unit startParked took but that will not start (the
+// process stops): its slot is given back and it waits first in line.
+func (ds *destinations) repark(p parkedUnit) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	h := ds.hosts[p.dest]
+	if h == nil {
+		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
+			waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), pruned: ds.now()}
+		ds.hosts[p.dest] = h
+	}
+	if t := h.tenants[p.tenant]; t != nil && t.count > 0 {
+		t.count--
+		h.total--
+		if t.count == 0 {
+			delete(h.busy, p.tenant)
+		}
+	}
+	if len(h.parked[p.tenant]) == 0 {
+		h.ring = append(h.ring, p.tenant)
+	}
+	h.parked[p.tenant] = append([]unit{p.u}, h.parked[p.tenant]...)
+}
+
+// unpark takes every parked unit (the process stops, or was taken over).
+func (ds *destinations) unpark() []unit {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	var out []unit
+	for _, h := range ds.hosts {
+		for _, tenant := range h.ring {
+			out = append(out, h.parked[tenant]...)
+		}
+		clear(h.parked)
+		h.ring, h.turn = nil, 0
+	}
+	return out
+}
+
+// startParked admits, round-robin over the tenants with work parked at
+// h, the units that now fit: their slots are taken.
+func (h *host) startParked(dest string, share int, now time.Time) (start []parkedUnit) {
+	for len(h.ring) > 0 {
+		progressed := false
+		for range len(h.ring) {
+			h.turn %= len(h.ring)
+			tenant := h.ring[h.turn]
+			t := h.tenants[tenant]
+			if t == nil {
+				t = &tenantShare{subs: make(map[string]bool)}
+				h.tenants[tenant] = t
+			}
+			if !h.canAdmit(t, share) {
+				h.turn++
+				continue
+			}
+			u := h.parked[tenant][0]
+			if h.parked[tenant] = h.parked[tenant][1:]; len(h.parked[tenant]) == 0 {
+				delete(h.parked, tenant)
+				h.ring = append(h.ring[:h.turn], h.ring[h.turn+1:]...)
+			} else {
+				h.turn++
+			}
+			t.count++
+			t.last = now
+			h.total++
+			h.busy[tenant] = t
+			start = append(start, parkedUnit{u: u, dest: dest, tenant: tenant})
+			progressed = true
+			break
+		}
+		if !progressed {
+			return start
+		}
+	}
+	return start
+}
+
+// leave gives back one of tenant's slots at dest; it returns the units
+// parked there that now start (their slots taken), and the subscriptions
+// of the refused tenants that now have room there and nothing parked.
+func (ds *destinations) leave(dest, tenant string) (start []parkedUnit, freed []string) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	now := ds.now()
 	h := ds.hosts[dest]
 	if h == nil {
-		return nil
+		return nil, nil
 	}
 	if t := h.tenants[tenant]; t != nil && t.count > 0 {
 		t.count--
@@ -140,18 +253,19 @@ func (ds *destinations) leave(dest, tenant string) (freed []string) {
 		}
 	}
 	h.prune(now)
+	start = h.startParked(dest, ds.share, now)
 	for id, t := range h.waiting {
-		if h.canAdmit(t, ds.share) {
+		if len(h.parked[id]) == 0 && h.canAdmit(t, ds.share) {
 			for sub := range t.subs {
 				freed = append(freed, sub)
 			}
 			delete(h.waiting, id)
 		}
 	}
-	if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 {
+	if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 && len(h.ring) == 0 {
 		delete(ds.hosts, dest)
 	}
-	return freed
+	return start, freed
 }
 
 // excluded lists the subscriptions of tenants with no room at a
@@ -163,7 +277,7 @@ func (ds *destinations) excluded() []string {
 	var out []string
 	for dest, h := range ds.hosts {
 		h.prune(now)
-		if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 {
+		if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 && len(h.ring) == 0 {
 			delete(ds.hosts, dest)
 			continue
 		}
@@ -172,8 +286,16 @@ func (ds *destinations) excluded() []string {
 			candidates = h.tenants
 		}
 		for id, t := range candidates {
-			if !h.canAdmit(t, ds.share) {
+			if len(h.parked[id]) > 0 || !h.canAdmit(t, ds.share) {
 				h.waiting[id] = t
+				for sub := range t.subs {
+					out = append(out, sub)
+				}
+			}
+		}
+		// A tenant with work parked here gets no more until it started.
+		for id := range h.parked {
+			if t := h.tenants[id]; t != nil && candidates[id] == nil {
 				for sub := range t.subs {
 					out = append(out, sub)
 				}

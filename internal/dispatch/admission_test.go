@@ -56,10 +56,10 @@ func TestFairShare_AnotherTenantsHungAttemptsNeverTakeMyRoom(t *testing.T) {
 	// One of globex's answers frees its subscription for claims again;
 	// a hung attempt's end frees nothing while the hung tenant is over its
 	// fair share.
-	if freed := ds.leave(shared, "hung"); len(freed) != 0 {
+	if _, freed := ds.leave(shared, "hung"); len(freed) != 0 {
 		t.Fatalf("freed %v: the hung tenant is still over its fair share", freed)
 	}
-	if freed := ds.leave(shared, "globex"); !slices.Equal(freed, []string{"sub_g"}) {
+	if _, freed := ds.leave(shared, "globex"); !slices.Equal(freed, []string{"sub_g"}) {
 		t.Fatalf("freed %v, want globex's subscription", freed)
 	}
 }
@@ -82,7 +82,7 @@ func TestFairShare_RoomIsLentOnlyWhenNoActiveTenantIsOwedIt(t *testing.T) {
 	}
 	// ...then is forgotten, and busy may take the whole share.
 	clock.Advance(activeFor + time.Second)
-	if freed := ds.leave(shared, "busy"); !slices.Equal(freed, []string{"sub_b"}) {
+	if _, freed := ds.leave(shared, "busy"); !slices.Equal(freed, []string{"sub_b"}) {
 		t.Fatalf("freed %v once the quiet tenant was forgotten", freed)
 	}
 	if got := admitN(&ds, "busy", "sub_b", 20); got != 5 {
@@ -108,7 +108,7 @@ func TestFairShare_EveryTenantGetsOneWithinTheCeiling(t *testing.T) {
 	if ex := ds.excluded(); len(ex) != 6 {
 		t.Fatalf("at the ceiling every tenant's subscriptions wait, got %v", ex)
 	}
-	if freed := ds.leave(shared, "hog"); len(freed) == 0 {
+	if _, freed := ds.leave(shared, "hog"); len(freed) == 0 {
 		t.Fatal("below the ceiling again, nobody was freed")
 	}
 }

@@ -130,7 +130,22 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	c, out, now := a.c, a.out, a.now
 	res := destination.Result{Err: a.err}
 	if a.err == nil {
-		res = d.cfg.Destinations.Send(a.ctx, a.target, a.msg)
+		// The last look before sending: a process that cannot be sure its
+		// jobs are still its own sends nothing (docs/delivery.md,
+		// "Crashes").
+		if !d.heart.alive() {
+			d.shed(a, time.Time{})
+			return a.out
+		}
+		stop := d.heart.attempts()
+		actx, cancel := context.WithCancel(a.ctx)
+		unhook := context.AfterFunc(stop, cancel)
+		res = d.cfg.Destinations.Send(actx, a.target, a.msg)
+		unhook()
+		cancel()
+		if res.Err != nil && stop.Err() != nil {
+			return d.canceled(a, res)
+		}
 		a.rec.Duration, a.rec.ResponseBody = res.Duration, res.Body
 		a.rec.RequestHeaders, a.rec.ResponseHeaders = res.Sent, destination.AnswerHeaders(res.Header)
 		if res.Err != nil && res.Status == 0 && a.target.Type == hub.DestinationWebhook {
@@ -159,6 +174,20 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	d.randMu.Unlock()
 	out.Status, out.NextAttemptAt, out.DeadLetterReason = dec.status, dec.next, dec.reason
 	d.observeFailure(c, a.rec, err)
+	return out
+}
+
+// canceled is the outcome of an attempt this process canceled because it
+// could not renew its heartbeat: the request may have reached the
+// receiver, so it is logged; the job is due again at once (whoever holds
+// it then sends it), and the receiver's breaker is not told: nothing was
+// learned of it.
+func (d *Dispatcher) canceled(a *attempt, res destination.Result) store.Completion {
+	a.rec.Duration, a.rec.RequestHeaders = res.Duration, res.Sent
+	a.rec.Error = "canceled: this process could not renew its heartbeat in time (docs/delivery.md, crashes)"
+	endAttempt(a.span, 0, res.Err)
+	out := a.out
+	out.Status, out.NextAttemptAt, out.LastError = hub.JobPending, time.Time{}, a.rec.Error
 	return out
 }
 

@@ -16,7 +16,7 @@ const maxBirths = 512
 // reserves room for jobs born leased to this dispatcher, unless it is not
 // running, is stopping, or has no room.
 func (d *Dispatcher) Offer() *store.BirthOffer {
-	if d.q.Load() == nil || d.isStopping() {
+	if d.q.Load() == nil || d.isStopping() || !d.heart.alive() {
 		return nil
 	}
 	for {
@@ -26,7 +26,7 @@ func (d *Dispatcher) Offer() *store.BirthOffer {
 			return nil
 		}
 		if d.local.CompareAndSwap(held, held+n) {
-			o := &store.BirthOffer{Owner: d.owner, Token: hub.NewID("lease", d.now()), Lease: d.heldLease(),
+			o := &store.BirthOffer{Owner: d.heart.id(), Token: hub.NewID("lease", d.now()), Lease: d.heldLease(),
 				Room: int(n), Exclude: d.dests.excluded()}
 			d.offerSeq.Store(o.Token, d.hints.now())
 			return o
@@ -62,7 +62,9 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		}
 		c := g[0]
 		switch {
-		case q == nil || d.isStopping():
+		case q == nil || d.isStopping() || o.Owner != d.heart.id():
+			// Not running, or born to this process's old name (taken over
+			// meanwhile): given back.
 			back = append(back, g...)
 		case c.Subscription.MaxInFlight <= 1 && d.runs.released(c.Job.SubscriptionID):
 			// An earlier job of it was given back: it goes first.

@@ -25,8 +25,7 @@ func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
 	ready := func() { once.Do(func() { close(listening) }) }
 	defer ready()
 	err := d.cfg.Store.ListenJobs(ctx, store.ListenParams{
-		Ready:  ready,
-		Births: d,
+		Ready: ready,
 		OnJobs: func(subs []string) {
 			if subs == nil {
 				d.Wake()
@@ -53,6 +52,7 @@ func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
 func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 	d.fullWanted.Store(true)
 	more := false // the last full claim filled its batch
+	var lastFull time.Time
 	for !d.isStopping() {
 		room := d.room()
 		if room <= 0 {
@@ -62,8 +62,19 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			}
 			continue
 		}
-		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.owner}
-		full := d.fullWanted.Swap(false) || more
+		if !d.heart.alive() {
+			d.waitForWork() // claims nothing it might not keep
+			continue
+		}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.heart.id()}
+		// The safety poll runs on time even while targeted claims keep the
+		// loop busy: a subscription whose announcement was lost (or whose
+		// targeted claim found its row held by another process) is found
+		// within IdleInterval however busy its neighbours are.
+		full := d.fullWanted.Swap(false) || more || time.Since(lastFull) >= d.cfg.IdleInterval
+		if full {
+			lastFull = time.Now()
+		}
 		if !full {
 			if p.Subscriptions = d.hints.take(); len(p.Subscriptions) == 0 {
 				d.waitForWork()
@@ -86,6 +97,11 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		if err != nil && !d.isStopping() {
 			d.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
+		}
+		if err == nil && p.Owner != d.heart.id() {
+			// Taken over meanwhile: the jobs are under the old name.
+			d.release(claimed)
+			claimed = nil
 		}
 		if err == nil {
 			d.hints.claimed(claimed, p, seq)
@@ -164,17 +180,4 @@ func (d *Dispatcher) offer(q *queue, units []unit) {
 		d.hints.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
 		d.answered(len(rest))
 	}
-}
-
-// takeBack takes what written results freed (freed): the jobs hand-off
-// claims took are queued, and the subscriptions freed are named for the
-// next claim (unless known drained: it would find nothing), so their next
-// jobs are claimed now, not at the next idle poll.
-func (d *Dispatcher) takeBack(q *queue, f freed) {
-	for _, h := range f.handedOff {
-		d.hints.claimed(h.claimed, h.p, h.seq)
-		d.enqueue(q, h.claimed)
-		h.placed()
-	}
-	d.hints.add(d.hints.undrained(f.subs))
 }

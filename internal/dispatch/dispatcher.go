@@ -20,15 +20,19 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/transform"
+	"github.com/lerianstudio/streaming-hub/internal/writer"
 )
 
 // Store is the part of the store the dispatcher uses.
 type Store interface {
 	ClaimJobs(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error)
 	CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error)
+	Write(ctx context.Context, p store.WriteParams) (store.WriteResult, error)
 	ResultsRecorded(ctx context.Context, cs []store.Completion) ([]string, error)
 	ReleaseJobs(ctx context.Context, leases []store.JobLease) error
-	RenewLeases(ctx context.Context, p store.RenewParams) ([]string, error)
+	Heartbeat(ctx context.Context, id string, register bool) (bool, error)
+	Deregister(ctx context.Context, id string) error
+	LeasedTo(ctx context.Context, owner string, before time.Time) ([]store.LeasedJob, error)
 	WakeJobs(ctx context.Context, subscriptionIDs []string) (int, error)
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)
 	DeadLetterOrphans(ctx context.Context) (int, error)
@@ -58,6 +62,12 @@ type Config struct {
 	// Tracer records a span per attempt; nil records none (each attempt
 	// still sends its traceparent).
 	Tracer trace.Tracer
+	// Writer is the process's one writer (docs/architecture.md, "The
+	// writer"), which the dispatcher's results go to and which hands it
+	// the jobs born leased to it; the dispatcher is its Delivery. Nil: the
+	// dispatcher makes one of its own and runs it (tests, a process that
+	// only delivers).
+	Writer *writer.Writer
 }
 
 func (c Config) check() error {
@@ -74,6 +84,7 @@ func (c Config) check() error {
 	config.Positive(&ch, "MaintenanceInterval", c.MaintenanceInterval)
 	config.Positive(&ch, "FlushSize", c.FlushSize)
 	config.Positive(&ch, "FlushInterval", c.FlushInterval)
+	config.Positive(&ch, "StatsFlushInterval", c.StatsFlushInterval)
 	config.Positive(&ch, "MaxInFlight", c.MaxInFlight)
 	config.Positive(&ch, "MaxPerDestination", c.MaxPerDestination)
 	config.Positive(&ch, "RunLength", c.RunLength)
@@ -107,16 +118,19 @@ type Dispatcher struct {
 	// (docs/filters-and-transforms.md).
 	transforms transform.Cache
 
-	// leases are the leases held here, renewed every sixth of a lease
-	// until the job's result is written or given back.
+	// leases are the jobs held here, until each one's result is written
+	// or it is given back; they are this process's while its heartbeat is
+	// fresh.
 	leases leaseRegistry
+	heart  *heart
+	// w is the writer results go to; ownWriter is set when the dispatcher
+	// made it (and runs it).
+	w         *writer.Writer
+	ownWriter bool
 	// runs are the ordered subscriptions' runs held here; q is Run's local
 	// queue (nil when not running), where born jobs are queued too.
 	runs runs
 	q    atomic.Pointer[queue]
-	// owner names this dispatcher in the store (ClaimParams.Owner,
-	// BirthOffer.Owner).
-	owner string
 
 	// placing orders births after claims: a claim holds it (read) from
 	// before its store call until its jobs are queued, and Born (write)
@@ -142,18 +156,13 @@ type Dispatcher struct {
 	stopped  bool
 	fenced   chan struct{}
 
-	// lastStoreFailure is when a store call last failed here (unix ns on
-	// the dispatcher's clock; 0: never): lease recovery waits a lease
-	// after it (Maintain).
+	// lastStoreFailure is when a store call last failed here (since
+	// processStart; 0: never): recovery waits a lease after it (Maintain).
 	lastStoreFailure atomic.Int64
 
 	// after is the clock's timer for retry waits, idleAfter the claim
 	// loop's (time.After unless a test replaces them).
 	after, idleAfter func(time.Duration) <-chan time.Time
-
-	// unwritten are the result batches whose write is failing: a
-	// readiness check (Unwritten).
-	unwritten unwritten
 
 	// due holds when the jobs this process put back to wait (retries,
 	// throttled and shed jobs) become due: the claim loop wakes then
@@ -177,12 +186,27 @@ func New(cfg Config) (*Dispatcher, error) {
 		rand.Read(seed[:])
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
-	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
 		hints:     newHints(),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
 		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
-		leases: newLeaseRegistry(), runs: newRuns(), owner: hub.NewID("disp", cfg.Now()), stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After}, nil
+		leases: newLeaseRegistry(), runs: newRuns(), heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
+		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After,
+		w: cfg.Writer}
+	if d.w == nil {
+		w, err := writer.New(writer.Config{FlushSize: cfg.FlushSize, FlushInterval: cfg.FlushInterval,
+			StatsInterval: cfg.StatsFlushInterval, Store: cfg.Store, Metrics: cfg.Metrics, Logger: cfg.Logger, Now: cfg.Now})
+		if err != nil {
+			return nil, err
+		}
+		d.w, d.ownWriter = w, true
+	}
+	d.w.SetDelivery(d)
+	return d, nil
 }
+
+// Writer is the writer the dispatcher's results go to.
+func (d *Dispatcher) Writer() *writer.Writer { return d.w }
 
 // Stop stops claiming: it returns once no claim of Run is in progress, and
 // none starts afterwards (or when ctx is done first). Run then gives back
@@ -278,21 +302,21 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 }
 
 // Run claims and delivers until Stop is called or ctx is done, then stops
-// claiming, gives back the leases of claimed jobs not started, lets
-// attempts in flight finish, and writes their results. A result write that
-// keeps failing is retried until ctx is done (then its lease expires and
-// the job is delivered again): Stop is the graceful stop, and the end of
-// ctx also bounds the drain.
+// claiming, gives back the jobs held here that no worker started, lets
+// attempts in flight finish, waits for their results to be written, and
+// ends its heartbeat. The end of ctx also bounds the drain: results not
+// written by then are left to whoever takes the jobs over.
+//
+// Run first names the process in the database (its heartbeat, docs/
+// delivery.md "Crashes"): the jobs it claims and is born are its own
+// while the heartbeat is renewed.
 //
 // Workers take claimed work, prepare it (load, decrypt in memory, sign)
 // and send it; the wait for each answer is held in the in-flight set
-// (MaxInFlight attempts, MaxPerDestination of them to one destination),
-// so the workers go on while destinations think. The leases of every job
-// held here are renewed while it is.
+// (MaxInFlight attempts, a destination's share of them to one
+// destination), so the workers go on while destinations think.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	q := &queue{ch: make(chan unit, d.cfg.MaxInFlight+3*d.cfg.ClaimBatch)}
-	d.q.Store(q)
-	results := make(chan store.Completion, d.cfg.MaxInFlight)
 	ran := make(chan struct{})
 	defer close(ran)
 	go func() {
@@ -302,9 +326,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ran:
 		}
 	}()
-
-	renewStop, renewDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(renewDone); d.renewLoop(renewStop) }()
+	if err := d.register(ctx); err != nil {
+		return nil // stopped before the database answered
+	}
+	heartStop, heartDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(heartDone); d.heartLoop(heartStop) }()
+	writerDone := make(chan struct{})
+	wctx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	if d.ownWriter {
+		go func() { defer close(writerDone); d.w.Run(wctx) }()
+	} else {
+		close(writerDone)
+	}
+	d.q.Store(q)
 
 	var workers, flying sync.WaitGroup
 	var unstartedMu sync.Mutex
@@ -322,15 +357,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				}
 				// An attempt in flight finishes even while stopping: its
 				// own timeout bounds it.
-				d.start(context.WithoutCancel(ctx), u, results, &flying)
+				d.start(context.WithoutCancel(ctx), u, &flying)
 			}
 		}()
-	}
-	// Two completers: one writes while the other gathers the next batch.
-	var completers sync.WaitGroup
-	for range 2 {
-		completers.Add(1)
-		go func() { defer completers.Done(); d.completer(ctx, results, q) }()
 	}
 	maintDone := make(chan struct{})
 	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
@@ -359,10 +388,41 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	workers.Wait()
 	d.release(unstarted)
 	flying.Wait()
-	close(results)
-	completers.Wait()
-	close(renewStop)
-	<-renewDone
+	var parked []store.Claimed // waiting for room at their destination
+	for _, u := range d.dests.unpark() {
+		parked = append(parked, d.runs.jobs(u)...)
+	}
+	d.release(parked)
+	d.answered(len(parked))
 	<-maintDone
+	// The results of the last attempts are written while the heartbeat
+	// still says their jobs are this process's: for as long as ctx lasts,
+	// or, when it ended already, a last try bounded by lastTry.
+	dctx, dcancel := ctx, context.CancelFunc(func() {})
+	if ctx.Err() != nil {
+		dctx, dcancel = context.WithTimeout(context.WithoutCancel(ctx), lastTry)
+	}
+	defer dcancel()
+	drained := d.w.Drain(dctx) == nil
+	if d.ownWriter {
+		if d.w.Close(dctx) != nil {
+			stopWriter() // what is left is given up
+		}
+		<-writerDone
+	}
+	close(heartStop)
+	<-heartDone
+	if drained {
+		// Nothing is held here any more: the row goes, and a job left in
+		// flight under this name (a give-back that failed) ends with its
+		// own lease.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		d.cfg.Store.Deregister(dctx, d.heart.id())
+		cancel()
+	}
 	return nil
 }
+
+// lastTry bounds how long a dispatcher whose context ended waits for its
+// last results to be written.
+const lastTry = 2 * time.Second

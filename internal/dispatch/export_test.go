@@ -2,9 +2,8 @@ package dispatch
 
 import "time"
 
-// SetAfter replaces the timer the dispatcher's retry waits use, so a test
-// drives them without waiting on the real clock.
-func SetAfter(d *Dispatcher, after func(time.Duration) <-chan time.Time) { d.after = after }
+// LastTry bounds a stopped Run's wait for its last results.
+const LastTry = lastTry
 
 // SetIdleAfter replaces the timer of the claim loop's waits (the idle
 // poll, jobs put back to wait becoming due); each call is told how long

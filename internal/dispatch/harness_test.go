@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +82,9 @@ type rig struct {
 	secret  string
 	d       *dispatch.Dispatcher
 	metrics *metrics.Metrics
+	// live: the dispatcher runs, so events are published through its
+	// writer, as ingest does (jobs may be born leased to it).
+	live atomic.Bool
 }
 
 type rigOptions struct {
@@ -142,10 +146,15 @@ func (r *rig) subscribe(tenant, id, url string, o rigOptions) hub.Subscription {
 	return out
 }
 
-// publish stores events as ingest would (matching included).
+// publish stores events as ingest would (matching included): through the
+// dispatcher's writer while it runs.
 func (r *rig) publish(evs ...hub.Event) {
 	r.t.Helper()
-	res, err := r.store.Ingest(r.ctx, store.IngestParams{Events: evs})
+	ingest := r.store.Ingest
+	if r.live.Load() {
+		ingest = r.d.Writer().Ingest
+	}
+	res, err := ingest(r.ctx, store.IngestParams{Events: evs})
 	if err != nil {
 		r.t.Fatal(err)
 	}

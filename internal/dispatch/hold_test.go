@@ -81,8 +81,8 @@ func TestHold_AShedJobKeepsItsPlaceAcrossProcesses(t *testing.T) {
 	})
 }
 
-// lostAnswer is a store whose CompleteJobs, once asked to, commits a
-// batch and then answers an error, as a connection cut right after the
+// lostAnswer is a store whose writes of results, once asked to, commit
+// a batch and then answer an error, as a connection cut right after the
 // COMMIT does; permanent makes it refuse for good every batch holding a
 // job of that event sequence.
 type lostAnswer struct {
@@ -94,24 +94,27 @@ type lostAnswer struct {
 	failures  int
 }
 
-func (s *lostAnswer) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+func (s *lostAnswer) Write(ctx context.Context, p store.WriteParams) (store.WriteResult, error) {
+	if len(p.Complete.Completions) == 0 {
+		return s.Store.Write(ctx, p)
+	}
 	if seq := s.permanent.Load(); seq != 0 {
-		for _, c := range p.Completions {
+		for _, c := range p.Complete.Completions {
 			j, _, err := s.read.GetJob(ctx, "acme", c.JobID)
 			if err == nil && j.EventSequence == seq {
 				s.fail()
-				return store.CompleteResult{}, store.Permanent(errors.New("value out of range"))
+				return store.WriteResult{}, store.Permanent(errors.New("value out of range"))
 			}
 		}
 	}
-	res, err := s.Store.CompleteJobs(ctx, p)
+	res, err := s.Store.Write(ctx, p)
 	if err != nil {
 		s.fail()
 		return res, err
 	}
 	if s.lose.CompareAndSwap(true, false) {
 		s.fail()
-		return store.CompleteResult{}, errors.New("read tcp: connection reset by peer")
+		return store.WriteResult{}, errors.New("read tcp: connection reset by peer")
 	}
 	return res, nil
 }
@@ -169,7 +172,8 @@ func TestHold_AResultWrittenOnceWhenItsCommitsAnswerIsLost(t *testing.T) {
 }
 
 // A result the database refuses for good is found by splitting its batch,
-// and given up to lease recovery, counted and logged; the other results
+// and given up (its job given back later by the lease sweep), counted and
+// logged; the other results
 // of the batch are written, and readiness stays up.
 func TestHold_AResultRefusedForGoodIsGivenUpNotRetriedForever(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
@@ -211,7 +215,7 @@ func TestHold_AResultRefusedForGoodIsGivenUpNotRetriedForever(t *testing.T) {
 		for _, j := range jobs {
 			want := hub.JobSucceeded
 			if j.EventSequence == 2 {
-				want = hub.JobInFlight // until its lease expires
+				want = hub.JobInFlight // until the lease sweep gives it back
 			}
 			if j.Status != want {
 				t.Errorf("job of sequence %d is %s, want %s", j.EventSequence, j.Status, want)

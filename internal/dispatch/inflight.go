@@ -39,6 +39,39 @@ func (q *queue) offer(units []unit) (rest []unit) {
 	return nil
 }
 
+// takeAll returns what no worker took, leaving the queue open.
+func (q *queue) takeAll() []unit {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []unit
+	for {
+		select {
+		case u := <-q.ch:
+			out = append(out, u)
+		default:
+			return out
+		}
+	}
+}
+
+// dropAll drops everything held here that no attempt is working on (the
+// process was taken over: it is another's now), without giving it back,
+// and returns how many jobs that was.
+func (d *Dispatcher) dropAll() int {
+	n := 0
+	if q := d.q.Load(); q != nil {
+		for _, u := range q.takeAll() {
+			n += len(d.runs.jobs(u))
+		}
+	}
+	for _, u := range d.dests.unpark() {
+		n += len(d.runs.jobs(u))
+	}
+	n += d.runs.dropAll()
+	d.leases.clear()
+	return n
+}
+
 // close stops offers and returns what no worker took.
 func (q *queue) close() []unit {
 	q.mu.Lock()
@@ -60,26 +93,26 @@ func (q *queue) close() []unit {
 // first request; the wait for the answer (and, for a run, the next jobs,
 // one at a time) goes on in its own goroutine. A tenant with no room at
 // the destination (its fair share of the destination's share is taken)
-// makes the work wait without an attempt: it goes back to pending, and
-// claims here leave the tenant's subscriptions there alone until it has
-// room again.
-func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Completion, flying *sync.WaitGroup) {
+// makes the work wait here, parked at the destination, without an
+// attempt or a database write; it starts when an attempt there ends and
+// the tenant has room, and claims leave the tenant's subscriptions there
+// alone meanwhile (docs/performance.md, "One receiver host").
+func (d *Dispatcher) start(ctx context.Context, u unit, flying *sync.WaitGroup) {
 	// A unit is one subscription's: one destination address for all.
 	c := u.first
 	address, tenant := c.Subscription.Destination.Address(), c.Job.TenantID
 	dest := destinationOf(address)
 	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID) {
-		all := d.runs.jobs(u)
-		d.runs.giveBack(all) // an ordered one's later births wait for these
-		for _, c := range all {
-			a := &attempt{c: c, out: store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken},
-				SubscriptionID: c.Job.SubscriptionID}}
-			d.shed(a, time.Time{})
-			results <- a.out
-		}
-		d.answered(len(all))
+		d.dests.park(dest, tenant, u)
 		return
 	}
+	d.launch(ctx, u, dest, tenant, address, flying)
+}
+
+// launch sends the first request of a unit admitted at its destination
+// and waits for its answers in a goroutine of its own.
+func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address string, flying *sync.WaitGroup) {
+	c := u.first
 	d.slots <- struct{}{} // waits while the in-flight set is full
 	a := d.prepare(ctx, c, address)
 	flying.Add(1)
@@ -87,14 +120,25 @@ func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Com
 		defer flying.Done()
 		defer func() {
 			<-d.slots
-			if freed := d.dests.leave(dest, tenant); len(freed) > 0 {
+			start, freed := d.dests.leave(dest, tenant)
+			if len(freed) > 0 {
 				d.hints.add(freed) // no longer excluded from claims
+			}
+			for _, p := range start {
+				if d.isStopping() || !d.heart.alive() {
+					// Not started after all: given back with the rest
+					// parked, when the stop ends (or dropped, when taken
+					// over).
+					d.dests.repark(p)
+					continue
+				}
+				d.launch(ctx, p.u, p.dest, p.tenant, p.u.first.Subscription.Destination.Address(), flying)
 			}
 		}()
 		for {
 			// The result is written behind, in a batch: the next job of a
 			// run does not wait for it.
-			results <- d.await(a)
+			d.result(d.await(a))
 			d.answered(1)
 			if u.run == nil {
 				return
@@ -114,7 +158,7 @@ func (d *Dispatcher) start(ctx context.Context, u unit, results chan<- store.Com
 				rest := d.runs.drain(u.run)
 				d.runs.giveBack(append([]store.Claimed{a.c}, rest...))
 				for _, c := range rest {
-					results <- d.waitWith(c, a)
+					d.result(d.waitWith(c, a))
 				}
 				d.answered(len(rest))
 				return
@@ -143,6 +187,9 @@ func (d *Dispatcher) waitWith(c store.Claimed, a *attempt) store.Completion {
 	d.cfg.Metrics.Shed.Inc()
 	return w.out
 }
+
+// result hands one job's result to the writer, written behind.
+func (d *Dispatcher) result(c store.Completion) { d.w.Result(c) }
 
 // answered accounts for n jobs no longer waiting here for an answer.
 func (d *Dispatcher) answered(n int) {

@@ -73,88 +73,62 @@ func (r *leaseRegistry) all() []store.JobLease {
 	return out
 }
 
-// renewLoop renews the leases held here every sixth of a lease
-// (renewEvery), so a slow attempt (or a run, or a result not yet written)
-// never loses its lease while this process lives; only a process that
-// died, or lost the database for most of a lease, lets its leases expire.
-func (d *Dispatcher) renewLoop(stop <-chan struct{}) {
-	t := time.NewTicker(d.renewEvery())
-	defer t.Stop()
-	failed := 0 // renewals failed in a row
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			// A renewal may take two periods: the leases it renews still
-			// have two thirds of a lease to run (heldLease).
-			ctx, cancel := context.WithTimeout(context.Background(), max(2*d.renewEvery(), 2*time.Second))
-			err := d.RenewLeases(ctx)
-			cancel()
-			if err == nil {
-				failed = 0
-				continue
-			}
-			d.storeFailed()
-			// One slow round on a loaded database is retried at the next
-			// tick; leases at risk (a third of their margin gone) are an
-			// error.
-			if failed++; failed < 2 {
-				d.cfg.Logger.Warn("renewing leases failed; retrying at the next round", "err", err)
-			} else {
-				d.cfg.Logger.Error("renewing leases keeps failing; the leases held here expire if it goes on", "rounds", failed,
-					"lease_margin_left", max(d.heldLease()-time.Duration(failed)*d.renewEvery(), 0), "err", err)
-			}
-		}
-	}
+// clear forgets every lease: the process was taken over.
+func (r *leaseRegistry) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.byJob)
+	clear(r.bySub)
 }
 
-// RenewLeases renews, once, every lease held here (Run does it every
-// renewEvery). Leases found lost (recovered meanwhile by another process)
-// stop being renewed: the results of their attempts will be fenced.
-func (d *Dispatcher) RenewLeases(ctx context.Context) error {
-	held := d.leases.all()
-	for start := 0; start < len(held); start += 1000 {
-		chunk := held[start:min(start+1000, len(held))]
-		lost, err := d.cfg.Store.RenewLeases(ctx, store.RenewParams{Leases: chunk, Lease: d.heldLease()})
-		if err != nil {
-			return err
-		}
-		if len(lost) > 0 {
-			d.cfg.Logger.Debug("leases no longer held: written meanwhile, or recovered by another process (then their results are fenced)", "jobs", len(lost))
-			byID := make(map[string]string, len(chunk))
-			for _, l := range chunk {
-				byID[l.JobID] = l.LeaseToken
-			}
-			var gone []store.JobLease
-			for _, id := range lost {
-				gone = append(gone, store.JobLease{JobID: id, LeaseToken: byID[id]})
-			}
-			d.leases.forget(gone...)
-		}
-	}
-	return nil
+// held reports whether job id is held here under token.
+func (r *leaseRegistry) held(id, token string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.byJob[id]
+	return ok && h.token == token
 }
 
-// A lease's timing (docs/concepts.md, "Leases and crashes"). Leases are
-// renewed every sixth of STREAMING_HUB_DISPATCH_LEASE and each claim or
-// renewal sets the lease's end a lease less one renewal period ahead
-// (25 s of 30 at the defaults): a process that died lets its jobs go at
-// most that long after its last renewal, and the other replicas look for
-// expired leases every thirtieth of a lease (1 s), so a crash pauses a
-// subscription for about 26 s, well within a lease plus one maintenance
-// pass. A live process whose renewals fail keeps its leases for at least
-// two thirds of a lease (20 s) after its last renewal went through.
+// A lease's timing (docs/delivery.md, "Crashes"): the jobs this process
+// claims or is born are its own while its heartbeat is fresh (heart). Each
+// also carries its own lease end, a heartbeat's lapse after it was taken:
+// what ends a job whose process has no heartbeat row (stopped cleanly with
+// a give-back that failed, or a process of a version before heartbeats).
 
-// renewEvery is how often the leases held here are renewed.
-func (d *Dispatcher) renewEvery() time.Duration { return max(d.cfg.Lease/6, 10*time.Millisecond) }
+// heldLease is how far ahead a claim or a birth sets a job's own lease end.
+func (d *Dispatcher) heldLease() time.Duration { return d.heart.lapse }
 
-// heldLease is how far ahead a claim or a renewal sets a lease's end.
-func (d *Dispatcher) heldLease() time.Duration {
-	return max(d.cfg.Lease-d.renewEvery(), d.renewEvery())
-}
-
-// recoverEvery is how often expired leases are looked for.
+// recoverEvery is how often lapsed heartbeats and expired leases are
+// looked for.
 func (d *Dispatcher) recoverEvery() time.Duration {
-	return min(d.cfg.MaintenanceInterval, max(d.cfg.Lease/30, 100*time.Millisecond))
+	return min(d.cfg.MaintenanceInterval, max(d.cfg.Lease/20, 100*time.Millisecond))
 }
+
+// sweepLeases gives back the jobs in flight under this process's name
+// that it no longer holds (a hand-over lost with its commit's answer, a
+// give-back that failed, a result given up): with heartbeats nothing else
+// would ever free them while the process lives. Only jobs leased a while
+// ago are looked at, so none is caught between its commit and its
+// hand-over.
+func (d *Dispatcher) sweepLeases(ctx context.Context) error {
+	owner := d.heart.id()
+	found, err := d.cfg.Store.LeasedTo(ctx, owner, d.now().Add(-sweepAfter))
+	if err != nil || len(found) == 0 {
+		return err
+	}
+	var lost []store.JobLease
+	for _, j := range found {
+		if !d.leases.held(j.JobID, j.LeaseToken) {
+			lost = append(lost, j.JobLease)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	d.cfg.Logger.Warn("jobs in flight under this process's name that it no longer held are given back", "jobs", len(lost))
+	return d.cfg.Store.ReleaseJobs(ctx, lost)
+}
+
+// sweepAfter is how long a job must have been leased here before the
+// sweep may give it back.
+const sweepAfter = time.Minute

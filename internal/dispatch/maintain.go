@@ -56,6 +56,11 @@ func (d *Dispatcher) Maintain(ctx context.Context) error {
 			return err
 		}
 	}
+	if d.heart.alive() {
+		if err := d.sweepLeases(ctx); err != nil {
+			return err
+		}
+	}
 	if g := d.cfg.AutoDisable; g != nil {
 		disabled, err := d.cfg.Store.AutoDisable(ctx, *g)
 		if err != nil {
@@ -109,29 +114,37 @@ func (d *Dispatcher) backfill(ctx context.Context) error {
 // maintenance pass also reconciles the in-flight counts.
 func (d *Dispatcher) recover(ctx context.Context, reconcile bool) error {
 	rec, err := d.cfg.Store.RecoverLeases(ctx, store.RecoverParams{PoisonThreshold: d.cfg.PoisonThreshold, Limit: 1000,
-		Reconcile: reconcile})
+		Lease: d.heart.lapse, Self: d.heart.id(), Reconcile: reconcile})
 	if err != nil {
 		return err
 	}
 	d.cfg.Metrics.LeasesRecovered.WithLabelValues("recovered").Add(float64(rec.Recovered))
 	d.cfg.Metrics.LeasesRecovered.WithLabelValues("poisoned").Add(float64(rec.Poisoned))
-	// Every job recovered is sent again though its result was never
-	// written: it may have reached its receiver (docs/architecture.md,
-	// "The commit protocol").
-	d.cfg.Metrics.Redeliveries.WithLabelValues("unwritten_result").Add(float64(rec.Recovered + rec.Unstarted))
-	if rec.Recovered+rec.Poisoned > 0 {
-		d.cfg.Logger.Warn("recovered jobs whose lease expired without a result", "recovered", rec.Recovered, "poisoned", rec.Poisoned)
+	// Counted here, once, by the one process that takes them over: every
+	// job recovered as attempted is sent again though its result was never
+	// written, and may have reached its receiver. Run-ahead jobs never
+	// started (rec.Unstarted) are sent for the first time.
+	d.cfg.Metrics.Redeliveries.WithLabelValues("unwritten_result").Add(float64(rec.Recovered))
+	if rec.Recovered+rec.Poisoned+rec.Unstarted > 0 || rec.Processes > 0 {
+		d.cfg.Logger.Warn("took over jobs whose process stopped (its heartbeat lapsed) or whose lease ended without a result",
+			"processes", rec.Processes, "recovered", rec.Recovered, "never_started", rec.Unstarted, "poisoned", rec.Poisoned)
 		d.Wake()
 	}
 	return nil
 }
 
-// storeFailed notes that a call to the store failed just now.
-func (d *Dispatcher) storeFailed() { d.lastStoreFailure.Store(d.now().UnixNano()) }
+// storeFailed notes that a call to the store failed just now (on the
+// process's own monotonic clock).
+func (d *Dispatcher) storeFailed() { d.lastStoreFailure.Store(int64(time.Since(processStart))) }
+
+// processStart is the origin of the process's monotonic readings.
+var processStart = time.Now()
 
 // recoveryAllowed reports whether the store has answered for a whole lease
-// since it last failed here (or never failed).
+// since it last failed here (or never failed): after an outage every live
+// process renews its heartbeat first (within a fifth of a lease), so only
+// the jobs of processes that died are taken over.
 func (d *Dispatcher) recoveryAllowed() bool {
 	last := d.lastStoreFailure.Load()
-	return last == 0 || d.now().Sub(time.Unix(0, last)) >= d.cfg.Lease
+	return last == 0 || time.Since(processStart)-time.Duration(last) >= d.cfg.Lease
 }

@@ -169,7 +169,7 @@ func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
 	born := func(c store.Claimed) {
 		c.Behind = true
 		d.local.Add(1)
-		d.Born(&store.BirthOffer{Token: c.LeaseToken, Room: 1}, []store.Claimed{c})
+		d.Born(&store.BirthOffer{Owner: d.heart.id(), Token: c.LeaseToken, Room: 1}, []store.Claimed{c})
 	}
 	born(job("s12", "s", 12)) // its earlier jobs all sent: it begins a run, the queue is full
 	born(job("s13", "s", 13)) // joins that run

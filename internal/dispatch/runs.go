@@ -136,3 +136,19 @@ func (r *runs) end(x *run) {
 func (r *runs) jobs(u unit) []store.Claimed {
 	return append([]store.Claimed{u.first}, r.drain(u.run)...)
 }
+
+// dropAll ends every run and returns how many jobs they still had
+// waiting: the process was taken over.
+func (r *runs) dropAll() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, x := range r.bySub {
+		n += len(x.next)
+		x.next = nil
+		x.done = true
+	}
+	clear(r.bySub)
+	clear(r.gaveBack)
+	return n
+}

@@ -31,7 +31,9 @@ func runUntilDone(t *testing.T, r *rig) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.d.Run(ctx) }()
+	r.live.Store(true)
 	t.Cleanup(func() {
+		r.live.Store(false)
 		cancel()
 		select {
 		case <-done:

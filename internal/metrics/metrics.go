@@ -50,11 +50,21 @@ type Metrics struct {
 	JobsBorn       prometheus.Counter
 	Redeliveries   *prometheus.CounterVec
 	ResultsGivenUp prometheus.Counter
-	Shed           prometheus.Counter
-	Throttled      prometheus.Counter
-	BreakerChanges *prometheus.CounterVec // to: open | half_open | closed
-	BreakersOpen   prometheus.Gauge
-	AutoDisables   prometheus.Counter
+	// The writer (docs/architecture.md, "The writer"): its batches by
+	// outcome, their transaction's duration, result writes retried; the
+	// heartbeat (docs/delivery.md, "Crashes"): renewals by outcome, and
+	// the times the process stopped its attempts because it could not
+	// renew.
+	WriterBatches       *prometheus.CounterVec // outcome: ok | error
+	WriterBatchDuration prometheus.Histogram
+	ResultWriteRetries  prometheus.Counter
+	Heartbeats          *prometheus.CounterVec // outcome: ok | error | lost
+	HeartbeatFences     prometheus.Counter
+	Shed                prometheus.Counter
+	Throttled           prometheus.Counter
+	BreakerChanges      *prometheus.CounterVec // to: open | half_open | closed
+	BreakersOpen        prometheus.Gauge
+	AutoDisables        prometheus.Counter
 
 	// Pull.
 	PullRequests *prometheus.CounterVec // result: events | empty | rate_limited
@@ -156,7 +166,7 @@ func New() *Metrics {
 		}),
 		Redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_redeliveries_total",
-			Help: "Jobs to be sent again although an earlier attempt may have reached the receiver, by reason: unwritten_result (a lease expired before the result was written: a crash, or a database lost for most of a lease), fenced (a result arrived after its lease was lost).",
+			Help: "Jobs sent again although an earlier attempt may have reached the receiver, counted once, by the process that takes them over: unwritten_result (their process stopped, or lost its database past its heartbeat, before their result was written).",
 		}, []string{"reason"}),
 		CompletionsFenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streaming_hub_completions_fenced_total",
@@ -164,7 +174,28 @@ func New() *Metrics {
 		}),
 		ResultsGivenUp: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streaming_hub_results_given_up_total",
-			Help: "Results of attempts the database refused for good (the batch was split to find them): left to lease recovery, which delivers the job again.",
+			Help: "Results of attempts the database refused for good (the batch was split to find them): their jobs are given back and delivered again.",
+		}),
+		WriterBatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_writer_batches_total",
+			Help: "Transactions of the process's writer (records of every partition, results, births, hand-offs and statistics together), by outcome.",
+		}, []string{"outcome"}),
+		WriterBatchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "streaming_hub_writer_batch_duration_seconds",
+			Help:    "How long one transaction of the writer took, commit included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		ResultWriteRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_result_write_retries_total",
+			Help: "Writes of delivery results that failed and were held for another try (records go on meanwhile).",
+		}),
+		Heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_hub_heartbeats_total",
+			Help: "Renewals of this process's heartbeat, by outcome: ok, error (not renewed: the database did not answer), lost (another process had taken its jobs over).",
+		}, []string{"outcome"}),
+		HeartbeatFences: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_hub_heartbeat_fences_total",
+			Help: "Times this process stopped its attempts (canceling those in flight) because its heartbeat could not be renewed before it would lapse.",
 		}),
 		Shed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streaming_hub_delivery_shed_total",
@@ -234,7 +265,8 @@ func New() *Metrics {
 		m.IngestRecords, m.InboxWrites, m.InboxEvents, m.InboxWriteDuration, m.OffsetCommits,
 		m.ConsumerLag, m.PartitionsAssigned, m.PartitionStalled,
 		m.Attempts, m.AttemptDuration, m.EndToEnd, m.JobsCompleted, m.Jobs, m.LeasesRecovered,
-		m.CompletionsFenced, m.JobsBorn, m.Redeliveries, m.ResultsGivenUp, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
+		m.CompletionsFenced, m.JobsBorn, m.Redeliveries, m.ResultsGivenUp,
+		m.WriterBatches, m.WriterBatchDuration, m.ResultWriteRetries, m.Heartbeats, m.HeartbeatFences, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.DLQRecords, m.ManifestRefresh, m.PoolWait,
 		m.TopicDrift,
 	)

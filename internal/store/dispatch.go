@@ -46,6 +46,20 @@ type Dispatch interface {
 	// behind the first one still in flight were never attempted: they go
 	// back to pending without counting.
 	RecoverLeases(ctx context.Context, p RecoverParams) (RecoverResult, error)
+	// Heartbeat renews process id's heartbeat (docs/delivery.md,
+	// "Crashes") at the database's clock, registering it first when
+	// register is set. It answers false when the row is gone: another
+	// process found it lapsed and took its jobs over (RecoverLeases), so
+	// nothing it holds is its own any more. A lapsed row not yet taken
+	// over is renewed: its jobs stay its own.
+	Heartbeat(ctx context.Context, id string, register bool) (alive bool, err error)
+	// Deregister deletes a stopping process's heartbeat, once it gave its
+	// jobs back and wrote its results.
+	Deregister(ctx context.Context, id string) error
+	// LeasedTo lists the jobs in flight under owner's name leased (claimed
+	// or born) before before: the process gives back those it does not
+	// hold.
+	LeasedTo(ctx context.Context, owner string, before time.Time) ([]LeasedJob, error)
 	// WakeJobs makes the waiting (pending) jobs of these subscriptions due
 	// now and lifts their holds: their destination was found healthy again
 	// (a passing verification, a breaker that closed), so they need not
@@ -118,15 +132,6 @@ type BirthOffer struct {
 	Lease   time.Duration
 	Room    int
 	Exclude []string
-}
-
-// Births is a dispatcher that takes jobs born leased to it. Offer is
-// called before each ingest transaction (nil: no room, or stopping); Born
-// exactly once after it for each offer made, with the jobs the committed
-// transaction leased to it (none when it failed), in arrival order.
-type Births interface {
-	Offer() *BirthOffer
-	Born(o *BirthOffer, jobs []Claimed)
 }
 
 // RecoveredAttemptError is the error of the attempt a lease recovery logs.
@@ -216,7 +221,17 @@ type Disabled struct {
 
 type RecoverParams struct {
 	PoisonThreshold int
-	Limit           int
+	// Limit bounds the jobs recovered by their own lease's end (those of
+	// no process with a heartbeat); a lapsed process's are all recovered
+	// at once.
+	Limit int
+	// Lease is how long a heartbeat stays fresh: every job of a process
+	// whose heartbeat is older (on the database's clock) is recovered, and
+	// its heartbeat deleted. Zero recovers by the jobs' own lease ends only.
+	Lease time.Duration
+	// Self is the recovering process: never taken over by itself (it
+	// reaches the database, so it renews its own heartbeat instead).
+	Self string
 	// Reconcile also repairs in-flight counts that disagree with the jobs
 	// (they never should): the maintenance pass asks for it, the quick
 	// look for expired leases between passes does not.
@@ -227,6 +242,7 @@ type RecoverResult struct {
 	Recovered int // back to pending
 	Poisoned  int // dead-lettered as poison
 	Unstarted int // run-ahead jobs back to pending, uncounted
+	Processes int // processes whose heartbeat lapsed: their jobs were taken over
 }
 
 // ListJobsParams pages one subscription's jobs newest first.

@@ -31,6 +31,15 @@ type Store interface {
 	// matching and its delivery jobs, and rejections. Nothing is written
 	// unless everything is: an event is never stored without its jobs.
 	Ingest(ctx context.Context, p IngestParams) (IngestResult, error)
+	// Write is one batch of the process's writer (docs/architecture.md,
+	// "The writer") in one transaction: records of any partitions (as
+	// Ingest, leasing at birth what the offer has room for), delivery
+	// results (as CompleteJobs, with the hand-off claim) and gathered
+	// statistics. Its subscription rows are locked once, in id order, for
+	// all its parts. It is durable on return when it carries records;
+	// results alone commit asynchronously. Ingest and CompleteJobs are
+	// Write with one part.
+	Write(ctx context.Context, p WriteParams) (WriteResult, error)
 	ListRejections(ctx context.Context, p ListRejectionsParams) ([]hub.Rejection, error)
 	ListEvents(ctx context.Context, p ListEventsParams) ([]hub.Event, error)
 
@@ -52,6 +61,12 @@ type Options struct {
 	// Now is the clock; nil means time.Now. Each transaction reads it once,
 	// so every timestamp a transaction writes agrees.
 	Now func() time.Time
+	// DatabaseClock compares heartbeats and lease ends with the
+	// database's own clock (PostgreSQL's now()) rather than Now, so that
+	// processes whose clocks disagree never take each other's jobs early
+	// (docs/delivery.md, "Crashes"). Production sets it; tests that drive
+	// a fake clock leave it off. SQLite, one process's, always uses Now.
+	DatabaseClock bool
 	// MaxRejections bounds rejected_records to the newest N; 0 means
 	// config.DefaultMaxRejections.
 	MaxRejections int

@@ -18,10 +18,6 @@ type ListenParams struct {
 	// OnLost, when set, is told why the listening connection was lost; it
 	// is dialed again.
 	OnLost func(err error)
-	// Births, when set, takes the jobs this process's ingest leases at
-	// birth (docs/architecture.md, "The commit protocol"); a store that
-	// cannot lease at birth never calls it.
-	Births Births
 	// Ready, when set, is called once this process's new jobs will be told
 	// (at once: a claim made after it misses nothing of this process's).
 	// Other processes' are told once the listening connection listens,
@@ -32,10 +28,9 @@ type ListenParams struct {
 // Wakes are the in-process listeners of a store: the drivers tell them of
 // the jobs a transaction created once it commits.
 type Wakes struct {
-	mu     sync.Mutex
-	next   int
-	fns    map[int]func([]string)
-	births map[int]Births
+	mu   sync.Mutex
+	next int
+	fns  map[int]func([]string)
 }
 
 // Add registers fn until remove is called.
@@ -53,44 +48,6 @@ func (w *Wakes) Add(fn func([]string)) (remove func()) {
 		defer w.mu.Unlock()
 		delete(w.fns, id)
 	}
-}
-
-// AddBirths registers b until remove is called; nil registers nothing.
-func (w *Wakes) AddBirths(b Births) (remove func()) {
-	if b == nil {
-		return func() {}
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.births == nil {
-		w.births = make(map[int]Births)
-	}
-	id := w.next
-	w.next++
-	w.births[id] = b
-	return func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.births, id)
-	}
-}
-
-// Offer asks a registered dispatcher for room for jobs born leased; it
-// returns nil (and b nil) when none is registered or it has no room. The
-// caller hands the born jobs to b.Born(o, ...) after its transaction.
-func (w *Wakes) Offer() (b Births, o *BirthOffer) {
-	w.mu.Lock()
-	var all []Births
-	for _, x := range w.births {
-		all = append(all, x)
-	}
-	w.mu.Unlock()
-	for _, x := range all {
-		if o := x.Offer(); o != nil {
-			return x, o
-		}
-	}
-	return nil, nil
 }
 
 // Notify tells every listener of the subscriptions' new due jobs; none

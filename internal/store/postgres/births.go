@@ -60,10 +60,10 @@ const bornCTEs = `born_v AS (
 	WHERE fits AND n <= $10
 ), ins AS (
 	INSERT INTO delivery_jobs (id, tenant_id, subscription_id, event_sequence, event_id, status,
-		next_attempt_at, enqueued_at, created_at, updated_at, lease_token, lease_expires_at, run_ahead)
+		next_attempt_at, enqueued_at, created_at, updated_at, lease_token, lease_expires_at, run_ahead, leased_by)
 	SELECT v.id, v.t, v.s, v.seq, v.e, CASE WHEN b.id IS NULL THEN 'pending' ELSE 'in_flight' END, $6, $6, $6, $6,
 		CASE WHEN b.id IS NULL THEN NULL ELSE $7 END, CASE WHEN b.id IS NULL THEN NULL ELSE $11::timestamptz END,
-		coalesce(b.run_ahead, false)
+		coalesce(b.run_ahead, false), CASE WHEN b.id IS NULL THEN NULL ELSE nullif($9, '') END
 	FROM born_v v LEFT JOIN born b ON b.id = v.id
 	RETURNING ` + jobColumns + `, run_ahead
 ), counted AS (

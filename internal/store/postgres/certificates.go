@@ -43,7 +43,7 @@ func (db *DB) EmitOperational(ctx context.Context, events []hub.Event) (_ int, e
 	var subs []string
 	err = pgx.BeginTxFunc(ctx, db.pool, ingestTx, func(tx pgx.Tx) error {
 		w := &pgx.Batch{}
-		m, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil)
+		m, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil, true)
 		if err != nil {
 			return err
 		}

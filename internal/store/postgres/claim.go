@@ -73,7 +73,7 @@ WITH locked AS (
 	-- see almost no pending jobs, and the planner would otherwise scan every
 	-- waiting job for each chosen one instead of looking each up by id.
 	UPDATE delivery_jobs d SET status = 'in_flight', lease_token = $3, lease_expires_at = $4, updated_at = $1,
-		run_ahead = chosen.run_ahead
+		run_ahead = chosen.run_ahead, leased_by = nullif($7, '')
 	FROM chosen WHERE d.id = chosen.id AND d.status IS NOT DISTINCT FROM 'pending'
 	RETURNING ` + jobColumnsOf("d") + `
 ), counted AS (
@@ -282,7 +282,7 @@ func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) (err err
 			return err
 		}
 		if _, err := tx.Exec(ctx, fmt.Sprintf(uncount, `UPDATE delivery_jobs d SET status = 'pending', lease_token = NULL,
-			lease_expires_at = NULL, next_attempt_at = $3, updated_at = $3
+			lease_expires_at = NULL, leased_by = NULL, next_attempt_at = $3, updated_at = $3
 			FROM unnest($1::text[], $2::text[]) AS v(id, token)
 			WHERE d.id = v.id AND d.lease_token = v.token AND d.status IS NOT DISTINCT FROM 'in_flight'`), ids, tokens, db.opts.Stamp()); err != nil {
 			return err
@@ -362,15 +362,17 @@ WITH done AS (
 		status = CASE WHEN c.n = 1 AND d.recoveries + 1 >= $2 THEN 'dead_lettered' ELSE 'pending' END,
 		dead_letter_reason = CASE WHEN c.n = 1 AND d.recoveries + 1 >= $2 THEN 'poison' ELSE d.dead_letter_reason END,
 		completed_at = CASE WHEN c.n = 1 AND d.recoveries + 1 >= $2 THEN $1::timestamptz END,
-		last_error = CASE WHEN c.n = 1 THEN 'lease expired without a result: ' || $4 ELSE d.last_error END,
-		lease_token = NULL, lease_expires_at = NULL, run_ahead = false, next_attempt_at = $1, updated_at = $1
+		last_error = CASE WHEN c.n = 1 THEN CASE WHEN d.leased_by = ANY($5) THEN 'its process stopped before its result was written: '
+			ELSE 'lease expired without a result: ' END || $4 ELSE d.last_error END,
+		lease_token = NULL, lease_expires_at = NULL, leased_by = NULL, run_ahead = false, next_attempt_at = $1, updated_at = $1
 	FROM (
 		SELECT e.id, e.updated_at AS claimed_at, CASE WHEN e.run_ahead AND EXISTS (
 			SELECT 1 FROM delivery_jobs o WHERE o.subscription_id = e.subscription_id AND o.status = 'in_flight'
 			  AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END AS n
 		FROM delivery_jobs e WHERE e.id = ANY($3)
 	) c
-	WHERE d.id = c.id AND d.status IS NOT DISTINCT FROM 'in_flight' AND d.lease_expires_at < $1
+	WHERE d.id = c.id AND d.status IS NOT DISTINCT FROM 'in_flight'
+	  AND (d.leased_by = ANY($5) OR d.lease_expires_at < coalesce($6::timestamptz, now()))
 	RETURNING d.id, d.subscription_id, d.status, c.n, c.claimed_at
 ), uncounted AS (
 	UPDATE subscriptions s SET in_flight = greatest(s.in_flight - c.n, 0)
@@ -382,23 +384,46 @@ SELECT id, status, n, claimed_at FROM done`
 func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store.RecoverResult, err error) {
 	defer wrap(&err, "RecoverLeases")
 	defer db.budgets.use(ctx, store.BudgetDispatch)()
-	now := db.opts.Stamp()
+	now, leaseNow := db.opts.Stamp(), db.opts.LeaseNow()
 	var res store.RecoverResult
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		res = store.RecoverResult{}
-		rows, err := tx.Query(ctx, `SELECT id FROM delivery_jobs WHERE status = 'in_flight' AND lease_expires_at < $1
-			ORDER BY lease_expires_at LIMIT $2`, now, max(p.Limit, 1))
+		lapsed := []string{} // never NULL: = ANY(NULL) matches nothing, but neither does its NOT
+		if p.Lease > 0 {
+			rows, err := tx.Query(ctx, lapsedDispatchers, leaseNow, p.Lease, p.Self)
+			if err != nil {
+				return err
+			}
+			if lapsed, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				return err
+			}
+			if lapsed == nil {
+				lapsed = []string{}
+			}
+		}
+		rows, err := tx.Query(ctx, expiredJobs, lapsed, leaseNow, max(p.Limit, 1))
 		if err != nil {
 			return err
 		}
 		expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(expired) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(lapsed) > 0 {
+			// Their jobs are all taken over here: a process that comes back
+			// finds its row gone, and that nothing it held is its own.
+			if _, err := tx.Exec(ctx, `DELETE FROM dispatchers WHERE id = ANY($1)`, lapsed); err != nil {
+				return err
+			}
+			res.Processes = len(lapsed)
+		}
+		if len(expired) == 0 {
+			return nil
 		}
 		if _, err := tx.Exec(ctx, lockSubscriptionsOf, expired); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, recoverExpired, now, p.PoisonThreshold, expired, store.RecoveredAttemptError)
+		rows, err = tx.Query(ctx, recoverExpired, now, p.PoisonThreshold, expired, store.RecoveredAttemptError, lapsed, leaseNow)
 		if err != nil {
 			return err
 		}

@@ -10,85 +10,19 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// CompleteJobs writes a batch of results in two round trips: BEGIN with
-// its settings (dispatchBegin), then the statements and COMMIT as one
-// pipelined batch, each statement's result read by its own callback. Job states are fenced on their lease; the
+// CompleteJobs writes a batch of results: Write with results only, in
+// two round trips: BEGIN with its settings (dispatchBegin), then the
+// statements and COMMIT as one pipelined batch, each statement's result
+// read by its own callback. Job states are fenced on their lease; the
 // attempt log and failure spans follow. When auto-disable may fire (it is
 // on and a subscription's last attempt in the batch failed), the batch
 // stops before the hand-off claim and reads the failing subscriptions'
 // spans as they now stand; Go decides which to disable and why, and a
 // second batch disables them, claims and commits: still one transaction,
 // so the hand-off never claims for a subscription it just disabled.
-func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
-	defer wrap(&err, "CompleteJobs")
-	defer func() { err = classify(err) }()
-	defer db.budgets.use(ctx, store.BudgetDispatch)()
-	if len(p.Completions) == 0 {
-		return store.CompleteResult{}, nil
-	}
-	now := db.opts.Stamp()
-	var res store.CompleteResult
-	var written []string
-	b := &pgx.Batch{}
-	subs := store.SubscriptionsOf(p.Completions)
-	b.Queue(lockSubscriptions, subs) // first, as every transaction taking jobs out of flight (lockSubscriptionsOf)
-	queueResults(b, p.Completions, subs, now).Query(func(rows pgx.Rows) error {
-		var err error
-		written, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-			var id, status string
-			return id, r.Scan(&id, &status)
-		})
-		return err
-	})
-	var spans []store.OpenSpan
-	failing := store.Failing(p.Completions)
-	mayDisable := p.AutoDisable != nil && len(failing) > 0
-	// Dead letters and disables are reported (operational events) before
-	// the commit, which then needs a second step.
-	reports := mayDisable || len(store.DeadLettering(p.Completions, nil)) > 0
-	if mayDisable {
-		queueOpenSpans(b, failing, time.Time{}, &spans)
-	}
-	if !reports {
-		queueNext(b, p, now, &res.Claimed)
-		b.Queue("COMMIT")
-	}
-
-	conn, err := db.pool.Acquire(ctx)
-	if err != nil {
-		return store.CompleteResult{}, err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, dispatchBegin); err != nil {
-		return store.CompleteResult{}, err
-	}
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return store.CompleteResult{}, err
-	}
-	res.Fenced = store.Fenced(p.Completions, written)
-	if !reports {
-		return res, nil
-	}
-	if mayDisable {
-		res.Disabled = p.AutoDisable.Disable(spans, now)
-	}
-	rep := store.Report{Disabled: store.DisabledIDs(res.Disabled), DeadLettered: store.DeadLettering(p.Completions, res.Fenced)}
-	b = &pgx.Batch{}
-	if queueDisable(b, res.Disabled, now, &rep.DeadLettered); b.Len() > 0 {
-		if err := conn.SendBatch(ctx, b).Close(); err != nil {
-			return store.CompleteResult{}, err
-		}
-	}
-	if err := db.report(ctx, conn, rep, now); err != nil {
-		return store.CompleteResult{}, err
-	}
-	b = &pgx.Batch{}
-	queueNext(b, p, now, &res.Claimed)
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return store.CompleteResult{}, err
-	}
-	return res, nil
+func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+	res, err := db.Write(ctx, store.WriteParams{Complete: p})
+	return res.Complete, err
 }
 
 // dispatchBegin begins a completion's transaction with the dispatch
@@ -107,7 +41,7 @@ const writeResults = `done AS (
 	UPDATE delivery_jobs d SET
 		status = v.status, attempts = d.attempts + v.attempted::int, next_attempt_at = v.next_at,
 		dead_letter_reason = v.reason, last_error = v.last_error,
-		lease_token = NULL, lease_expires_at = NULL, updated_at = $8::timestamptz,
+		lease_token = NULL, lease_expires_at = NULL, leased_by = NULL, updated_at = $8::timestamptz,
 		completed_at = CASE WHEN v.status IN ('succeeded', 'dead_lettered') THEN $8::timestamptz END
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::bool[])
 		AS v(id, token, status, next_at, reason, last_error, attempted)
@@ -144,10 +78,11 @@ const writeSubscriptions = `subs AS (
 // queueResults queues, as one statement (composite), every write of a
 // batch of results: the jobs' states, fenced on their leases (returned:
 // the jobs written), the attempt log (logged even when fenced: the
-// request was sent), the health rollups, and the subscriptions' counts,
+// request was sent), the health rollups (unless the writer gathers them),
+// and the subscriptions' counts,
 // failure spans and shed holds. The subscriptions are locked already
 // (lockSubscriptions).
-func queueResults(b *pgx.Batch, cs []store.Completion, subs []string, now time.Time) *pgx.QueuedQuery {
+func queueResults(b *pgx.Batch, cs []store.Completion, subs []string, now time.Time, rollups bool) *pgx.QueuedQuery {
 	n := len(cs)
 	ids, tokens, statuses, reasons, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	nexts := make([]time.Time, n)
@@ -164,7 +99,9 @@ func queueResults(b *pgx.Batch, cs []store.Completion, subs []string, now time.T
 	if a := attemptsOf(cs); len(a.ids) > 0 {
 		c.write(insertAttempts, a.args()...)
 	}
-	queueRollups(&c, cs)
+	if rollups {
+		queueRollups(&c, cs)
+	}
 	spanIDs, resets, firsts, lasts := spanArrays(store.Spans(cs))
 	holds := store.ShedHolds(cs, now)
 	holdSubs, untils := make([]string, len(holds)), make([]time.Time, len(holds))

@@ -52,7 +52,7 @@ func (db *DB) RecordTopicDrift(ctx context.Context, current []hub.TopicDrift) (_
 			return nil
 		}
 		w := &pgx.Batch{}
-		if _, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil); err != nil {
+		if _, err := db.admitAndMatch(ctx, tx, events, now, w, nil, nil, true); err != nil {
 			return err
 		}
 		return tx.SendBatch(ctx, w).Close()

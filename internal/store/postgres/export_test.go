@@ -14,7 +14,7 @@ import (
 var QueueDispatchSettings = queueDispatchSettings
 
 func QueueResults(b *pgx.Batch, cs []store.Completion, now time.Time) {
-	queueResults(b, cs, store.SubscriptionsOf(cs), now)
+	queueResults(b, cs, store.SubscriptionsOf(cs), now, true)
 }
 
 func QueueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time) {

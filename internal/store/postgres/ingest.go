@@ -11,64 +11,20 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Ingest runs the batch in one transaction of four round trips, whatever
-// its size: BEGIN with its settings (ingestTx); the reads (the batch's tenants locked in id order, the
-// keys already stored, the tenants' deliverable subscriptions), pipelined;
-// the writes (events, sequences, jobs, types seen, rejections), pipelined;
-// COMMIT. Locking the tenants first serialises sequence assignment per
-// tenant (commit order = sequence order) and makes the dedup read
-// race-free: no other transaction can insert for those tenants until this
-// one ends. A partition's batch is often one record at low rates, so the
-// round trips, not the rows, are what a transaction costs.
-func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
-	defer wrap(&err, "Ingest")
-	defer db.budgets.use(ctx, store.BudgetIngest)()
-	// This process's dispatcher may take the jobs at birth
-	// (docs/architecture.md, "The commit protocol"); it is told which
-	// after the commit, and of none when the transaction fails.
-	births, offer := db.wakes.Offer()
-	var born []store.Claimed
-	defer func() {
-		if births != nil {
-			births.Born(offer, born)
-		}
-	}()
-	var res store.IngestResult
-	var jobs []hub.Job
-	now := db.opts.Stamp()
-	err = pgx.BeginTxFunc(ctx, db.pool, ingestTx, func(tx pgx.Tx) error {
-		res, born, jobs = store.IngestResult{}, nil, nil
-		w := &pgx.Batch{}
-		if len(p.Events) > 0 {
-			m, err := db.admitAndMatch(ctx, tx, p.Events, now, w, offer, &born)
-			if err != nil {
-				return err
-			}
-			res.Outcomes, res.Jobs, res.Subscriptions, jobs = m.outcomes, len(m.jobs), m.subs, m.jobs
-			res.Tenants = store.AcceptedTenants(p.Events, res.Outcomes)
-		}
-		if len(p.Rejected) > 0 {
-			if err := db.queueRejections(w, p.Rejected, now); err != nil {
-				return err
-			}
-		}
-		if w.Len() == 0 {
-			return nil
-		}
-		return tx.SendBatch(ctx, w).Close()
-	})
-	if err != nil {
-		born = nil
-		return store.IngestResult{}, err
-	}
-	if offer == nil {
-		db.wakes.Notify(res.Subscriptions) // the transaction told the other processes
-		return res, nil
-	}
-	pending := store.PendingSubscriptions(jobs, born)
-	db.wakes.Notify(pending)
-	db.notifyAfter(ctx, pending)
-	return res, nil
+// Ingest persists one batch of records: Write with records only. The
+// transaction is four round trips, whatever its size: BEGIN with its
+// settings (ingestTx); the reads (the batch's tenants locked in id order,
+// the keys already stored, the tenants' deliverable subscriptions),
+// pipelined; the writes (events, sequences, jobs, types seen, rejections),
+// pipelined; COMMIT. Locking the tenants first serialises sequence
+// assignment per tenant (commit order = sequence order) and makes the
+// dedup read race-free: no other transaction can insert for those tenants
+// until this one ends. A partition's batch is often one record at low
+// rates, so the round trips, not the rows, are what a transaction costs:
+// the process's writer carries several partitions' batches in one.
+func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+	res, err := db.Write(ctx, store.WriteParams{Ingest: p})
+	return res.Ingest, err
 }
 
 // ingestTx begins a transaction that admits events (Ingest, and the
@@ -95,14 +51,17 @@ type matched struct {
 // jobs and the types seen. It serves Ingest and the operational events a
 // store change emits.
 //
-// With an offer (Ingest's, from this process's dispatcher) the jobs it
+// Unless types is false (the writer gathers them), the types the events
+// carry are noted in the catalog.
+//
+// With an offer (the writer's, from this process's dispatcher) the jobs it
 // may take are leased at birth and land in *born once w is sent; the
 // caller tells other processes of the rest after the commit. Without
 // one every job is pending and the notification that tells the
 // dispatchers of other processes (ListenJobs) is queued in w; the caller
 // tells this process's after the commit.
 func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, now time.Time, w *pgx.Batch,
-	offer *store.BirthOffer, born *[]store.Claimed) (matched, error) {
+	offer *store.BirthOffer, born *[]store.Claimed, types bool) (matched, error) {
 	r, err := db.readForIngest(ctx, q, events)
 	if err != nil {
 		return matched{}, err
@@ -116,7 +75,9 @@ func (db *DB) admitAndMatch(ctx context.Context, q pgxtx, events []hub.Event, no
 	if err := queueEvents(&c, events, m.outcomes, r.roster, now); err != nil {
 		return matched{}, err
 	}
-	queueTypesSeen(&c, events, m.outcomes, now)
+	if types {
+		queueTypesSeen(&c, events, m.outcomes, now)
+	}
 	switch {
 	case offer != nil && len(m.jobs) > 0:
 		queueJobsBorn(&c, w, m.jobs, events, m.outcomes, offer, now, born)

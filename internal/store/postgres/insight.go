@@ -58,10 +58,13 @@ var upsertRollups = func() string {
 // queueRollups adds the batch's attempts to their subscriptions' health
 // rollups, in the completion transaction (one statement).
 func queueRollups(w writer, cs []store.Completion) {
-	rs := store.Rollups(cs)
-	if len(rs) == 0 {
-		return
+	if rs := store.Rollups(cs); len(rs) > 0 {
+		queueRollupRows(w, rs)
 	}
+}
+
+// queueRollupRows adds rollups to their buckets.
+func queueRollupRows(w writer, rs []store.Rollup) {
 	n := len(rs)
 	subs, errs := make([]string, n), make([]string, n)
 	starts := make([]time.Time, n)
@@ -345,7 +348,7 @@ func (db *DB) report(ctx context.Context, q pgxtx, r store.Report, now time.Time
 		return nil
 	}
 	w := &pgx.Batch{}
-	if _, err := db.admitAndMatch(ctx, q, events, now, w, nil, nil); err != nil {
+	if _, err := db.admitAndMatch(ctx, q, events, now, w, nil, nil, true); err != nil {
 		return err
 	}
 	return q.SendBatch(ctx, w).Close()

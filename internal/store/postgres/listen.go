@@ -56,7 +56,6 @@ func (db *DB) queueNotify(b *pgx.Batch, subs []string) {
 // lost; once it listens, OnJobs(nil) covers what was announced before.
 func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
 	defer db.wakes.Add(p.OnJobs)()
-	defer db.wakes.AddBirths(p.Births)()
 	if p.Ready != nil {
 		p.Ready()
 	}

@@ -57,8 +57,8 @@ func bearJobs(ctx context.Context, tx *sql.Tx, jobs []hub.Job, o *store.BirthOff
 		return nil, err
 	}
 	for _, j := range born {
-		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET lease_token = ?, lease_expires_at = ?, run_ahead = ? WHERE id = ?`,
-			o.Token, micros(now.Add(o.Lease)), runAhead[j.ID], j.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET lease_token = ?, lease_expires_at = ?, run_ahead = ?, leased_by = nullif(?, '')
+			WHERE id = ?`, o.Token, micros(now.Add(o.Lease)), runAhead[j.ID], o.Owner, j.ID); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -85,6 +86,12 @@ func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) 
 		return nil, err
 	}
 	if p.Owner != "" {
+		// The jobs are the claiming process's while its heartbeat is fresh
+		// (docs/delivery.md, "Crashes").
+		if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET leased_by = ? WHERE lease_token = ? AND status = 'in_flight'`,
+			p.Owner, token); err != nil {
+			return nil, err
+		}
 		// The claimer holds these subscriptions' in-flight jobs: ingest may
 		// append an ordered one's new jobs behind them, born leased to it.
 		for _, id := range store.SubscriptionsOfJobs(jobs) {
@@ -148,7 +155,7 @@ func (db *DB) ReleaseJobs(ctx context.Context, leases []store.JobLease) (err err
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		for _, l := range leases {
 			if _, err := tx.ExecContext(ctx, `UPDATE delivery_jobs SET status = 'pending', lease_token = NULL,
-				lease_expires_at = NULL, next_attempt_at = ?, updated_at = ?
+				lease_expires_at = NULL, leased_by = NULL, next_attempt_at = ?, updated_at = ?
 				WHERE id = ? AND lease_token = ? AND status = 'in_flight'`, now, now, l.JobID, l.LeaseToken); err != nil {
 				return err
 			}
@@ -199,11 +206,33 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 	var res store.RecoverResult
 	err = db.tx(ctx, func(tx *sql.Tx) error {
 		res = store.RecoverResult{}
+		// A process whose heartbeat lapsed loses all its jobs at once, and
+		// its row; the others' jobs end with their own lease.
+		var lapsed []string
+		if p.Lease > 0 {
+			rows, err := tx.QueryContext(ctx, `DELETE FROM dispatchers WHERE heartbeat_at < ? AND id <> ? RETURNING id`,
+				micros(now.Add(-p.Lease)), p.Self)
+			if err != nil {
+				return err
+			}
+			if lapsed, err = collect(rows, func(r scanner) (string, error) {
+				var id string
+				return id, r.Scan(&id)
+			}); err != nil {
+				return err
+			}
+			res.Processes = len(lapsed)
+		}
+		// ?3 is a JSON array of the lapsed processes.
+		gone, _ := json.Marshal(append([]string{}, lapsed...))
 		rows, err := tx.QueryContext(ctx, `SELECT e.id, e.updated_at, CASE WHEN e.run_ahead = 1 AND EXISTS (
 				SELECT 1 FROM delivery_jobs o WHERE o.subscription_id = e.subscription_id AND o.status = 'in_flight'
-				  AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END
-			FROM delivery_jobs e WHERE e.status = 'in_flight' AND e.lease_expires_at < ?
-			ORDER BY e.lease_expires_at LIMIT ?`, nowUS, max(p.Limit, 1))
+				  AND o.event_sequence < e.event_sequence) THEN 0 ELSE 1 END,
+				e.leased_by IS NOT NULL AND e.leased_by IN (SELECT value FROM json_each(?3))
+			FROM delivery_jobs e WHERE e.status = 'in_flight' AND (
+				e.leased_by IN (SELECT value FROM json_each(?3))
+				OR e.lease_expires_at < ?1 AND (e.leased_by IS NULL OR NOT EXISTS (SELECT 1 FROM dispatchers d WHERE d.id = e.leased_by)))
+			ORDER BY e.lease_expires_at LIMIT ?2`, nowUS, max(p.Limit, 1)+maxInFlightOfAll, string(gone))
 		if err != nil {
 			return err
 		}
@@ -211,10 +240,11 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 			id        string
 			claimedAt int64
 			n         int
+			lapsed    bool
 		}
 		found, err := collect(rows, func(r scanner) (expired, error) {
 			var e expired
-			return e, r.Scan(&e.id, &e.claimedAt, &e.n)
+			return e, r.Scan(&e.id, &e.claimedAt, &e.n, &e.lapsed)
 		})
 		if err != nil {
 			return err
@@ -227,9 +257,9 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 					status = CASE WHEN ?3 = 1 AND recoveries + 1 >= ?1 THEN 'dead_lettered' ELSE 'pending' END,
 					dead_letter_reason = CASE WHEN ?3 = 1 AND recoveries + 1 >= ?1 THEN 'poison' ELSE dead_letter_reason END,
 					completed_at = CASE WHEN ?3 = 1 AND recoveries + 1 >= ?1 THEN ?2 END,
-					last_error = CASE WHEN ?3 = 1 THEN 'lease expired without a result: ' || ?5 ELSE last_error END,
-					lease_token = NULL, lease_expires_at = NULL, run_ahead = 0, next_attempt_at = ?2, updated_at = ?2
-				WHERE id = ?4 RETURNING status`, p.PoisonThreshold, nowUS, e.n, e.id, store.RecoveredAttemptError).Scan(&status); err != nil {
+					last_error = CASE WHEN ?3 = 1 THEN ?5 || ?6 ELSE last_error END,
+					lease_token = NULL, lease_expires_at = NULL, leased_by = NULL, run_ahead = 0, next_attempt_at = ?2, updated_at = ?2
+				WHERE id = ?4 RETURNING status`, p.PoisonThreshold, nowUS, e.n, e.id, recoveredWhy(e.lapsed), store.RecoveredAttemptError).Scan(&status); err != nil {
 				return err
 			}
 			switch {
@@ -252,6 +282,19 @@ func (db *DB) RecoverLeases(ctx context.Context, p store.RecoverParams) (_ store
 		return db.report(ctx, tx, rep, nowUS)
 	})
 	return res, err
+}
+
+// maxInFlightOfAll bounds the jobs of lapsed processes recovered at once
+// beyond the caller's limit (SQLite serves one process: its own last run's).
+const maxInFlightOfAll = 100000
+
+// recoveredWhy starts a recovered job's last error: its process stopped
+// (its heartbeat lapsed), or its own lease ended.
+func recoveredWhy(lapsed bool) string {
+	if lapsed {
+		return "its process stopped before its result was written: "
+	}
+	return "lease expired without a result: "
 }
 
 func (db *DB) WakeJobs(ctx context.Context, subscriptionIDs []string) (_ int, err error) {

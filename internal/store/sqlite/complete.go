@@ -9,20 +9,22 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store.CompleteResult, err error) {
-	defer wrap(&err, "CompleteJobs")
-	defer func() { err = classify(err) }()
-	if len(p.Completions) == 0 {
-		return store.CompleteResult{}, nil
-	}
-	now := db.opts.Stamp()
+// CompleteJobs records a batch of results: Write with results only.
+func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error) {
+	res, err := db.Write(ctx, store.WriteParams{Complete: p})
+	return res.Complete, err
+}
+
+// complete writes a batch of results in tx (with their rollups unless the
+// writer gathers them) and, when p.Next asks, claims the next jobs of the
+// subscriptions they free.
+func (db *DB) complete(ctx context.Context, tx *sql.Tx, p store.CompleteParams, now time.Time, rollups bool) (store.CompleteResult, error) {
 	nowUS := micros(now)
 	var res store.CompleteResult
-	err = db.tx(ctx, func(tx *sql.Tx) error {
-		res = store.CompleteResult{}
+	err := func() error {
 		update, err := tx.PrepareContext(ctx, `UPDATE delivery_jobs SET status = ?, attempts = attempts + ?,
 			next_attempt_at = ?, dead_letter_reason = ?, last_error = ?, lease_token = NULL, lease_expires_at = NULL,
-			updated_at = ?, completed_at = ? WHERE id = ? AND lease_token = ? AND status = 'in_flight'`)
+			leased_by = NULL, updated_at = ?, completed_at = ? WHERE id = ? AND lease_token = ? AND status = 'in_flight'`)
 		if err != nil {
 			return err
 		}
@@ -86,8 +88,10 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 			}
 			rep.Disabled = store.DisabledIDs(res.Disabled)
 		}
-		if err := writeRollups(ctx, tx, p.Completions); err != nil {
-			return err
+		if rollups {
+			if err := writeRollups(ctx, tx, store.Rollups(p.Completions)); err != nil {
+				return err
+			}
 		}
 		if err := db.report(ctx, tx, rep, nowUS); err != nil {
 			return err
@@ -98,7 +102,7 @@ func (db *DB) CompleteJobs(ctx context.Context, p store.CompleteParams) (_ store
 			res.Claimed, err = claim(ctx, tx, next, now)
 		}
 		return err
-	})
+	}()
 	return res, err
 }
 

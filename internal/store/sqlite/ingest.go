@@ -11,52 +11,70 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
-// Ingest runs the batch in one write transaction. SQLite has a single writer,
-// so reading the roster and the stored ids inside the transaction is already
-// race-free.
-func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestResult, err error) {
-	defer wrap(&err, "Ingest")
-	// This process's dispatcher may take the jobs at birth
-	// (docs/architecture.md, "The commit protocol").
-	births, offer := db.wakes.Offer()
-	var born []store.Claimed
-	defer func() {
-		if births != nil {
-			births.Born(offer, born)
-		}
-	}()
-	var res store.IngestResult
+// Ingest runs the batch in one write transaction: Write with records
+// only. SQLite has a single writer, so reading the roster and the stored
+// ids inside the transaction is already race-free.
+func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (store.IngestResult, error) {
+	res, err := db.Write(ctx, store.WriteParams{Ingest: p})
+	return res.Ingest, err
+}
+
+// Write runs one batch of the process's writer (docs/architecture.md, "The
+// writer") in one write transaction: the records (leasing at birth what
+// the offer has room for), then the results, then the gathered
+// statistics. With one writer nothing interleaves.
+func (db *DB) Write(ctx context.Context, p store.WriteParams) (_ store.WriteResult, err error) {
+	defer wrap(&err, "Write")
+	defer func() { err = classify(err) }()
+	if p.Empty() {
+		return store.WriteResult{}, nil
+	}
+	offer := p.Offer
+	if len(p.Ingest.Events) == 0 {
+		offer = nil
+	}
+	var res store.WriteResult
 	var jobs []hub.Job
-	now := micros(db.opts.Stamp())
+	stamp := db.opts.Stamp()
+	now := micros(stamp)
 	err = db.tx(ctx, func(tx *sql.Tx) error {
-		res, born, jobs = store.IngestResult{}, nil, nil
-		if len(p.Events) > 0 {
-			outcomes, err := db.admit(ctx, tx, p.Events, now)
+		res, jobs = store.WriteResult{}, nil
+		if len(p.Ingest.Events) > 0 {
+			outcomes, err := db.admit(ctx, tx, p.Ingest.Events, now)
 			if err != nil {
 				return err
 			}
-			res.Outcomes, res.Tenants = outcomes, store.AcceptedTenants(p.Events, outcomes)
-			if jobs, err = matchJobs(ctx, tx, p.Events, res.Tenants, outcomes, fromMicros(now)); err != nil {
+			res.Ingest.Outcomes, res.Ingest.Tenants = outcomes, store.AcceptedTenants(p.Ingest.Events, outcomes)
+			if jobs, err = matchJobs(ctx, tx, p.Ingest.Events, res.Ingest.Tenants, outcomes, stamp); err != nil {
 				return err
 			}
-			res.Jobs, res.Subscriptions = len(jobs), store.SubscriptionsOfJobs(jobs)
-			if born, err = bearJobs(ctx, tx, jobs, offer, fromMicros(now)); err != nil {
+			res.Ingest.Jobs, res.Ingest.Subscriptions = len(jobs), store.SubscriptionsOfJobs(jobs)
+			if res.Born, err = bearJobs(ctx, tx, jobs, offer, stamp); err != nil {
 				return err
 			}
-			if err := noteTypes(ctx, tx, p.Events, outcomes, now); err != nil {
+			if !p.DeferStats {
+				if err := noteTypes(ctx, tx, p.Ingest.Events, outcomes, now); err != nil {
+					return err
+				}
+			}
+		}
+		if len(p.Ingest.Rejected) > 0 {
+			if err := db.reject(ctx, tx, p.Ingest.Rejected, now); err != nil {
 				return err
 			}
 		}
-		if len(p.Rejected) > 0 {
-			return db.reject(ctx, tx, p.Rejected, now)
+		if len(p.Complete.Completions) > 0 {
+			var err error
+			if res.Complete, err = db.complete(ctx, tx, p.Complete, stamp, !p.DeferStats); err != nil {
+				return err
+			}
 		}
-		return nil
+		return writeStats(ctx, tx, p.Stats)
 	})
 	if err != nil {
-		born = nil
-		return store.IngestResult{}, err
+		return store.WriteResult{}, err
 	}
-	db.wakes.Notify(store.PendingSubscriptions(jobs, born))
+	db.wakes.Notify(store.PendingSubscriptions(jobs, res.Born))
 	return res, nil
 }
 
@@ -64,7 +82,6 @@ func (db *DB) Ingest(ctx context.Context, p store.IngestParams) (_ store.IngestR
 // commit. SQLite is one process's: no other process creates jobs.
 func (db *DB) ListenJobs(ctx context.Context, p store.ListenParams) error {
 	defer db.wakes.Add(p.OnJobs)()
-	defer db.wakes.AddBirths(p.Births)()
 	if p.Ready != nil {
 		p.Ready()
 	}

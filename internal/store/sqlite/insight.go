@@ -39,8 +39,8 @@ var upsertRollup = func() string {
 
 // writeRollups adds a batch's attempts to their subscriptions' health
 // rollups, in the completion transaction.
-func writeRollups(ctx context.Context, tx *sql.Tx, cs []store.Completion) error {
-	for _, r := range store.Rollups(cs) {
+func writeRollups(ctx context.Context, tx *sql.Tx, rs []store.Rollup) error {
+	for _, r := range rs {
 		args := []any{r.SubscriptionID, micros(r.Start), r.Successes, r.Failures}
 		for _, c := range r.Latency {
 			args = append(args, c)
@@ -149,6 +149,22 @@ func noteTypes(ctx context.Context, tx *sql.Tx, events []hub.Event, outcomes []s
 		}
 	}
 	return nil
+}
+
+// writeStats writes gathered statistics: types seen (keeping each one's
+// first sighting) and rollups.
+func writeStats(ctx context.Context, tx *sql.Tx, s store.Stats) error {
+	for _, t := range s.Types {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO event_types_seen (tenant_id, event_type, schema_major, source, first_seen_at, last_seen_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT (tenant_id, event_type, schema_major) DO UPDATE SET source = excluded.source,
+				last_seen_at = max(last_seen_at, excluded.last_seen_at)
+			WHERE source <> excluded.source OR last_seen_at < excluded.last_seen_at`,
+			t.TenantID, t.EventType, t.SchemaMajor, t.Source, micros(t.FirstSeenAt), micros(t.LastSeenAt)); err != nil {
+			return err
+		}
+	}
+	return writeRollups(ctx, tx, s.Rollups)
 }
 
 func (db *DB) ListTypesSeen(ctx context.Context, tenantID string) (_ []store.TypeSeen, err error) {

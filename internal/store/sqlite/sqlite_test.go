@@ -70,7 +70,8 @@ func TestMigrate_UpgradesADatabaseFromBeforeTheVersionsWereAligned(t *testing.T)
 		ALTER TABLE delivery_attempts DROP COLUMN request_headers; ALTER TABLE delivery_attempts DROP COLUMN response_headers;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_at; ALTER TABLE delivery_jobs DROP COLUMN replayed_by;
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE subscriptions DROP COLUMN held_until;
-		DROP TABLE topic_drift; ALTER TABLE subscriptions DROP COLUMN leased_by`); err != nil {
+		DROP TABLE topic_drift; ALTER TABLE subscriptions DROP COLUMN leased_by;
+		DROP TABLE dispatchers; ALTER TABLE delivery_jobs DROP COLUMN leased_by`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CheckSchema(ctx); err == nil {
@@ -137,6 +138,7 @@ func TestMigrate_ConsoleTrustUpgradesLinksAndEndsSessions(t *testing.T) {
 		ALTER TABLE delivery_jobs DROP COLUMN replayed_as; ALTER TABLE console_sessions DROP COLUMN subject;
 		ALTER TABLE console_sessions DROP COLUMN sealed_auth; ALTER TABLE subscriptions DROP COLUMN held_until; DROP TABLE topic_drift;
 		ALTER TABLE subscriptions DROP COLUMN leased_by;
+		DROP TABLE dispatchers; ALTER TABLE delivery_jobs DROP COLUMN leased_by;
 		DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
 		t.Fatal(err)
 	}

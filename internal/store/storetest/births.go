@@ -1,14 +1,12 @@
 package storetest
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
-	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // nursery is a dispatcher that takes jobs born leased: it offers the room
@@ -47,22 +45,12 @@ func (n *nursery) take() []store.Claimed {
 	return out
 }
 
-// births registers n with the store as this process's dispatcher until
-// the test ends.
+// births makes n this process's dispatcher: every ingest of the test
+// offers its room (as the writer does) until the test ends.
 func (e env) births(t testing.TB, n *nursery) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(e.ctx)
-	ready, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		e.store.ListenJobs(ctx, store.ListenParams{OnJobs: func([]string) {}, Births: n, Ready: func() { close(ready) }})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case <-time.After(testkit.Patience):
-		t.Fatal("ListenJobs was not ready")
-	}
+	e.dispatcher.n = n
+	t.Cleanup(func() { e.dispatcher.n = nil })
 }
 
 // testBirths: the ingest transaction leases jobs at birth to this

@@ -31,6 +31,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Results", func(t *testing.T) { t.Parallel(); testResults(t, open) })
 	t.Run("Listen", func(t *testing.T) { t.Parallel(); testListen(t, open) })
 	t.Run("Births", func(t *testing.T) { t.Parallel(); testBirths(t, open) })
+	t.Run("Writer", func(t *testing.T) { t.Parallel(); testWriter(t, open) })
+	t.Run("Heartbeats", func(t *testing.T) { t.Parallel(); testHeartbeats(t, open) })
 	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, open) })
 	t.Run("Secrets", func(t *testing.T) { t.Parallel(); testSecrets(t, open) })
 	t.Run("TraceContext", func(t *testing.T) { t.Parallel(); testTraceContext(t, open) })
@@ -64,12 +66,15 @@ type env struct {
 	ctx   context.Context
 	store store.Store
 	clock *testkit.Clock
+	// dispatcher, once set (births), offers room for jobs born leased to
+	// every ingest, as a process's writer does.
+	dispatcher *struct{ n *nursery }
 }
 
 func setup(t testing.TB, open Opener, opts store.Options) env {
 	clock := testkit.NewClock()
 	opts.Now = clock.Now
-	return env{ctx: context.Background(), store: open(t, opts), clock: clock}
+	return env{ctx: context.Background(), store: open(t, opts), clock: clock, dispatcher: &struct{ n *nursery }{}}
 }
 
 func (e env) tenant(t testing.TB, id string, status hub.TenantStatus) {
@@ -94,7 +99,21 @@ func (e env) rows(t testing.TB, table string) int64 {
 
 func (e env) ingest(t testing.TB, p store.IngestParams) store.IngestResult {
 	t.Helper()
-	res, err := e.store.Ingest(e.ctx, p)
+	var res store.IngestResult
+	var err error
+	if n := e.dispatcher.n; n != nil {
+		// As a process's writer: the offer goes with the batch, and the
+		// born jobs are handed over after the commit.
+		o := n.Offer()
+		var w store.WriteResult
+		w, err = e.store.Write(e.ctx, store.WriteParams{Ingest: p, Offer: o})
+		if o != nil {
+			n.Born(o, w.Born)
+		}
+		res = w.Ingest
+	} else {
+		res, err = e.store.Ingest(e.ctx, p)
+	}
 	if err != nil {
 		t.Fatalf("Ingest: %v", err)
 	}

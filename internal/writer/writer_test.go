@@ -1,0 +1,336 @@
+package writer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
+	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
+	"github.com/lerianstudio/streaming-hub/internal/testkit"
+	"github.com/lerianstudio/streaming-hub/internal/writer"
+)
+
+// gatedStore is a real store whose Write can be held (gate) and made to
+// fail, and which records what each Write carried.
+type gatedStore struct {
+	store.Store
+	mu     sync.Mutex
+	gate   chan struct{} // when set, a Write waits for it
+	fail   func(p store.WriteParams) error
+	writes []store.WriteParams
+	inside atomic.Int32
+}
+
+func (g *gatedStore) Write(ctx context.Context, p store.WriteParams) (store.WriteResult, error) {
+	g.mu.Lock()
+	g.writes = append(g.writes, p)
+	gate, fail := g.gate, g.fail
+	g.mu.Unlock()
+	g.inside.Add(1)
+	defer g.inside.Add(-1)
+	if gate != nil {
+		<-gate
+	}
+	if fail != nil {
+		if err := fail(p); err != nil {
+			return store.WriteResult{}, err
+		}
+	}
+	return g.Store.Write(ctx, p)
+}
+
+func (g *gatedStore) written() []store.WriteParams {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]store.WriteParams(nil), g.writes...)
+}
+
+type rig struct {
+	t     testing.TB
+	ctx   context.Context
+	store *gatedStore
+	w     *writer.Writer
+	clock *testkit.Clock
+}
+
+func newRig(t testing.TB, d testkit.Driver, cfg writer.Config) *rig {
+	t.Helper()
+	clock := testkit.NewClock()
+	s := &gatedStore{Store: d.Open(t, store.Options{Now: clock.Now})}
+	if _, err := s.CreateTenant(context.Background(), store.CreateTenantParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store, cfg.Metrics, cfg.Now = s, metrics.New(), clock.Now
+	if cfg.FlushSize == 0 {
+		cfg.FlushSize = 256
+	}
+	if cfg.FlushInterval == 0 {
+		cfg.FlushInterval = 20 * time.Millisecond
+	}
+	if cfg.StatsInterval == 0 {
+		cfg.StatsInterval = time.Hour
+	}
+	w, err := writer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, ctx: context.Background(), store: s, w: w, clock: clock}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), testkit.Patience)
+		defer ccancel()
+		w.Close(cctx)
+		cancel()
+		<-done
+	})
+	return r
+}
+
+func (r *rig) ingest(evs ...hub.Event) (store.IngestResult, error) {
+	return r.w.Ingest(r.ctx, store.IngestParams{Events: evs})
+}
+
+// Records that arrive while a transaction is in progress go together in
+// the next one (group commit): one transaction for five partitions'
+// batches, each told its own outcomes, sequences in arrival order per
+// tenant.
+func TestWriter_RecordsThatWaitedGoInOneTransaction(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, writer.Config{})
+		gate := make(chan struct{})
+		r.store.mu.Lock()
+		r.store.gate = gate
+		r.store.mu.Unlock()
+		first := make(chan error, 1)
+		go func() { _, err := r.ingest(storetest.NewEvent("acme", "p0")); first <- err }()
+		testkit.WaitFor(t, "the first transaction in progress", func() bool { return r.store.inside.Load() == 1 })
+		var wg sync.WaitGroup
+		results := make([]store.IngestResult, 5)
+		errs := make([]error, 5)
+		for i := range 5 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = r.ingest(storetest.NewEvent("acme", fmt.Sprintf("p%d", i+1)))
+			}()
+		}
+		// All five wait behind the first transaction.
+		time.Sleep(50 * time.Millisecond)
+		r.store.mu.Lock()
+		r.store.gate = nil
+		r.store.mu.Unlock()
+		close(gate)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		seqs := map[int64]bool{}
+		for i := range 5 {
+			if errs[i] != nil || len(results[i].Outcomes) != 1 || results[i].Outcomes[0].Verdict != hub.Accept {
+				t.Fatalf("batch %d: %+v, %v", i+1, results[i], errs[i])
+			}
+			seqs[results[i].Outcomes[0].Sequence] = true
+		}
+		if len(seqs) != 5 {
+			t.Fatalf("sequences %v: want five distinct", seqs)
+		}
+		if n := len(r.store.written()); n != 2 {
+			t.Fatalf("%d transactions for six batches, want 2: the first, then the five that waited for it", n)
+		}
+	})
+}
+
+// fakeDelivery is a dispatcher that offers no births and records what
+// it is told.
+type fakeDelivery struct {
+	mu      sync.Mutex
+	written []store.Completion
+	fenced  []string
+	given   []store.Completion
+}
+
+func (f *fakeDelivery) Offer() *store.BirthOffer                { return nil }
+func (f *fakeDelivery) Born(*store.BirthOffer, []store.Claimed) {}
+func (f *fakeDelivery) HandOff([]store.Completion) (store.CompleteParams, func([]store.Claimed, bool)) {
+	return store.CompleteParams{}, func([]store.Claimed, bool) {}
+}
+func (f *fakeDelivery) Written(cs []store.Completion, res store.CompleteResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.written = append(f.written, cs...)
+	f.fenced = append(f.fenced, res.Fenced...)
+}
+func (f *fakeDelivery) GivenUp(cs []store.Completion) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.given = append(f.given, cs...)
+}
+func (f *fakeDelivery) counts() (written, given int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.written), len(f.given)
+}
+
+// claimOne makes one job of a new event and claims it.
+func (r *rig) claimOne(id string) store.Claimed {
+	r.t.Helper()
+	if _, err := r.store.Store.Ingest(r.ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", id)}}); err != nil {
+		r.t.Fatal(err)
+	}
+	c, err := r.store.ClaimJobs(r.ctx, store.ClaimParams{Batch: 1, Lease: time.Hour})
+	if err != nil || len(c) != 1 {
+		r.t.Fatalf("claim: %+v, %v", c, err)
+	}
+	return c[0]
+}
+
+func succeeded(c store.Claimed, at time.Time) store.Completion {
+	return store.Completion{JobLease: store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}, Status: hub.JobSucceeded,
+		SubscriptionID: c.Job.SubscriptionID, Attempt: &hub.Attempt{ID: hub.NewID("att", at), StartedAt: at, StatusCode: 200}}
+}
+
+// A result waits (written behind) until records come, and then goes in
+// their transaction: one transaction for both.
+func TestWriter_AResultRidesWithTheNextRecords(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		del := &fakeDelivery{}
+		r := newRig(t, d, writer.Config{FlushInterval: time.Hour, Delivery: del})
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState = hub.VerificationActive
+		if _, err := r.store.CreateSubscription(r.ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		c := r.claimOne("e-1")
+		r.w.Result(succeeded(c, r.clock.Now()))
+		time.Sleep(30 * time.Millisecond)
+		if n := len(r.store.written()); n != 0 {
+			t.Fatalf("%d transactions for one result alone within its flush interval", n)
+		}
+		if _, err := r.ingest(storetest.NewEvent("acme", "e-2")); err != nil {
+			t.Fatal(err)
+		}
+		ws := r.store.written()
+		if len(ws) != 1 || len(ws[0].Ingest.Events) != 1 || len(ws[0].Complete.Completions) != 1 {
+			t.Fatalf("transactions %d; want one carrying the record and the result", len(ws))
+		}
+		if written, _ := del.counts(); written != 1 {
+			t.Fatalf("the dispatcher was told of %d results written", written)
+		}
+		if j, _, _ := r.store.GetJob(r.ctx, "acme", c.Job.ID); j.Status != hub.JobSucceeded {
+			t.Fatalf("job %s", j.Status)
+		}
+	})
+}
+
+// Results alone are written at FlushSize of them, or once the oldest
+// waited FlushInterval.
+func TestWriter_ResultsAloneWaitForTheirFlush(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		del := &fakeDelivery{}
+		r := newRig(t, d, writer.Config{FlushSize: 2, FlushInterval: time.Hour, Delivery: del})
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState, sub.MaxInFlight = hub.VerificationActive, 8
+		if _, err := r.store.CreateSubscription(r.ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		a, b := r.claimOne("e-1"), r.claimOne("e-2")
+		r.w.Result(succeeded(a, r.clock.Now()))
+		time.Sleep(30 * time.Millisecond)
+		if n := len(r.store.written()); n != 0 {
+			t.Fatalf("one result of a batch of two written alone (%d transactions)", n)
+		}
+		r.w.Result(succeeded(b, r.clock.Now()))
+		testkit.WaitFor(t, "the two results written together", func() bool { w, _ := del.counts(); return w == 2 })
+		if n := len(r.store.written()); n != 1 {
+			t.Fatalf("%d transactions, want 1", n)
+		}
+	})
+}
+
+// Statistics are not written per batch but gathered and written every
+// StatsInterval, and at Close.
+func TestWriter_StatisticsAreWrittenPerIntervalNotPerEvent(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, writer.Config{StatsInterval: time.Hour})
+		for i := range 3 {
+			if _, err := r.ingest(storetest.NewEvent("acme", fmt.Sprintf("e-%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if seen, _ := r.store.ListTypesSeen(r.ctx, "acme"); len(seen) != 0 {
+			t.Fatalf("types seen written with the records: %+v", seen)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
+		defer cancel()
+		if err := r.w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		seen, err := r.store.ListTypesSeen(r.ctx, "acme")
+		if err != nil || len(seen) != 1 {
+			t.Fatalf("after Close: types seen %+v, %v; want transaction.posted", seen, err)
+		}
+		if _, err := r.ingest(storetest.NewEvent("acme", "late")); err == nil {
+			t.Fatal("a closed writer took records")
+		}
+	})
+}
+
+// Gathered statistics are written once their interval passes, with no
+// record to carry them.
+func TestWriter_StatisticsAreWrittenWhenTheirIntervalPasses(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, writer.Config{StatsInterval: 50 * time.Millisecond})
+		if _, err := r.ingest(storetest.NewEvent("acme", "e-1")); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, "the type seen written by the interval", func() bool {
+			seen, _ := r.store.ListTypesSeen(r.ctx, "acme")
+			return len(seen) == 1
+		})
+	})
+}
+
+// When a batch carrying records and results fails, each part goes on
+// alone: the records are written in a transaction of their own at once
+// (their caller never sees the results' failure), and the results are
+// held and tried again until the database takes them.
+func TestWriter_AFailedBatchIsSplitIntoItsParts(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		del := &fakeDelivery{}
+		r := newRig(t, d, writer.Config{FlushInterval: time.Hour, Delivery: del})
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState, sub.MaxInFlight = hub.VerificationActive, 8
+		if _, err := r.store.CreateSubscription(r.ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		c := r.claimOne("e-1")
+		var refusals atomic.Int32
+		r.store.mu.Lock()
+		r.store.fail = func(p store.WriteParams) error {
+			if len(p.Complete.Completions) > 0 && refusals.Add(1) <= 3 {
+				return errors.New("read tcp: connection reset by peer")
+			}
+			return nil
+		}
+		r.store.mu.Unlock()
+		r.w.Result(succeeded(c, r.clock.Now()))
+		res, err := r.ingest(storetest.NewEvent("acme", "e-2"))
+		if err != nil || len(res.Outcomes) != 1 || res.Outcomes[0].Verdict != hub.Accept {
+			t.Fatalf("the records failed with the results: %+v, %v", res, err)
+		}
+		testkit.WaitFor(t, "the result written after its retries", func() bool { w, _ := del.counts(); return w == 1 })
+		j, as, err := r.store.GetJob(r.ctx, "acme", c.Job.ID)
+		if err != nil || j.Status != hub.JobSucceeded || len(as) != 1 {
+			t.Fatalf("job %s with %d attempts (%v): want succeeded, one attempt", j.Status, len(as), err)
+		}
+	})
+}
