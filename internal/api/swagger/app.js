@@ -161,7 +161,11 @@
     var box = el("div");
     add(box, el("h3", null, "Request body" + (b.required ? " (required)" : "")));
     if (b.description) add(box, el("div", "description", b.description));
-    return add(box, content(b.content));
+    add(box, content(b.content));
+    // What to send is what a reader came for: its first level is open.
+    var first = box.querySelector("details");
+    if (first) first.open = true;
+    return box;
   }
 
   function responses(op) {
@@ -205,7 +209,7 @@
   // group is the section an operation is listed under: the path's first
   // segment after the version ("subscriptions", "admin"), else "service".
   function group(path) {
-    var m = /^\/v\d+\/([^\/{]+)/.exec(path);
+    var m = /^\/v\d+\/([^\/{.]+)(\/|$)/.exec(path);
     return m ? m[1] : "service";
   }
 
@@ -258,7 +262,10 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     document.getElementById("filter").addEventListener("input", function (e) { filter(e.target.value); });
-    fetch("/swagger/openapi.json", { credentials: "same-origin" }).then(function (r) {
+    // From the origin, not the page's URL: a page opened as
+    // http://user:token@host/swagger has credentials in its URL, which
+    // fetch refuses to resolve against; the browser still sends them.
+    fetch(location.origin + "/swagger/openapi.json", { credentials: "same-origin" }).then(function (r) {
       if (!r.ok) throw new Error("GET /swagger/openapi.json: " + r.status);
       return r.json();
     }).then(function (d) {
@@ -268,6 +275,9 @@
         var q = decodeURIComponent(location.hash.slice(1));
         document.getElementById("filter").value = q;
         filter(q);
+        // A link to one operation (#createSubscription) opens it.
+        var shown = document.querySelectorAll("details.op:not(.hidden)");
+        if (shown.length === 1) shown[0].open = true;
       }
     }).catch(function (err) {
       var main = document.getElementById("doc");
