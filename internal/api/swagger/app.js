@@ -262,9 +262,9 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     document.getElementById("filter").addEventListener("input", function (e) { filter(e.target.value); });
-    // From the origin, not the page's URL: a page opened as
-    // http://user:token@host/swagger has credentials in its URL, which
-    // fetch refuses to resolve against; the browser still sends them.
+    // From the origin, not the page's URL: a page opened with user and
+    // token written into its URL keeps them there, and fetch refuses to
+    // resolve against such a URL; the browser still sends them.
     fetch(location.origin + "/swagger/openapi.json", { credentials: "same-origin" }).then(function (r) {
       if (!r.ok) throw new Error("GET /swagger/openapi.json: " + r.status);
       return r.json();
