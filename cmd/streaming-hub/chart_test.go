@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -98,16 +99,28 @@ func TestServe_StartsWithLerianChartEnvironment(t *testing.T) {
 	kek := make([]byte, 32)
 	rand.Read(kek)
 
+	// The chart's DSN carries the password its POSTGRES_PASSWORD holds
+	// (the server trusts loopback: any password is accepted).
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "chart pw@:/?#"
+	u.User = url.UserPassword(u.User.Username(), password)
 	vars := chartEnv(t, map[string]string{
 		"HTTP_LISTEN_ADDR": addr, "KAFKA_BROKERS": strings.Join(kafka.ListenAddrs(), ","),
-		"PLUGIN_AUTH_ADDRESS": am.URL, "POSTGRES_DSN": dsn, "DEV_KEK": base64.StdEncoding.EncodeToString(kek),
+		"PLUGIN_AUTH_ADDRESS": am.URL, "POSTGRES_DSN": u.String(), "DEV_KEK": base64.StdEncoding.EncodeToString(kek),
+		"POSTGRES_HOST": u.Hostname(), "POSTGRES_PORT": u.Port(), "POSTGRES_USER": u.User.Username(),
+		"POSTGRES_PASSWORD": password, "POSTGRES_DB": strings.TrimPrefix(u.Path, "/"),
 	})
-	if len(vars) != 34 {
-		t.Fatalf("lerian-chart.env has %d names, want 34", len(vars))
+	if len(vars) != 43 {
+		t.Fatalf("lerian-chart.env has %d names, want 43", len(vars))
 	}
 	// The receiver of this lab is on loopback, which the SSRF rule refuses
-	// unless told: the one name added to the chart's.
+	// unless told: the one name added to the chart's. The API reference is
+	// turned on (the chart's value is false).
 	vars["STREAMING_HUB_ALLOW_PRIVATE_SINKS"] = "true"
+	vars["STREAMING_HUB_SWAGGER_ENABLED"] = "true"
 	received := make(chan string, 16)
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var probe struct{ Challenge string }
@@ -154,7 +167,7 @@ func TestServe_StartsWithLerianChartEnvironment(t *testing.T) {
 		if strings.Contains(line, ": unknown") {
 			t.Errorf("warned about a name of the chart: %s", line)
 		}
-		if strings.Contains(line, "are both set") {
+		if strings.Contains(line, "are both set") || strings.Contains(line, "differ from the database URL") {
 			t.Errorf("unexpected warning: %s", line)
 		}
 	}
@@ -171,6 +184,19 @@ func TestServe_StartsWithLerianChartEnvironment(t *testing.T) {
 	}
 	if a, _ := asked.Load("tenants"); a != "get" {
 		t.Errorf("the access manager was not asked tenants/get")
+	}
+	// The API reference (STREAMING_HUB_SWAGGER_ENABLED=true), behind the
+	// same credentials: the operator's JWT as a browser sends it, the
+	// password of HTTP Basic.
+	req, _ := http.NewRequest("GET", base+"/swagger/openapi.json", nil)
+	req.SetBasicAuth("ops", jwt)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET /swagger/openapi.json with the operator's JWT: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if st := get("/swagger", ""); st != 401 {
+		t.Errorf("GET /swagger without credentials: %d, want 401", st)
 	}
 
 	// The one tenant the chart serves (MULTI_TENANT_ENABLED=false,

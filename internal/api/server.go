@@ -73,6 +73,9 @@ type Deps struct {
 	ServedTenant string
 	// NoMetrics serves no /metrics route (STREAMING_HUB_METRICS_ENABLED=false).
 	NoMetrics bool
+	// Swagger serves the API reference at /swagger, behind the API's
+	// authentication (STREAMING_HUB_SWAGGER_ENABLED).
+	Swagger bool
 	// Draining, when set and true, makes /readyz answer 503 with the check
 	// "shutdown" (STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT): the process keeps
 	// serving while load balancers stop sending it work.
@@ -136,6 +139,9 @@ func New(deps Deps) (*Server, error) {
 		s.plain("GET", "/metrics", deps.Metrics.Handler())
 	}
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
+	if deps.Swagger {
+		s.Mount(swaggerPrefix, s.swagger())
+	}
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
 	s.handle("GET", "/v1/admin/dlq", s.listDLQ)
 

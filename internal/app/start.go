@@ -228,6 +228,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		Auth:              cfg.Auth,
 		ServedTenant:      cfg.Tenancy.Served(),
 		NoMetrics:         !cfg.MetricsEnabled,
+		Swagger:           cfg.SwaggerEnabled,
 		Draining:          h.draining.Load,
 	})
 	if err != nil {

@@ -121,6 +121,11 @@ var chartSetsAsIs = map[string]bool{
 	"DLQ_PRUNE_INTERVAL": true, "IDEMPOTENCY_REAP_INTERVAL": true,
 	"METRICS_ENABLED": true, "PRE_STOP_DRAIN_TIMEOUT": true,
 	"PLUGIN_AUTH_ENABLED": true, "PLUGIN_AUTH_ADDRESS": true,
+	// The app's full reference, which the chart's ConfigMap renders: the
+	// database by parts (unprefixed; the password in its Secret) and the
+	// API reference's switch.
+	"POSTGRES_HOST": true, "POSTGRES_PORT": true, "POSTGRES_USER": true, "POSTGRES_PASSWORD": true,
+	"POSTGRES_DB": true, "POSTGRES_SSLMODE": true, "SWAGGER_ENABLED": true,
 }
 
 // chartColumn is what the configuration page shows for name in its

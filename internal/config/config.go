@@ -116,6 +116,9 @@ type Config struct {
 	PreStopDrain time.Duration
 	// MetricsEnabled (METRICS_ENABLED): false serves no /metrics route.
 	MetricsEnabled bool
+	// SwaggerEnabled (SWAGGER_ENABLED) serves the API reference at
+	// /swagger, behind the API's authentication (docs/api.md).
+	SwaggerEnabled bool
 	LogLevel       slog.Level
 	LogFormat      string // json | text
 }
@@ -176,7 +179,7 @@ func loadInto(r *reader, mode Mode) Config {
 	if err := checkListenAddr(c.HTTPAddr); err != nil {
 		r.fail("HTTP_ADDR", "%s", err)
 	}
-	r.str("DATABASE_URL", &c.DatabaseURL)
+	r.databaseURL(&c.DatabaseURL)
 	c.DatabaseMaxConns = MaxConnsFor(c.Role)
 	r.atLeast("DATABASE_MAX_CONNS", 2, &c.DatabaseMaxConns)
 	if n, ok := urlPoolSize(c.DatabaseURL); ok && n < 2 {
@@ -266,6 +269,7 @@ func loadInto(r *reader, mode Mode) Config {
 		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k))
 	}
 	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
+	r.boolean("SWAGGER_ENABLED", &c.SwaggerEnabled)
 	c.EgressProxy = r.proxyURL("EGRESS_PROXY", c.EgressProxy)
 	r.auth(&c)
 
@@ -283,7 +287,7 @@ func (c Config) check(r *reader) {
 	switch {
 	case r.bad["DATABASE_URL"]:
 	case c.DatabaseURL == "":
-		r.fail("DATABASE_URL", "required (postgres://... or, in dev, sqlite:///path/to/file.db)")
+		r.fail("DATABASE_URL", "required (postgres://... or, in dev, sqlite:///path/to/file.db; or POSTGRES_HOST and the other POSTGRES_* variables)")
 	case !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite://"):
 		r.fail("DATABASE_URL", "must start with postgres:// or sqlite://")
 	case c.Mode == Serve && strings.HasPrefix(c.DatabaseURL, "sqlite://"):
@@ -362,6 +366,8 @@ type reader struct {
 	defaults map[string]string
 	// warnings are what loads but deserves a line at start (Warnings).
 	warnings []string
+	// fromParts: the database URL was made of the POSTGRES_* parts.
+	fromParts bool
 }
 
 // note records v as the default of name, the first time name is read.

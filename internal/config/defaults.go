@@ -13,6 +13,10 @@ import (
 // first). The configuration page and the CLI's --help show this value.
 const DefaultServer = "http://127.0.0.1:8080"
 
+// DefaultPostgresPort is the port of a database URL made of the POSTGRES_*
+// parts when POSTGRES_PORT is unset: PostgreSQL's own.
+const DefaultPostgresPort = 5432
+
 // Defaults is the complete configuration of mode before any variable is
 // read: the one place where a default value is written. Load starts from
 // it; tests build the configurations of single packages from it
@@ -136,8 +140,10 @@ func Defaults(mode Mode) Config {
 		ShutdownTimeout: 30 * time.Second,
 		PreStopDrain:    0,
 		MetricsEnabled:  true,
-		LogLevel:        slog.LevelInfo,
-		LogFormat:       "json",
+		// The API reference at /swagger: off unless asked for.
+		SwaggerEnabled: false,
+		LogLevel:       slog.LevelInfo,
+		LogFormat:      "json",
 	}
 	c.Ingest.Group = groupFor(c.Env)
 	c.Ingest.DLQGroup = dlqGroupFor(c.Env)

@@ -146,6 +146,10 @@ func (c Config) checkProduction(r *reader) {
 		if mode == "" {
 			mode = "unset (libpq's prefer)"
 		}
+		if r.fromParts {
+			r.failPart("POSTGRES_SSLMODE", "ENV=production needs require, verify-ca or verify-full, got %s (or set %sALLOW_INSECURE_DB_TLS=true)", mode, Prefix)
+			return
+		}
 		r.fail("DATABASE_URL", "ENV=production needs sslmode=require, verify-ca or verify-full, got sslmode %s (or set %sALLOW_INSECURE_DB_TLS=true)", mode, Prefix)
 	}
 }
@@ -160,12 +164,12 @@ func sslMode(dsn string) string {
 }
 
 // DatabaseURL reads only STREAMING_HUB_DATABASE_URL or its alias
-// POSTGRES_DSN, for the commands that open the database without being a
+// POSTGRES_DSN (or, neither set, the POSTGRES_* parts), for the commands that open the database without being a
 // hub (`streaming-hub migrate`); "" when neither is set.
 func DatabaseURL(getenv func(string) string) (string, error) {
 	r := reader{getenv: getenv}
 	var url string
-	r.str("DATABASE_URL", &url)
+	r.databaseURL(&url)
 	if len(r.errs) > 0 {
 		return "", r.errs
 	}

@@ -10,7 +10,8 @@ import (
 // mounted file named by <NAME>_FILE (docs/lerian-platform.md): a Kubernetes
 // or Docker secret mounted as a file never passes through the environment.
 var secretFiles = map[string]bool{"KEK": true, "KEK_PREVIOUS": true, "ADMIN_TOKEN": true,
-	"EGRESS_PROXY": true} // its URL may hold the proxy's credentials
+	"EGRESS_PROXY":      true, // its URL may hold the proxy's credentials
+	"POSTGRES_PASSWORD": true}
 
 // fromFile reads the value of name from the file <name>_FILE names, when
 // set: the file's bytes without one trailing "\n" or "\r\n". Setting both

@@ -31,6 +31,14 @@ var variableDocs = map[string]struct{ def, text string }{
 	"DATABASE_URL":                 {"", "`postgres://...` or `sqlite:///path/to/file.db` (SQLite for dev and single-node only; serve refuses it)"},
 	"POSTGRES_DSN":                 {"", "Lerian's chart name of DATABASE_URL; DATABASE_URL wins when both are set"},
 	"DATABASE_MAX_CONNS":           {"", "PostgreSQL connections of the process, at least 2 (16 for roles all and delivery, 8 for ingest; a `pool_max_conns` in the URL wins), divided into budgets: [operations.md](operations.md#operating-it)"},
+	"POSTGRES_HOST":                {"", "the database's host: with the other POSTGRES_* variables it makes the database URL when neither DATABASE_URL nor POSTGRES_DSN is set (`postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=SSLMODE`, user and password URL-escaped); when one is, POSTGRES_* that differ from it are named in a warning at start. Read without the prefix too, as Lerian's chart sets them"},
+	"POSTGRES_PORT":                {"", "the database's port (with POSTGRES_HOST)"},
+	"POSTGRES_USER":                {"", "the database user (with POSTGRES_HOST); unset: libpq's default"},
+	"POSTGRES_PASSWORD":            {"", "the database user's password (with POSTGRES_HOST and POSTGRES_USER)"},
+	"POSTGRES_PASSWORD_FILE":       {"", "file holding POSTGRES_PASSWORD (also read without the prefix)"},
+	"POSTGRES_DB":                  {"", "the database's name (with POSTGRES_HOST); unset: the user's name, as libpq does"},
+	"POSTGRES_SSLMODE":             {"", "`disable`, `allow`, `prefer`, `require`, `verify-ca` or `verify-full` (with POSTGRES_HOST); unset: libpq's `prefer`. ENV=production needs `require` or a `verify-*` unless ALLOW_INSECURE_DB_TLS"},
+	"SWAGGER_ENABLED":              {"", "serve the API reference at `/swagger`, behind the API's authentication ([api.md](api.md#the-api-reference-in-a-browser))"},
 	"ALLOW_INSECURE_DB_TLS":        {"", "accept, with ENV=production, a PostgreSQL URL whose `sslmode` is not `require`, `verify-ca` or `verify-full`"},
 	"KAFKA_BROKERS":                {"", "Kafka brokers, `host:port,host:port`; required in serve for roles that ingest (dev: its embedded broker)"},
 	"KAFKA_TOPICS_REGEX":           {"", "the topics the hub consumes (never `.commands` or `.dlq` topics)"},
@@ -171,7 +179,7 @@ the default column; ` + "`streaming-hub dev`" + ` the dev column where it differ
 generates ADMIN_TOKEN and KEK and starts its embedded broker when
 KAFKA_BROKERS is unset). A variable the hub does not read is warned about at
 start, with the closest known name. Secrets (KEK, KEK_PREVIOUS, ADMIN_TOKEN,
-SIGNATURE_KEYS, EGRESS_PROXY) may instead be read from the file their ` + "`_FILE`" + ` variable names.
+SIGNATURE_KEYS, EGRESS_PROXY, POSTGRES_PASSWORD) may instead be read from the file their ` + "`_FILE`" + ` variable names.
 The OpenTelemetry exporter reads the standard ` + "`OTEL_*`" + ` variables (service name
 default ` + "`" + DefaultOTELServiceName + "`" + `, protocol default ` + "`" + DefaultOTLPProtocol + "`" + `).
 

@@ -6,6 +6,7 @@ package telemetry
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -28,9 +29,21 @@ type Config struct {
 	// neither, nothing is exported.
 	Endpoint, TracesEndpoint string
 	Protocol                 string // ProtocolGRPC or ProtocolHTTP
-	// ServiceName is OTEL_SERVICE_NAME; "" leaves service.name to
-	// OTEL_RESOURCE_ATTRIBUTES, else config.DefaultOTELServiceName.
+	// ServiceName is OTEL_SERVICE_NAME, else OTEL_RESOURCE_SERVICE_NAME
+	// (lib-commons' name, which Lerian's chart sets); "" leaves
+	// service.name to OTEL_RESOURCE_ATTRIBUTES, else
+	// config.DefaultOTELServiceName.
 	ServiceName string
+	// EnvName is ENV_NAME, the deployment environment (Lerian's chart):
+	// the resource attributes deployment.environment.name and, for
+	// backends that still read it, deployment.environment.
+	// OTEL_RESOURCE_ATTRIBUTES wins.
+	EnvName string
+	// Insecure is OTEL_INSECURE_EXPORTER=true, as lib-commons reads it: a
+	// plaintext exporter for an endpoint without a scheme (gRPC's
+	// host:port), like OTEL_EXPORTER_OTLP_INSECURE=true. An http://
+	// endpoint is plaintext anyway; with an https:// one it is an error.
+	Insecure bool
 }
 
 // Enabled reports whether spans are exported.
@@ -55,6 +68,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.Endpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 	c.TracesEndpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 	c.ServiceName = strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
+	if c.ServiceName == "" {
+		c.ServiceName = strings.TrimSpace(getenv("OTEL_RESOURCE_SERVICE_NAME"))
+	}
+	c.EnvName = strings.TrimSpace(getenv("ENV_NAME"))
+	if v := strings.TrimSpace(getenv("OTEL_INSECURE_EXPORTER")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("OTEL_INSECURE_EXPORTER: must be true or false, not %q", v)
+		}
+		c.Insecure = b
+	}
 	c.Protocol = config.DefaultOTLPProtocol
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		v := strings.TrimSpace(getenv(name))
@@ -71,6 +95,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		for name, v := range map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": c.Endpoint, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": c.TracesEndpoint} {
 			if u, err := url.Parse(v); v != "" && (err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https") {
 				return Config{}, fmt.Errorf("%s: must be an http:// or https:// URL such as http://collector:4318", name) // the value may hold credentials: not repeated
+			}
+		}
+	}
+	if c.Insecure {
+		for name, v := range map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": c.Endpoint, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": c.TracesEndpoint} {
+			if strings.HasPrefix(strings.ToLower(v), "https://") {
+				return Config{}, fmt.Errorf("OTEL_INSECURE_EXPORTER: true, but %s is an https:// URL: set one or the other (http:// is plaintext)", name)
 			}
 		}
 	}

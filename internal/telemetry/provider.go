@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -44,8 +45,12 @@ func New(ctx context.Context, c Config, version string, logger *slog.Logger) (*P
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
 		resource.WithAttributes(semconv.ServiceName(config.DefaultOTELServiceName), semconv.ServiceVersion(version)),
-		resource.WithFromEnv(), // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME win
 	}
+	if c.EnvName != "" {
+		opts = append(opts, resource.WithAttributes(semconv.DeploymentEnvironmentNameKey.String(c.EnvName),
+			attribute.String("deployment.environment", c.EnvName))) // its name before semconv 1.27
+	}
+	opts = append(opts, resource.WithFromEnv()) // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME win
 	if c.ServiceName != "" {
 		opts = append(opts, resource.WithAttributes(semconv.ServiceName(c.ServiceName)))
 	}
@@ -93,7 +98,11 @@ func newExporter(ctx context.Context, c Config) (*otlptrace.Exporter, error) {
 		if strings.Contains(endpoint, "://") {
 			return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
 		}
-		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(endpoint))
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(endpoint)}
+		if c.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		return otlptracegrpc.New(ctx, opts...)
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {

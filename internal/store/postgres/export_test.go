@@ -33,3 +33,7 @@ var (
 	GetJobSQL     = getJobSQL
 	SearchJobsSQL = searchJobsSQL
 )
+
+// MigrateLockID is golang-migrate's advisory lock id, as the runner
+// computes it.
+var MigrateLockID = migrateLockID

@@ -18,6 +18,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store/migrate"
 )
 
+// The migrations, NNN_name.up.sql (and .down.sql), in golang-migrate's
+// layout: the folder the chart's migrations Job copies in (docs/deploy.md).
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
@@ -28,6 +31,9 @@ type DB struct {
 	locks      sessionLocks
 	opts       store.Options
 	migrations []migrate.Migration
+	// lockPath is the path of the URL opened, the database name
+	// golang-migrate's CLI computes its advisory lock from (schema.go).
+	lockPath string
 
 	// wakes are this process's listeners of new jobs (ListenJobs); origin
 	// tells this process's notifications from others'; listener is the
@@ -74,7 +80,7 @@ func Open(ctx context.Context, url string, opts store.Options) (_ *DB, err error
 	}
 	shares := store.SplitPool(int(cfg.MaxConns), !opts.Pool.NoIngest, !opts.Pool.NoDelivery)
 	return &DB{pool: pool, budgets: newBudgets(shares, opts.Pool.OnWait), opts: opts.WithDefaults(), migrations: migrations,
-		origin: newOrigin()}, nil
+		lockPath: urlPath(url), origin: newOrigin()}, nil
 }
 
 func (db *DB) Close() error { db.pool.Close(); return nil }
@@ -90,86 +96,6 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // partitionsVersion is the migration that partitions the tables by week.
 const partitionsVersion = 19
-
-const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
-	version    integer PRIMARY KEY,
-	name       text NOT NULL,
-	applied_at timestamptz NOT NULL DEFAULT now())`
-
-// Migrate applies pending migrations in one transaction, under an advisory
-// lock scoped to the current schema so concurrent starts do not race.
-func (db *DB) Migrate(ctx context.Context) (err error) {
-	defer wrap(&err, "Migrate")
-	return db.migrateTo(ctx, 0)
-}
-
-// migrateTo applies the pending migrations up to version upTo (0: all).
-func (db *DB) migrateTo(ctx context.Context, upTo int) error {
-	migrations := db.migrations
-	if upTo > 0 {
-		migrations = nil
-		for _, m := range db.migrations {
-			if m.Version <= upTo {
-				migrations = append(migrations, m)
-			}
-		}
-	}
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.streaming-hub.migrate'))`); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, createHistory); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-		applied, err := history(ctx, tx)
-		if err != nil {
-			return err
-		}
-		last := 0
-		err = migrate.Apply(migrations, applied, func(m migrate.Migration) error {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return err
-			}
-			last = m.Version
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-			return err
-		})
-		if err != nil || last < partitionsVersion {
-			return err
-		}
-		// The schema has just become partitioned (or was made): its
-		// current weeks are made here, before anything is written to it.
-		return ensureWeeks(ctx, tx, db.opts.Stamp())
-	})
-}
-
-// CheckSchema fails unless every migration this binary has is applied.
-func (db *DB) CheckSchema(ctx context.Context) (err error) {
-	defer wrap(&err, "CheckSchema")
-	var exists bool
-	if err := db.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
-		return err
-	}
-	var applied []int
-	if exists {
-		if applied, err = history(ctx, db.pool); err != nil {
-			return err
-		}
-	}
-	return migrate.Current(db.migrations, applied)
-}
-
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-func history(ctx context.Context, q querier) ([]int, error) {
-	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int])
-}
 
 // broken answers a write that broke a foreign key (missing) or a unique
 // key (exists): store.Broken, with PostgreSQL's error codes.

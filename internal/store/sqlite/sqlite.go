@@ -20,6 +20,9 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/store/migrate"
 )
 
+// The migrations, NNN_name.up.sql, in golang-migrate's layout as
+// PostgreSQL's are (one convention; the hub's runner applies them).
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
@@ -86,66 +89,101 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-const createHistory = `CREATE TABLE IF NOT EXISTS schema_migrations (
-	version    INTEGER PRIMARY KEY,
-	name       TEXT NOT NULL,
-	applied_at INTEGER NOT NULL)`
-
+// Migrate applies the pending migrations in one write transaction (SQLite
+// has one writer, so two processes never migrate at once), keeping the
+// version in golang-migrate's schema_migrations table as PostgreSQL does.
 func (db *DB) Migrate(ctx context.Context) (err error) {
 	defer wrap(&err, "Migrate")
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, createHistory); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-		applied, err := history(ctx, tx)
+		t := versionTable{tx}
+		st, err := migrate.Read(ctx, t, true)
 		if err != nil {
 			return err
 		}
-		return migrate.Apply(db.migrations, applied, func(m migrate.Migration) error {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, micros(db.opts.Stamp()))
+		last, err := migrate.Apply(db.migrations, st, func(m migrate.Migration) error {
+			_, err := tx.ExecContext(ctx, m.SQL)
 			return err
 		})
+		if err != nil || last == st.Version {
+			return err
+		}
+		return t.Set(ctx, migrate.State{Version: last})
 	})
 }
 
 func (db *DB) CheckSchema(ctx context.Context) (err error) {
 	defer wrap(&err, "CheckSchema")
-	var n int
-	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
 		return err
 	}
-	var applied []int
-	if n > 0 {
-		if applied, err = history(ctx, db.r); err != nil {
-			return err
-		}
-	}
-	return migrate.Current(db.migrations, applied)
-}
-
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func history(ctx context.Context, q querier) ([]int, error) {
-	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	defer tx.Rollback()
+	st, err := migrate.Read(ctx, versionTable{tx}, false)
 	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+		return err
+	}
+	return migrate.Current(db.migrations, st)
+}
+
+// versionTable is schema_migrations as golang-migrate's sqlite driver
+// makes it (version, dirty; one row).
+type versionTable struct{ tx *sql.Tx }
+
+func (t versionTable) Columns(ctx context.Context) ([]string, error) {
+	return scanAll[string](ctx, t.tx, `SELECT name FROM pragma_table_info('schema_migrations')`)
+}
+
+func (t versionTable) History(ctx context.Context) ([]int, error) {
+	return scanAll[int](ctx, t.tx, `SELECT version FROM schema_migrations ORDER BY version`)
+}
+
+func (t versionTable) State(ctx context.Context) ([]migrate.State, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT version, dirty FROM schema_migrations`)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
-	var vs []int
+	var out []migrate.State
 	for rows.Next() {
-		var v int
+		var st migrate.State
+		if err := rows.Scan(&st.Version, &st.Dirty); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+func (t versionTable) Replace(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `DROP TABLE IF EXISTS schema_migrations;
+		CREATE TABLE schema_migrations (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`)
+	return err
+}
+
+func (t versionTable) Set(ctx context.Context, st migrate.State) error {
+	if _, err := t.tx.ExecContext(ctx, `DELETE FROM schema_migrations`); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, dirty) VALUES (?, ?)`, st.Version, st.Dirty)
+	return err
+}
+
+// scanAll reads one column of every row of query.
+func scanAll[T any](ctx context.Context, tx *sql.Tx, query string) ([]T, error) {
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
 		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		vs = append(vs, v)
+		out = append(out, v)
 	}
-	return vs, rows.Err()
+	return out, rows.Err()
 }
 
 // Timestamps are stored as unix microseconds.
