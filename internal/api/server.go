@@ -73,6 +73,10 @@ type Deps struct {
 	ServedTenant string
 	// NoMetrics serves no /metrics route (STREAMING_HUB_METRICS_ENABLED=false).
 	NoMetrics bool
+	// Replay reads a rejected record again at its source and ingests it
+	// (ingest.Consumer.Replay); nil in a process that reads no Kafka,
+	// where POST /v1/admin/rejections/{id}/replay answers 503.
+	Replay func(ctx context.Context, rej hub.Rejection) (ReplayResult, error)
 	// Draining, when set and true, makes /readyz answer 503 with the check
 	// "shutdown" (STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT): the process keeps
 	// serving while load balancers stop sending it work.
@@ -137,6 +141,7 @@ func New(deps Deps) (*Server, error) {
 	}
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
+	s.handle("POST", "/v1/admin/rejections/{id}/replay", s.replayRejection)
 	s.handle("GET", "/v1/admin/dlq", s.listDLQ)
 
 	s.handle("POST", "/v1/tenants", s.createTenant)
