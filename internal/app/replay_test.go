@@ -69,7 +69,9 @@ func TestEndToEnd_ReplayARejectedRecordFromItsSource(t *testing.T) {
 		if err := l.Broker.DeleteRecords(app.DevTopic, 0, -1); err != nil {
 			t.Fatal(err)
 		}
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if st := l.Do("POST", path, "", "", &e); st != 410 || e.Error.Code != "record_not_retained" {
 			t.Fatalf("replay of a record no longer retained: %d %+v", st, e)
 		}
