@@ -18,7 +18,14 @@ const (
 	ECONFLICT       = "conflict"      // already exists or wrong state: 409
 	EUNPROCESSABLE  = "unprocessable" // a probe or check failed: 422
 	ERATELIMITED    = "rate_limited"  // slow down: 429
-	EINTERNAL       = "internal"      // everything else: 500
+	// ENOTRETAINED: a record a replay reads again at its source is no
+	// longer in Kafka's log (retention or a deletion moved its start past
+	// it, or the topic is gone): 410.
+	ENOTRETAINED = "record_not_retained"
+	// EUNAVAILABLE: what the request needs (Kafka, for a replay) is not
+	// there or does not answer now; trying again later may work: 503.
+	EUNAVAILABLE = "unavailable"
+	EINTERNAL    = "internal" // everything else: 500
 )
 
 // Error is an application error with a code a caller may act on and a message

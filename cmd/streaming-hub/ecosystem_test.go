@@ -137,7 +137,7 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 		{[]string{"streaming-hub", "comp"}, "completion"},
 		{[]string{"streaming-hub", "tenants", ""}, "list get create update portal-link help"},
 		{[]string{"streaming-hub", "subscriptions", "ro"}, "rotate-secret"},
-		{[]string{"streaming-hub", "rejections", ""}, "list help"},
+		{[]string{"streaming-hub", "rejections", ""}, "list replay help"},
 		{[]string{"streaming-hub", "completion", ""}, "bash zsh fish"},
 		{[]string{"streaming-hub", "tenants", "list", "-o", ""}, "table wide json yaml"},
 		{[]string{"streaming-hub", "tenants", "list", "--output", "y"}, "yaml"},
@@ -255,6 +255,29 @@ func TestCLI_RejectionsAndOutputForms(t *testing.T) {
 	}
 	if out := admin.ok("tenants", "get", "default", "-o", "yaml"); !strings.HasPrefix(out, "id: default\nname: ") || !strings.Contains(out, "\nstatus: active\n") {
 		t.Fatalf("tenants get -o yaml:\n%s", out)
+	}
+	// Replayed from its source: refused again, quarantined a second time.
+	var replay struct {
+		RejectionID int64   `json:"rejection_id"`
+		Offset      int64   `json:"offset"`
+		Verdict     string  `json:"verdict"`
+		Reason      *string `json:"reason"`
+		Quarantined bool    `json:"quarantined"`
+	}
+	admin.json(&replay, "rejections", "replay", itoa(rej.ID))
+	if replay.RejectionID != rej.ID || replay.Verdict != "reject" || replay.Reason == nil || *replay.Reason != rej.Reason || !replay.Quarantined {
+		t.Fatalf("rejections replay -o json: %+v", replay)
+	}
+	if out := admin.ok("rejections", "replay", itoa(rej.ID)); !strings.Contains(out, "verdict:") || !strings.Contains(out, "reject") ||
+		!strings.Contains(out, "lerian.streaming.ledger_transaction.posted/0@") {
+		t.Fatalf("rejections replay:\n%s", out)
+	}
+	if errOut := admin.fail(exitError, "rejections", "replay", "999999"); !strings.HasPrefix(errOut, "streaming-hub: 404 ") {
+		t.Fatalf("rejections replay of an unknown id: %q", errOut)
+	}
+	admin.json(&page, "rejections", "list")
+	if len(page.Data) != 3 {
+		t.Fatalf("after two replays, %d rejections, want 3", len(page.Data))
 	}
 	// A tenant key is refused on the admin endpoint.
 	var key struct{ Key string }

@@ -74,7 +74,7 @@ func runHub(mode config.Mode, noMigrate bool, e env) int {
 			fmt.Fprintln(e.stderr, "streaming-hub: warning:", w)
 		}
 	}
-	cfg, err := config.Load(mode, e.getenv)
+	cfg, err := config.LoadLookup(mode, e.lookup)
 	if err != nil {
 		printLines(e.stderr, err)
 		return exitUsage

@@ -34,6 +34,22 @@ type env struct {
 	environ        func() []string // KEY=VALUE entries; nil means none
 }
 
+// lookup is getenv that also tells a variable set empty from one unset,
+// by environ (STREAMING_HUB_QUARANTINE_TOPIC= turns the quarantine off).
+func (e env) lookup(k string) (string, bool) {
+	if v := e.getenv(k); v != "" {
+		return v, true
+	}
+	if e.environ != nil {
+		for _, kv := range e.environ() {
+			if name, _, ok := strings.Cut(kv, "="); ok && name == k {
+				return "", true
+			}
+		}
+	}
+	return "", false
+}
+
 var commands = map[string]command{
 	"dev":     {"run the whole hub on this machine, no infrastructure needed", runDev},
 	"serve":   {"run the hub in production: external Kafka and PostgreSQL", runServe},

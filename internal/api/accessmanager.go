@@ -42,6 +42,7 @@ type Access struct{ Resource, Action string }
 // keeps the table whole. DLQ routes are "dlq".
 var routeAccess = map[string]Access{
 	"GET /v1/admin/rejections":                       {"rejections", "get"},
+	"POST /v1/admin/rejections/{id}/replay":          {"rejections", "post"},
 	"GET /v1/admin/manifests":                        {"manifests", "get"},
 	"GET /v1/admin/dlq":                              {"dlq", "get"},
 	"GET /v1/admin/health":                           {"deliveries", "get"}, // the hub's delivery attempts; the access manager lists no resource of its own

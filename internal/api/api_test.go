@@ -233,3 +233,33 @@ func TestNew_IncompleteDepsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// POST /v1/admin/rejections/{id}/replay is the admin's: 401 without
+// credentials, 404 for a rejection the log does not hold, and 503
+// unavailable from a process that reads no Kafka (no replay wired: role
+// delivery). The replay itself is tested through Kafka in internal/ingest
+// and internal/app.
+func TestRejections_ReplayIsTheAdminsAndNeedsAProcessThatReadsKafka(t *testing.T) {
+	s := testkit.OpenSQLite(t, store.Options{})
+	rej := hub.Rejection{Topic: "lerian.streaming.ledger_x.y", Offset: 3, Headers: map[string]string{}, Reason: "missing ce-type"}
+	if _, err := s.Ingest(context.Background(), store.IngestParams{Rejected: []hub.Rejection{rej}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListRejections(context.Background(), store.ListRejectionsParams{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("rejections = %+v, %v", list, err)
+	}
+	admin, anon := serve(t, api.Deps{Store: s})
+	path := fmt.Sprintf("/v1/admin/rejections/%d/replay", list[0].ID)
+	status, _, body := anon.do("POST", path, "")
+	wantError(t, status, body, 401, "unauthorized")
+	status, _, body = admin.do("POST", fmt.Sprintf("/v1/admin/rejections/%d/replay", list[0].ID+1), "")
+	wantError(t, status, body, 404, "not_found")
+	status, _, body = admin.do("POST", "/v1/admin/rejections/abc/replay", "")
+	wantError(t, status, body, 404, "not_found")
+	status, _, body = admin.do("POST", path, "")
+	wantError(t, status, body, 503, "unavailable")
+	if !strings.Contains(string(body), "STREAMING_HUB_ROLE") {
+		t.Errorf("503 does not say why: %s", body)
+	}
+}

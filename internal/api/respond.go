@@ -23,6 +23,8 @@ var statuses = map[string]int{
 	hub.ECONFLICT:       http.StatusConflict,
 	hub.EUNPROCESSABLE:  http.StatusUnprocessableEntity,
 	hub.ERATELIMITED:    http.StatusTooManyRequests,
+	hub.ENOTRETAINED:    http.StatusGone,
+	hub.EUNAVAILABLE:    http.StatusServiceUnavailable,
 }
 
 // statusClientClosed is logged for a request its client abandoned.

@@ -76,6 +76,10 @@ type Deps struct {
 	// Swagger serves the API reference at /swagger, behind the API's
 	// authentication (STREAMING_HUB_SWAGGER_ENABLED).
 	Swagger bool
+	// Replay reads a rejected record again at its source and ingests it
+	// (ingest.Consumer.Replay); nil in a process that reads no Kafka,
+	// where POST /v1/admin/rejections/{id}/replay answers 503.
+	Replay func(ctx context.Context, rej hub.Rejection) (ReplayResult, error)
 	// Draining, when set and true, makes /readyz answer 503 with the check
 	// "shutdown" (STREAMING_HUB_PRE_STOP_DRAIN_TIMEOUT): the process keeps
 	// serving while load balancers stop sending it work.
@@ -143,6 +147,7 @@ func New(deps Deps) (*Server, error) {
 		s.Mount(swaggerPrefix, s.swagger())
 	}
 	s.handle("GET", "/v1/admin/rejections", s.listRejections)
+	s.handle("POST", "/v1/admin/rejections/{id}/replay", s.replayRejection)
 	s.handle("GET", "/v1/admin/dlq", s.listDLQ)
 
 	s.handle("POST", "/v1/tenants", s.createTenant)

@@ -34,11 +34,12 @@ func (h *Hub) newReconciler() error {
 	}
 	h.reconcilerClient = cl
 	h.Reconciler, err = reconciler.New(reconciler.Config{
-		Reconciler:  cfg.Reconciler,
-		TopicsRegex: cfg.Ingest.TopicsRegex,
-		Group:       cfg.Ingest.Group,
-		Admin:       kadm.NewClient(cl),
-		Store:       h.Store, Metrics: h.Metrics, Logger: logger,
+		Reconciler:      cfg.Reconciler,
+		TopicsRegex:     cfg.Ingest.TopicsRegex,
+		QuarantineTopic: cfg.Ingest.QuarantineTopic,
+		Group:           cfg.Ingest.Group,
+		Admin:           kadm.NewClient(cl),
+		Store:           h.Store, Metrics: h.Metrics, Logger: logger,
 	})
 	return err
 }

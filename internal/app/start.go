@@ -178,6 +178,18 @@ func (h *Hub) newIngest(ready map[string]func(context.Context) error) (err error
 	return err
 }
 
+// replay is the API's replay of a rejected record: the consumer's, in a
+// role that ingests; nil otherwise.
+func (h *Hub) replay() func(context.Context, hub.Rejection) (api.ReplayResult, error) {
+	if h.Consumer == nil {
+		return nil
+	}
+	return func(ctx context.Context, rej hub.Rejection) (api.ReplayResult, error) {
+		out, err := h.Consumer.Replay(ctx, rej)
+		return api.ReplayResult(out), err
+	}
+}
+
 // newBackground makes what every role runs in the background:
 // housekeeping and the manifests' refresher; and, in a role that ingests,
 // the topic-drift check.
@@ -230,6 +242,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		NoMetrics:         !cfg.MetricsEnabled,
 		Swagger:           cfg.SwaggerEnabled,
 		Draining:          h.draining.Load,
+		Replay:            h.replay(),
 	})
 	if err != nil {
 		return err

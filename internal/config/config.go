@@ -201,6 +201,7 @@ func loadInto(r *reader, mode Mode) Config {
 	}
 	k.DLQGroup = dlqGroupFor(c.Env)
 	r.str("DLQ_GROUP", &k.DLQGroup)
+	r.quarantineTopic(&k.QuarantineTopic)
 	r.str("KAFKA_INSTANCE_ID", &k.InstanceID)
 	if err := checkInstanceID(k.InstanceID); err != nil {
 		r.fail("KAFKA_INSTANCE_ID", "%s", err)
@@ -356,6 +357,9 @@ func SQLitePath(url string) (string, bool) {
 
 type reader struct {
 	getenv func(string) string
+	// lookup, when set, also tells a variable set empty from one unset
+	// (LoadLookup).
+	lookup func(string) (string, bool)
 	errs   Errors            // every problem, one per variable
 	bad    map[string]bool   // variables already reported
 	read   map[string]bool   // every name read: the known variables

@@ -38,13 +38,15 @@ func Defaults(mode Mode) Config {
 		Ingest: Ingest{
 			TopicsRegex:    hub.DefaultTopicsRegex,
 			DLQTopicsRegex: DefaultDLQTopicsRegex,
-			SessionTimeout: 15 * time.Second,
-			MaxRecordBytes: 1 << 20,
-			MaxBatch:       1000,
-			RetryMin:       100 * time.Millisecond,
-			RetryMax:       5 * time.Second,
-			WriteTimeout:   15 * time.Second,
-			StallAfter:     10 * time.Second,
+			// The hub's own quarantine (docs/wire-contract.md#quarantine-on-kafka).
+			QuarantineTopic: DefaultQuarantineTopic,
+			SessionTimeout:  15 * time.Second,
+			MaxRecordBytes:  1 << 20,
+			MaxBatch:        1000,
+			RetryMin:        100 * time.Millisecond,
+			RetryMax:        5 * time.Second,
+			WriteTimeout:    15 * time.Second,
+			StallAfter:      10 * time.Second,
 			// No keys: signatures are not verified (docs/lerian-platform.md).
 			Signatures: Signatures{Require: false, MaxSkew: 0},
 		},
@@ -179,6 +181,13 @@ func MaxConnsFor(r Role) int {
 // topics (docs/lerian-platform.md).
 const DefaultDLQTopicsRegex = `^lerian\.streaming\..+\.dlq$`
 
+// DefaultQuarantineTopic is where the hub quarantines the records it
+// refuses unless STREAMING_HUB_QUARANTINE_TOPIC says otherwise (empty:
+// off): lib-streaming's name for the consuming application's own
+// dead-letter topic, lerian.streaming.<app>.dlq
+// (docs/wire-contract.md#quarantine-on-kafka).
+const DefaultQuarantineTopic = "lerian.streaming.streaming-hub.dlq"
+
 // DefaultTenantID is the tenant a single-tenant hub serves when only
 // MULTI_TENANT_ENABLED=false is given (no TENANT_ID).
 const DefaultTenantID = "default"
@@ -216,6 +225,12 @@ type Ingest struct {
 	// Housekeeping.DLQRetention.
 	DLQTopicsRegex string
 	DLQGroup       string
+	// QuarantineTopic (QUARANTINE_TOPIC) is the hub's own dead-letter
+	// topic: every record ingest refuses is produced there, with its
+	// origin and cause in x-lerian-dlq-* headers, before its offset is
+	// committed. Empty: no quarantine (the rejection log alone). Neither
+	// consumer ever reads it (docs/wire-contract.md#quarantine-on-kafka).
+	QuarantineTopic string
 	// SessionTimeout (KAFKA_SESSION_TIMEOUT) is how long the group waits
 	// for a silent member (a crashed process) before giving its partitions
 	// to others: 15s, well within a dispatch lease (docs/performance.md).
@@ -381,7 +396,7 @@ type Manifests struct {
 	MaxBytes        int           // a larger manifest is refused
 }
 
-// OpenTelemetry defaults (docs/operations.md#tracing), for what the standard
+// OpenTelemetry defaults (docs/tracing.md), for what the standard
 // OTEL_* variables leave unset: service.name, and the OTLP protocol (the
 // OpenTelemetry specification's default).
 const (

@@ -47,6 +47,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"KAFKA_INSTANCE_ID":            {"", "static group membership: a process restarted under the same id takes its partitions back at once, without a rebalance or the session timeout; distinct per replica (the chart uses the pod name); 1-249 of `a-z A-Z 0-9 . _ -`; empty: dynamic"},
 	"DLQ_TOPICS_REGEX":             {"", "producers' dead-letter topics, kept for operators and never delivered"},
 	"DLQ_GROUP":                    {"", "consumer group of the dead-letter topics (default `streaming-hub-dlq.<ENV>`)"},
+	"QUARANTINE_TOPIC":             {"", "the hub's own dead-letter topic: every record ingest refuses is also produced there, with its origin and cause, before its offset is committed; set empty: off ([wire-contract.md](wire-contract.md#quarantine-on-kafka))"},
 	"MAX_RECORD_BYTES":             {"", "largest record value accepted; larger records are rejected"},
 	"INGEST_STALL_AFTER":           {"", "how long a partition may fail to persist before /readyz reports ingest failing"},
 	"DEV_KAFKA_ADDR":               {"", "address of dev's embedded Kafka broker"},

@@ -44,6 +44,7 @@ var behind = map[string]string{
 	"POST /console/tenants":                 "POST /v1/tenants",
 	"GET /console/tenants/{id}":             "GET /v1/tenants/{id}",
 	"GET /console/rejections":               "GET /v1/admin/rejections",
+	"POST /console/rejections/{id}/replay":  "POST /v1/admin/rejections/{id}/replay",
 	"GET /console/dlq":                      "GET /v1/admin/dlq",
 	"GET /console/manifests":                "GET /v1/admin/manifests",
 	"GET /console/{$}":                      "", // by who asks: overviewRoute

@@ -146,6 +146,7 @@ func (c *Console) routes() {
 	c.page("GET /console/tenants/{id}", c.tenant)
 	c.action("POST /console/tenants/{id}/{op}", c.tenantAction)
 	c.page("GET /console/rejections", c.rejections)
+	c.action("POST /console/rejections/{id}/replay", c.replayRejection)
 	c.page("GET /console/dlq", c.dlq)
 	c.page("GET /console/manifests", c.manifests)
 }

@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,6 +49,9 @@ type options struct {
 	auth config.Auth
 	// servedTenant makes the hub single-tenant, serving it.
 	servedTenant string
+	// replay reads a rejected record again (ingest.Consumer.Replay); nil:
+	// a process that reads no Kafka.
+	replay func(context.Context, hubpkg.Rejection) (api.ReplayResult, error)
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -78,7 +82,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
 		Destinations: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
-		ServedTenant: o.servedTenant,
+		ServedTenant: o.servedTenant, Replay: o.replay,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -122,6 +122,19 @@ func (c *Console) rejections(w http.ResponseWriter, r *http.Request, s *session)
 	c.show(w, r, s, http.StatusOK, "rejections", "operator", "Rejections", m{"Rejections": data, "Next": next})
 }
 
+// replayRejection reads a rejected record again at its source and ingests
+// it (POST /v1/admin/rejections/{id}/replay), and shows its new verdict.
+func (c *Console) replayRejection(w http.ResponseWriter, r *http.Request, s *session) {
+	var res m
+	if err := c.call(r, s, "POST", "/v1/admin/rejections/"+url.PathEscape(r.PathValue("id"))+"/replay", m{}, &res); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.show(w, r, s, http.StatusOK, "result", "operator", "Record replayed", m{
+		"Back": Prefix + "rejections", "BackLabel": "Back to the rejections", "Title": "Record replayed", "Rejection": res,
+	})
+}
+
 func (c *Console) manifests(w http.ResponseWriter, r *http.Request, s *session) {
 	var list struct{ Data []m }
 	if err := c.call(r, s, "GET", "/v1/admin/manifests", nil, &list); err != nil {

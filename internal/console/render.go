@@ -403,6 +403,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 			c.renderError(w, r, s, http.StatusServiceUnavailable, "The access manager could not be asked, so nothing was done: try again in a moment.")
 			return
 		}
+		if ae.Code == hub.EUNAVAILABLE || ae.Code == hub.ENOTRETAINED {
+			// A replay's: what Kafka holds or answers, the operator's to know.
+			c.renderError(w, r, s, ae.Status, msg)
+			return
+		}
 		if ae.Status >= 500 {
 			c.internalError(w, r, s, err)
 			return

@@ -32,7 +32,7 @@ func TestOpenAPI_RealAnswersHaveEveryRequiredField(t *testing.T) {
 		h.Do("GET", "/v1/subscriptions/"+sub+"/deliveries", "default", "", &jobs)
 		return len(jobs.Data) == 1
 	})
-	var rejections struct{ Data []any }
+	var rejections struct{ Data []struct{ ID int64 } }
 	testkit.WaitFor(t, "the bad record to be kept", func() bool {
 		h.Do("GET", "/v1/admin/rejections", "", "", &rejections)
 		return len(rejections.Data) == 1
@@ -54,6 +54,7 @@ func TestOpenAPI_RealAnswersHaveEveryRequiredField(t *testing.T) {
 		{"POST", "/v1/subscriptions/" + sub + "/rotate-secret", "default", `{"overlap":"1h"}`},
 		{"GET", "/v1/events?limit=5", "default", ""},
 		{"GET", "/v1/subscriptions/sub_nope", "default", ""},
+		{"POST", fmt.Sprintf("/v1/admin/rejections/%d/replay", rejections.Data[0].ID), "", ""},
 	} {
 		status, answer := call(t, h.URL(), h.Config.AdminToken, c.method, c.path, c.tenant, c.body)
 		schema := responseSchema(t, doc, c.method, c.path, status)

@@ -13,6 +13,9 @@ type parsed struct {
 	store.IngestParams
 	rules        []string // the metric label of each rejection, in order
 	systemEvents int      // discarded: addressed to no tenant
+	// refused are the rejected records themselves, in order, for the
+	// quarantine topic (quarantine.go).
+	refused []refusal
 }
 
 // split applies the wire contract and the signature check (v; nil checks
@@ -24,12 +27,13 @@ func split(recs []*kgo.Record, maxValueBytes int, v *Verifier, served string) pa
 	for _, r := range recs {
 		ev, out := v.judge(r, maxValueBytes)
 		if out.Reason == "" && !out.System && served != "" && ev.TenantID != served {
-			out = reject(hub.ReasonTenantNotServed)
+			out = reject(hub.ReasonTenantNotServed).because(hub.CauseSourceMismatch)
 		}
 		switch {
 		case out.Reason != "":
 			p.Rejected = append(p.Rejected, rejection(r, out.Reason))
 			p.rules = append(p.rules, out.Rule)
+			p.refused = append(p.refused, refusal{rec: r, out: out})
 		case out.System:
 			p.systemEvents++
 		default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"time"
 
@@ -86,6 +87,9 @@ type Consumer struct {
 	sec *kafkasec.Security
 	// verifier checks producers' signatures; nil when no key is set.
 	verifier *Verifier
+	// quarantine produces refused records to the hub's own DLQ topic;
+	// nil when STREAMING_HUB_QUARANTINE_TOPIC is empty.
+	quarantine *quarantiner
 
 	mu    sync.Mutex
 	parts map[topicPartition]*partition
@@ -141,7 +145,9 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeRegex(),
 		kgo.ConsumeTopics(cfg.TopicsRegex),
-		kgo.ConsumeExcludeTopics(`.*\.commands$`, `.*\.dlq$`),
+		// Facts only, and never the hub's own quarantine, whatever its
+		// name and whatever the pattern says.
+		kgo.ConsumeExcludeTopics(excluded(cfg.QuarantineTopic)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -169,7 +175,36 @@ func New(cfg Config) (*Consumer, error) {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	c.cl = cl
+	if c.quarantine, err = newQuarantiner(cfg.QuarantineTopic, cfg.Group, connectionOpts(cl), cfg.WriteTimeout, cfg.Metrics, c.now); err != nil {
+		cl.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// excluded are the topics no consumer of the hub reads: commands, dead
+// letters, and its own quarantine topic (quarantine may be "").
+func excluded(quarantine string) []string {
+	out := []string{`.*\.commands$`, `.*\.dlq$`}
+	if quarantine != "" {
+		out = append(out, "^"+regexp.QuoteMeta(quarantine)+"$")
+	}
+	return out
+}
+
+// connectionOpts are cl's options of the connection (brokers, TLS, SASL,
+// tests' dialers), without those of a consumer or a group: what a
+// short-lived or producing client of the same cluster starts from.
+func connectionOpts(cl *kgo.Client) []kgo.Opt {
+	var opts []kgo.Opt
+	for _, o := range cl.Opts() {
+		_, group := o.(kgo.GroupOpt)
+		_, consume := o.(kgo.ConsumerOpt)
+		if !group && !consume {
+			opts = append(opts, o)
+		}
+	}
+	return opts
 }
 
 // Run polls until ctx is done, then stops every partition worker, commits
@@ -215,6 +250,7 @@ func (c *Consumer) close() {
 	}
 	c.mu.Unlock()
 	c.stop(all, true)
+	c.quarantine.close()
 	member, _ := c.cl.GroupMetadata()
 	// A dynamic member leaves in Close; a static one does not, so that a
 	// restart under the same id finds its partitions waiting.
@@ -233,14 +269,7 @@ func (c *Consumer) close() {
 // member as well as the id, so it can never remove a successor that took
 // the id already.
 func (c *Consumer) leaveStatic(member string) {
-	var opts []kgo.Opt // the connection's options (brokers, TLS, SASL), not the group's
-	for _, o := range c.cl.Opts() {
-		_, group := o.(kgo.GroupOpt)
-		_, consume := o.(kgo.ConsumerOpt)
-		if !group && !consume {
-			opts = append(opts, o)
-		}
-	}
+	opts := connectionOpts(c.cl) // the connection's options (brokers, TLS, SASL), not the group's
 	err := func() error {
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,11 @@ func NewDLQ(cfg DLQConfig) (*DLQConsumer, error) {
 		kgo.WithLogger(kgoLogger{cfg.Logger, sec}),
 		kgo.SessionTimeout(cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
+	}
+	if q := cfg.QuarantineTopic; q != "" {
+		// The hub's own quarantine is another application's concern: its
+		// records are already in the rejection log.
+		opts = append(opts, kgo.ConsumeExcludeTopics("^"+regexp.QuoteMeta(q)+"$"))
 	}
 	if cfg.MetadataMaxAge > 0 {
 		opts = append(opts, kgo.MetadataMaxAge(cfg.MetadataMaxAge), kgo.MetadataMinAge(min(cfg.MetadataMaxAge, time.Second)))

@@ -46,6 +46,10 @@ type Outcome struct {
 	// System marks a system event (ce-systemevent: true): addressed to no
 	// tenant, discarded with reason system_event, never stored.
 	System bool
+	// Cause is the rejection's cause kind on the quarantine topic
+	// (hub.CauseCodec, ...; docs/wire-contract.md#quarantine-on-kafka);
+	// "" for a rejection is hub.CauseHandler.
+	Cause string
 }
 
 // Bounds on what a producer controls (docs/wire-contract.md).
@@ -63,12 +67,21 @@ const ReservedTypePrefix = "studio.lerian.hub."
 
 // reject is an Outcome whose reason is a fixed text: the reason is its own
 // metric label.
-func reject(reason string) Outcome { return Outcome{Reason: reason, Rule: reason} }
+// Its cause kind is codec: the envelope is broken.
+func reject(reason string) Outcome {
+	return Outcome{Reason: reason, Rule: reason, Cause: hub.CauseCodec}
+}
 
 // rejectDetail is an Outcome whose reason quotes the producer: the label is
 // rule, the stored reason detail, made safe and bounded.
 func rejectDetail(rule, detail string) Outcome {
-	return Outcome{Reason: store.CleanText(detail, MaxReasonBytes), Rule: rule}
+	return Outcome{Reason: store.CleanText(detail, MaxReasonBytes), Rule: rule, Cause: hub.CauseCodec}
+}
+
+// because is out with another cause kind.
+func (out Outcome) because(cause string) Outcome {
+	out.Cause = cause
+	return out
 }
 
 // Parse applies the wire contract to one record. It returns the event to
@@ -77,7 +90,8 @@ func rejectDetail(rule, detail string) Outcome {
 // is carried, never parsed. maxValueBytes is STREAMING_HUB_MAX_RECORD_BYTES.
 func Parse(r *kgo.Record, maxValueBytes int) (hub.Event, Outcome) {
 	if len(r.Value) > maxValueBytes {
-		return hub.Event{}, reject(fmt.Sprintf("record value exceeds %d bytes", maxValueBytes))
+		// A well-formed envelope the hub's own limit refuses.
+		return hub.Event{}, reject(fmt.Sprintf("record value exceeds %d bytes", maxValueBytes)).because(hub.CauseHandler)
 	}
 	h, out := collect(r.Headers)
 	if out.Reason != "" {
@@ -121,7 +135,8 @@ func Parse(r *kgo.Record, maxValueBytes int) (hub.Event, Outcome) {
 		return hub.Event{}, reject("ce-type must be studio.lerian.<resource>.<event> with segments [a-z0-9_-]+")
 	}
 	if strings.HasPrefix(ev.Type, ReservedTypePrefix) {
-		return hub.Event{}, reject("ce-type studio.lerian.hub.* is reserved for the hub's own events")
+		// Only the hub is that source.
+		return hub.Event{}, reject("ce-type studio.lerian.hub.* is reserved for the hub's own events").because(hub.CauseSourceMismatch)
 	}
 	ev.EventType = t.EventType()
 	if v, ok := h["ce-resourcetype"]; ok && v != t.Resource {

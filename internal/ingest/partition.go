@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // partition is the worker of one assigned partition: it persists queued
@@ -163,6 +165,12 @@ func (w *partition) persist(batch []*kgo.Record) bool {
 	cfg := w.c.cfg
 	params := split(batch, cfg.MaxRecordBytes, w.c.verifier, cfg.ServedTenant)
 	span := w.c.traceBatch(w.topic, w.partition, len(batch), &params)
+	// The refused records go to the quarantine topic first: the offset
+	// that follows them is committed only once the broker holds them.
+	if !w.quarantine(&params) {
+		endBatch(span, params, store.IngestResult{}, 0, w.ctx.Err())
+		return false
+	}
 	wait := cfg.RetryMin
 	for attempt := 1; ; attempt++ {
 		start, began := time.Now(), w.c.now()

@@ -111,8 +111,9 @@ func NewVerifier(cfg config.Signatures, now func() time.Time) *Verifier {
 	return v
 }
 
+// rejectSignature: a source the hub cannot authenticate.
 func rejectSignature(rule, detail string) Outcome {
-	return rejectDetail(rule, rule+": "+detail)
+	return rejectDetail(rule, rule+": "+detail).because(hub.CauseSourceMismatch)
 }
 
 // Verify judges r's signature. It answers the id of the key whose

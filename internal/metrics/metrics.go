@@ -35,6 +35,13 @@ type Metrics struct {
 	// DLQRecords counts the records kept from the producers' DLQ topics
 	// (docs/lerian-platform.md), by DLQ topic (a name the operator controls).
 	DLQRecords *prometheus.CounterVec // topic
+	// ConsumerDLQ counts the records the hub quarantined on its own DLQ
+	// topic (STREAMING_HUB_QUARANTINE_TOPIC), by cause kind: lib-streaming
+	// v3's consumer metric (docs/wire-contract.md#quarantine-on-kafka).
+	ConsumerDLQ *prometheus.CounterVec // cause_kind
+	// ConsumerDLQFailed counts the quarantine writes the broker refused
+	// (the partition holds and retries).
+	ConsumerDLQFailed prometheus.Counter
 
 	// Delivery.
 	Attempts          *prometheus.CounterVec   // outcome: success | failure
@@ -249,6 +256,14 @@ func New() *Metrics {
 			Name: "streaming_hub_dlq_records_total",
 			Help: "Records read from the producers' DLQ topics (STREAMING_HUB_DLQ_TOPICS_REGEX) and kept for operators, never delivered, by DLQ topic.",
 		}, []string{"topic"}),
+		ConsumerDLQ: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "streaming_consumer_dlq_total",
+			Help: "Records the hub refused and quarantined on its own DLQ topic (STREAMING_HUB_QUARANTINE_TOPIC), acknowledged by the broker, by cause kind (codec, source_mismatch, unhandled_key, handler).",
+		}, []string{"cause_kind"}),
+		ConsumerDLQFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "streaming_consumer_dlq_publish_failed_total",
+			Help: "Quarantine writes the broker refused; the partition holds, uncommitted, and retries.",
+		}),
 		RetentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_retention_deleted_total",
 			Help: "Rows deleted by retention, by kind.",
@@ -268,12 +283,15 @@ func New() *Metrics {
 		m.CompletionsFenced, m.JobsBorn, m.Redeliveries, m.ResultsGivenUp,
 		m.WriterBatches, m.WriterBatchDuration, m.ResultWriteRetries, m.Heartbeats, m.HeartbeatFences, m.Shed, m.Throttled, m.BreakerChanges, m.BreakersOpen, m.AutoDisables, m.PullRequests,
 		m.AuthFailures, m.AuthDecisions, m.SecretsSealed, m.HousekeepingPasses, m.RetentionDeleted, m.DLQRecords, m.ManifestRefresh, m.PoolWait,
-		m.TopicDrift,
+		m.TopicDrift, m.ConsumerDLQ, m.ConsumerDLQFailed,
 	)
 	// Series that exist from the start read 0 rather than missing.
 	m.IngestRecords.WithLabelValues(string(hub.Accept), hub.ReasonAccepted)
 	for _, r := range []string{hub.ReasonDuplicate, hub.ReasonUnknownTenant, hub.ReasonInactiveTenant} {
 		m.IngestRecords.WithLabelValues(string(hub.Discard), r)
+	}
+	for _, k := range hub.CauseKinds {
+		m.ConsumerDLQ.WithLabelValues(k)
 	}
 	for _, o := range []string{"success", "failure"} {
 		m.Attempts.WithLabelValues(o)

@@ -40,6 +40,9 @@ type Config struct {
 	// TopicsRegex is the ingest pattern (KAFKA_TOPICS_REGEX); .commands
 	// and .dlq topics never match, as in ingest.
 	TopicsRegex string
+	// QuarantineTopic (QUARANTINE_TOPIC) never matches either: ingest
+	// never reads the hub's own quarantine.
+	QuarantineTopic string
 	// Group is the ingest consumer group (KAFKA_GROUP).
 	Group string
 	// Admin asks the cluster.
@@ -188,7 +191,7 @@ func (r *Reconciler) find(ctx context.Context) (_ []hub.TopicDrift, settled bool
 
 	var out []hub.TopicDrift
 	for _, name := range topics.Names() {
-		if !r.pattern.MatchString(name) || hub.ExcludedTopic(name) {
+		if !r.pattern.MatchString(name) || hub.ExcludedTopic(name) || name == r.cfg.QuarantineTopic {
 			continue
 		}
 		// Without a single manifest nothing is declared: every topic

@@ -33,6 +33,11 @@ func TenantNotFound(id string) error {
 	return hub.Errorf(hub.ENOTFOUND, "tenant %s not found", QuoteID(id))
 }
 
+// RejectionNotFound: the rejection log never held id, or no longer does.
+func RejectionNotFound(id int64) error {
+	return hub.Errorf(hub.ENOTFOUND, "rejection %d not found", id)
+}
+
 func TenantExists(id string) error {
 	return hub.Errorf(hub.ECONFLICT, "tenant %s already exists", QuoteID(id))
 }

@@ -41,6 +41,9 @@ type Store interface {
 	// Write with one part.
 	Write(ctx context.Context, p WriteParams) (WriteResult, error)
 	ListRejections(ctx context.Context, p ListRejectionsParams) ([]hub.Rejection, error)
+	// GetRejection is one rejected record by id (ENOTFOUND when the log no
+	// longer holds it): what a replay reads again at its source.
+	GetRejection(ctx context.Context, id int64) (hub.Rejection, error)
 	ListEvents(ctx context.Context, p ListEventsParams) ([]hub.Event, error)
 
 	ControlPlane

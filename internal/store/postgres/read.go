@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 
 	"github.com/jackc/pgx/v5"
@@ -19,22 +20,35 @@ func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) 
 		before = 1<<63 - 1
 	}
 	rows, err := db.pool.Query(ctx,
-		`SELECT id, topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at
-		 FROM rejected_records WHERE id < $1 ORDER BY id DESC LIMIT $2`,
+		`SELECT `+rejectionColumns+` FROM rejected_records WHERE id < $1 ORDER BY id DESC LIMIT $2`,
 		before, store.ClampLimit(p.Limit, 50, 1000))
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Rejection, error) {
-		var rej hub.Rejection
-		var headers []byte
-		err := r.Scan(&rej.ID, &rej.Topic, &rej.Partition, &rej.Offset, &rej.CEID, &headers, &rej.Reason, &rej.RejectedAt)
-		if err == nil {
-			err = json.Unmarshal(headers, &rej.Headers)
-		}
-		rej.RejectedAt = rej.RejectedAt.UTC()
-		return rej, err
-	})
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.Rejection, error) { return scanRejection(r) })
+}
+
+func (db *DB) GetRejection(ctx context.Context, id int64) (_ hub.Rejection, err error) {
+	defer wrap(&err, "GetRejection")
+	defer db.budgets.use(ctx, store.BudgetAPI)()
+	rej, err := scanRejection(db.pool.QueryRow(ctx, `SELECT `+rejectionColumns+` FROM rejected_records WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hub.Rejection{}, store.RejectionNotFound(id)
+	}
+	return rej, err
+}
+
+const rejectionColumns = `id, topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at`
+
+func scanRejection(r pgx.Row) (hub.Rejection, error) {
+	var rej hub.Rejection
+	var headers []byte
+	err := r.Scan(&rej.ID, &rej.Topic, &rej.Partition, &rej.Offset, &rej.CEID, &headers, &rej.Reason, &rej.RejectedAt)
+	if err == nil {
+		err = json.Unmarshal(headers, &rej.Headers)
+	}
+	rej.RejectedAt = rej.RejectedAt.UTC()
+	return rej, err
 }
 
 const eventSelect = `tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"math"
 
 	hub "github.com/lerianstudio/streaming-hub"
@@ -16,23 +18,35 @@ func (db *DB) ListRejections(ctx context.Context, p store.ListRejectionsParams) 
 		before = 1<<63 - 1
 	}
 	rows, err := db.r.QueryContext(ctx,
-		`SELECT id, topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at
-		 FROM rejected_records WHERE id < ? ORDER BY id DESC LIMIT ?`,
+		`SELECT `+rejectionColumns+` FROM rejected_records WHERE id < ? ORDER BY id DESC LIMIT ?`,
 		before, store.ClampLimit(p.Limit, 50, 1000))
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, func(r scanner) (hub.Rejection, error) {
-		var rej hub.Rejection
-		var headers string
-		var at int64
-		err := r.Scan(&rej.ID, &rej.Topic, &rej.Partition, &rej.Offset, &rej.CEID, &headers, &rej.Reason, &at)
-		if err == nil {
-			err = json.Unmarshal([]byte(headers), &rej.Headers)
-		}
-		rej.RejectedAt = fromMicros(at)
-		return rej, err
-	})
+	return collect(rows, scanRejection)
+}
+
+func (db *DB) GetRejection(ctx context.Context, id int64) (_ hub.Rejection, err error) {
+	defer wrap(&err, "GetRejection")
+	rej, err := scanRejection(db.r.QueryRowContext(ctx, `SELECT `+rejectionColumns+` FROM rejected_records WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.Rejection{}, store.RejectionNotFound(id)
+	}
+	return rej, err
+}
+
+const rejectionColumns = `id, topic, kafka_partition, kafka_offset, ce_id, headers, reason, rejected_at`
+
+func scanRejection(r scanner) (hub.Rejection, error) {
+	var rej hub.Rejection
+	var headers string
+	var at int64
+	err := r.Scan(&rej.ID, &rej.Topic, &rej.Partition, &rej.Offset, &rej.CEID, &headers, &rej.Reason, &at)
+	if err == nil {
+		err = json.Unmarshal([]byte(headers), &rej.Headers)
+	}
+	rej.RejectedAt = fromMicros(at)
+	return rej, err
 }
 
 const eventSelect = `tenant_id, sequence, ce_id, spec_version, ce_type, event_type, source, subject, time,

@@ -50,6 +50,24 @@ func testRejections(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("OneByIDWithItsSourceCoordinates", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.ingest(t, store.IngestParams{Rejected: []hub.Rejection{rejectionAt(10), rejectionAt(11)}})
+		list, err := e.store.ListRejections(e.ctx, store.ListRejectionsParams{Limit: 10})
+		if err != nil || len(list) != 2 {
+			t.Fatalf("rejections = %+v, %v", list, err)
+		}
+		got, err := e.store.GetRejection(e.ctx, list[1].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, list[1]) || got.Topic != "lerian.streaming.ledger_transaction.posted" || got.Partition != 2 || got.Offset != 10 {
+			t.Fatalf("GetRejection(%d) = %+v, want %+v", list[1].ID, got, list[1])
+		}
+		if _, err := e.store.GetRejection(e.ctx, list[0].ID+100); hub.ErrorCode(err) != hub.ENOTFOUND {
+			t.Fatalf("GetRejection of an id never stored: %v, want not_found", err)
+		}
+	})
 	t.Run("BoundedToTheNewest", func(t *testing.T) {
 		e := setup(t, open, store.Options{MaxRejections: 3})
 		for batch := range 3 {

@@ -9,7 +9,7 @@ import (
 
 // testTraceContext: an event's W3C trace context is stored with it and
 // comes back wherever the event does: the pull read and the claim that
-// attempts it (docs/operations.md#tracing).
+// attempts it (docs/tracing.md).
 func testTraceContext(t *testing.T, open Opener) {
 	const (
 		tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
