@@ -30,12 +30,12 @@ func TestParseQueueURL_OnlyTheRegionsEndpointOrTheOperators(t *testing.T) {
 		{"https://sqs.us-gov-west-1.amazonaws.com/111122223333/q_1-2", "", "us-gov-west-1", true},
 		{"http://127.0.0.1:4566/111122223333/events", local, "", true},
 		{"https://sqs.us-east-1.amazonaws.com/111122223333/events", local, "us-east-1", true},
-		{"http://sqs.us-east-1.amazonaws.com/111122223333/events", "", "", false},        // plaintext
+		{"http://sqs.us-east-1.amazonaws.com/111122223333/events", "", "", false},           // plaintext
 		{"https://sqs.us-east-1.amazonaws.com.evil.com/111122223333/events", "", "", false}, // another host
 		{"https://evil.com/111122223333/events", "", "", false},
 		{"https://169.254.169.254/111122223333/events", "", "", false},
-		{"http://127.0.0.1:4566/111122223333/events", "", "", false},     // no operator endpoint
-		{"http://127.0.0.1:4567/111122223333/events", local, "", false},  // another port
+		{"http://127.0.0.1:4566/111122223333/events", "", "", false},    // no operator endpoint
+		{"http://127.0.0.1:4567/111122223333/events", local, "", false}, // another port
 		{"https://sqs.us-east-1.amazonaws.com:8443/111122223333/events", "", "", false},
 		{"https://user@sqs.us-east-1.amazonaws.com/111122223333/events", "", "", false},
 		{"https://sqs.us-east-1.amazonaws.com/111122223333/events?x=1", "", "", false},
@@ -45,7 +45,7 @@ func TestParseQueueURL_OnlyTheRegionsEndpointOrTheOperators(t *testing.T) {
 		{"https://sqs.us-east-1.amazonaws.com/111122223333/" + strings.Repeat("q", 81), "", "", false},
 		{"https://sqs.us-east-1.amazonaws.com/111122223333/ev%2Fents", "", "", false},
 		{"https://sqs.US-EAST-1.amazonaws.com/111122223333/events", "", "us-east-1", true}, // host names are case-insensitive
-		{"https://sqs.cn-north-1.amazonaws.com/111122223333/events", "", "", false}, // China is .com.cn
+		{"https://sqs.cn-north-1.amazonaws.com/111122223333/events", "", "", false},        // China is .com.cn
 		{"https://queue.amazonaws.com/111122223333/events", "", "", false},
 		{"sqs.us-east-1.amazonaws.com/111122223333/events", "", "", false},
 	} {
