@@ -211,6 +211,9 @@ func scrubAddrs(s string, w Written) string {
 		} else if h, _, err := net.SplitHostPort(m); err == nil {
 			host = h
 		}
+		if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err != nil {
+			return m // digits and colons that are no address: an ARN's ::123456789012:
+		}
 		if w.wrote(host) {
 			return m
 		}
