@@ -50,8 +50,13 @@ type Hub struct {
 	Metrics *metrics.Metrics
 	Keyring *envelope.Keyring
 	// Destinations is the one send path to every destination type
-	// (webhook, rabbitmq, kafka, nats, pubsub), for dispatch and the API.
+	// (webhook, rabbitmq, kafka, nats, pubsub, the AWS types), for
+	// dispatch and the API.
 	Destinations *destination.Registry
+	// sqsEndpoint is the operator's SQS endpoint (AWS_ENDPOINT_URL_SQS or
+	// AWS_ENDPOINT_URL), "" for AWS's: the only other host a queue URL
+	// may name.
+	sqsEndpoint string
 	Broker       *kfake.Cluster // dev mode's embedded Kafka
 	Consumer     *ingest.Consumer
 	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
@@ -124,7 +129,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if err := h.openKeyring(ctx, givenKEK, secrets); err != nil {
 		return err
 	}
-	if h.Destinations, err = newDestinations(*cfg, h.Logger); err != nil {
+	if h.Destinations, h.sqsEndpoint, err = newDestinations(*cfg, h.Logger); err != nil {
 		return err
 	}
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}
