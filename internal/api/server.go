@@ -170,7 +170,7 @@ func New(deps Deps) (*Server, error) {
 	s.handle("GET", "/v1/subscriptions/{id}/health", s.subscriptionHealth)
 	s.handle("POST", "/v1/subscriptions/{id}/test", s.testSubscription)
 	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // docs/filters-and-transforms.md
-	s.handle("GET", "/v1/aws/setup", s.awsSetup)                                      // docs/aws.md
+	s.handle("GET", "/v1/aws/setup", s.awsSetup)                                     // docs/aws.md
 	s.handle("GET", "/v1/event-types", s.listEventTypes)
 	s.handle("GET", "/v1/events/{id}", s.getEvent)
 	s.handle("GET", "/v1/deliveries", s.searchDeliveries)

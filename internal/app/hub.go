@@ -57,12 +57,12 @@ type Hub struct {
 	// AWS_ENDPOINT_URL), "" for AWS's: the only other host a queue URL
 	// may name.
 	sqsEndpoint string
-	Broker       *kfake.Cluster // dev mode's embedded Kafka
-	Consumer     *ingest.Consumer
-	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
-	Dispatcher   *dispatch.Dispatcher
-	Breakers     *dispatch.Breakers // this process's circuit breakers (delivery roles)
-	Waiters      *api.Waiters       // long-polling pulls, woken by this process's ingest
+	Broker      *kfake.Cluster // dev mode's embedded Kafka
+	Consumer    *ingest.Consumer
+	DLQ         *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
+	Dispatcher  *dispatch.Dispatcher
+	Breakers    *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters     *api.Waiters       // long-polling pulls, woken by this process's ingest
 	// Housekeeper runs retention and job counts; every role has one, and
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
