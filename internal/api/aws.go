@@ -25,7 +25,7 @@ type AWS struct {
 
 func (a AWS) setupOffered() bool { return a.HubPrincipalARN != "" && a.SetupTemplateURL != "" }
 
-// The CloudFormation template's parameters (deploy/aws/streaming-hub-role.yaml).
+// The CloudFormation template's parameters (deploy/aws/streaming-hub-role.json).
 const (
 	paramPrincipal  = "HubPrincipalArn"
 	paramExternalID = "ExternalId"

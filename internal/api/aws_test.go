@@ -1,10 +1,17 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/api"
@@ -145,7 +152,7 @@ func TestAWSSetup_TheQuickCreateLink(t *testing.T) {
 	}
 
 	const principal = "arn:aws:iam::999988887777:role/streaming-hub"
-	const template = "https://lerian-templates.s3.amazonaws.com/streaming-hub-role.yaml"
+	const template = "https://lerian-templates.s3.amazonaws.com/streaming-hub-role.json"
 	h = newHubAPI(t, testkit.Drivers[1], apiOptions{aws: api.AWS{HubPrincipalARN: principal, SetupTemplateURL: template}})
 	acme, other := h.tenant("acme"), h.tenant("other")
 	var a awsAnswer
@@ -224,5 +231,84 @@ func TestAWSSetup_TheQuickCreateLink(t *testing.T) {
 	acme.json("GET", "/v1/subscriptions", "", 200, &list)
 	if !strings.Contains(string(list.Data[0])+string(list.Data[1]), "aws_setup_url") {
 		t.Errorf("the list shows no setup link: %s", list.Data)
+	}
+}
+
+// The setup link and the template agree (deploy/aws/streaming-hub-role.json):
+// a stack made on moto's CloudFormation with the parameters the link fills
+// in makes a role that trusts the hub's principal only with the
+// subscription's external id, and may only send to the subscription's
+// queue.
+func TestAWSSetup_TheTemplateMakesTheRoleTheLinkDescribes(t *testing.T) {
+	testkit.Long(t)
+	m := testkit.NewMoto(t)
+	const principal = "arn:aws:iam::999988887777:role/streaming-hub"
+	h := newHubAPI(t, testkit.Drivers[1], apiOptions{aws: api.AWS{HubPrincipalARN: principal,
+		SetupTemplateURL: "https://lerian-templates.s3.amazonaws.com/streaming-hub-role.json"}})
+	acme := h.tenant("acme")
+	var a awsAnswer
+	acme.json("POST", "/v1/subscriptions", `{"name":"to-sqs","event_types":[{"type":"transaction.posted","schema_major":1}],
+	 "destination":{"type":"aws_sqs","queue_url":"https://sqs.us-east-1.amazonaws.com/123456789012/ledger","role_arn":"arn:aws:iam::123456789012:role/hub/ledger-delivery"}}`, 201, &a)
+	u, err := url.Parse(a.Destination.SetupURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := url.ParseQuery(strings.TrimPrefix(u.Fragment, "/stacks/quickcreate?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params []cftypes.Parameter
+	for k, v := range q {
+		if name, ok := strings.CutPrefix(k, "param_"); ok {
+			params = append(params, cftypes.Parameter{ParameterKey: awssdk.String(name), ParameterValue: awssdk.String(v[0])})
+		}
+	}
+	body, err := os.ReadFile("../../deploy/aws/streaming-hub-role.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.HubConfig()
+	cf := cloudformation.NewFromConfig(cfg)
+	if _, err := cf.CreateStack(context.Background(), &cloudformation.CreateStackInput{StackName: awssdk.String(q.Get("stackName")),
+		TemplateBody: awssdk.String(string(body)), Parameters: params, Capabilities: []cftypes.Capability{cftypes.CapabilityCapabilityNamedIam}}); err != nil {
+		t.Fatalf("create the stack with the link's parameters %v: %v", q, err)
+	}
+	out, err := cf.DescribeStacks(context.Background(), &cloudformation.DescribeStacksInput{StackName: awssdk.String(q.Get("stackName"))})
+	if err != nil || len(out.Stacks) != 1 || out.Stacks[0].StackStatus != cftypes.StackStatusCreateComplete {
+		t.Fatalf("the stack: %+v, %v", out, err)
+	}
+	for _, o := range out.Stacks[0].Outputs {
+		if awssdk.ToString(o.OutputKey) == "RoleArn" && awssdk.ToString(o.OutputValue) != a.Destination.RoleARN {
+			t.Errorf("the stack's role %s, but the subscription names %s", awssdk.ToString(o.OutputValue), a.Destination.RoleARN)
+		}
+	}
+	i := iam.NewFromConfig(cfg)
+	role, err := i.GetRole(context.Background(), &iam.GetRoleInput{RoleName: awssdk.String("ledger-delivery")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, _ := url.QueryUnescape(awssdk.ToString(role.Role.AssumeRolePolicyDocument))
+	for _, want := range []string{`"AWS": "` + principal + `"`, `"sts:AssumeRole"`, `"sts:ExternalId": "` + a.Destination.ExternalID + `"`} {
+		if !strings.Contains(strings.ReplaceAll(trust, `":"`, `": "`), want) {
+			t.Errorf("the role's trust policy %s lacks %s", trust, want)
+		}
+	}
+	if p := awssdk.ToString(role.Role.Path); p != "/hub/" {
+		t.Errorf("the role's path %q, want /hub/", p)
+	}
+	pol, err := i.GetRolePolicy(context.Background(), &iam.GetRolePolicyInput{RoleName: awssdk.String("ledger-delivery"), PolicyName: awssdk.String("streaming-hub-send")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := url.QueryUnescape(awssdk.ToString(pol.PolicyDocument))
+	for _, want := range []string{"sqs:SendMessage", "arn:aws:sqs:us-east-1:123456789012:ledger"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the role's policy %s lacks %s", doc, want)
+		}
+	}
+	for _, never := range []string{"sns:Publish", "events:PutEvents", "kinesis:PutRecord", "kms:"} {
+		if strings.Contains(doc, never) {
+			t.Errorf("the role's policy %s grants %s, which this subscription does not need", doc, never)
+		}
 	}
 }

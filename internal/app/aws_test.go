@@ -51,7 +51,7 @@ func TestEndToEnd_AWSSQSDestinationThroughTheAPI(t *testing.T) {
 	clock := testkit.NewClock()
 	l := startLiveWith(t, testkit.Drivers[len(testkit.Drivers)-1], clock, map[string]string{
 		"STREAMING_HUB_AWS_HUB_PRINCIPAL_ARN":  principal,
-		"STREAMING_HUB_AWS_SETUP_TEMPLATE_URL": "https://templates.example.com/streaming-hub-role.yaml",
+		"STREAMING_HUB_AWS_SETUP_TEMPLATE_URL": "https://templates.example.com/streaming-hub-role.json",
 	})
 	if _, err := l.Store.CreateTenant(context.Background(), store.CreateTenantParams{ID: "acme", Name: "acme"}); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ type AWS struct {
 	// to, which tenants' trust policies name.
 	HubPrincipalARN string
 	// SetupTemplateURL (AWS_SETUP_TEMPLATE_URL) is the https URL of the
-	// CloudFormation template (deploy/aws/streaming-hub-role.yaml, in an
+	// CloudFormation template (deploy/aws/streaming-hub-role.json, in an
 	// S3 bucket) the setup link launches.
 	SetupTemplateURL string
 }
