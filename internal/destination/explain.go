@@ -40,8 +40,10 @@ func WrittenOf(t Target) Written {
 		}
 		w.Hosts = append(w.Hosts, host)
 	}
-	if u, err := url.Parse(t.URL); err == nil && u.Host != "" {
-		add(u.Hostname(), cmpOr(u.Port(), defaultPorts[u.Scheme]))
+	for _, raw := range []string{t.URL, t.AWS.QueueURL} {
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			add(u.Hostname(), cmpOr(u.Port(), defaultPorts[u.Scheme]))
+		}
 	}
 	for _, b := range t.Brokers {
 		host, port, err := net.SplitHostPort(b)

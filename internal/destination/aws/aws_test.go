@@ -613,3 +613,23 @@ type ebTarget = ebtypes.Target
 func staticCreds(key, secret string) awssdk.CredentialsProvider {
 	return credentials.NewStaticCredentialsProvider(key, secret, "")
 }
+
+// A queue, topic, bus or stream that does not exist is a failure naming
+// it as the tenant wrote it.
+func TestMissingResource_IsNamed(t *testing.T) {
+	r := newRig(t)
+	q, _ := r.queue(t, "events")
+	missing := strings.Replace(q, "/events", "/missing", 1)
+	d := r.driver(awsdest.Options{})
+	defer d.Close()
+	reg := destination.NewRegistry(30*time.Second, map[string]destination.Driver{hub.DestinationAWSSQS: d, hub.DestinationAWSKinesis: d})
+	res := reg.Send(ctx, target(hub.DestinationAWSSQS, "sub_missing", hub.AWS{QueueURL: missing}), message("ev-1"))
+	if res.Err == nil || res.Err.Error() != "aws: queue "+missing+" does not exist (AWS.SimpleQueueService.NonExistentQueue)" {
+		t.Errorf("a missing queue: %v", res.Err)
+	}
+	stream := "arn:aws:kinesis:us-east-1:" + tenantAccount + ":stream/missing"
+	res = reg.Send(ctx, target(hub.DestinationAWSKinesis, "sub_missing_stream", hub.AWS{StreamARN: stream}), message("ev-1"))
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "stream "+stream+" does not exist") {
+		t.Errorf("a missing stream: %v", res.Err)
+	}
+}
