@@ -76,7 +76,7 @@ func Run(t *testing.T, h Harness) {
 		if res.Err != nil {
 			t.Fatalf("send: %v (%s)", res.Err, destination.Detail(res.Err))
 		}
-		if res.Sent["webhook-signature"] == "" || res.Sent["ce-id"] != ev.ID {
+		if headerOf(res.Sent, "webhook-signature") == "" || headerOf(res.Sent, "ce-id") != ev.ID {
 			t.Errorf("the attempt log keeps %v: the signature and ce-id expected", res.Sent)
 		}
 		got := h.Received(t, 1)
