@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,7 +65,12 @@ func NewMoto(t testing.TB, env ...string) *Moto {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// No AWS settings of the machine's reach the server.
-	cmd.Env = append(append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"), env...)
+	// Its recorder's file goes in the test's temporary directory, never
+	// the package's.
+	dir := t.TempDir()
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"MOTO_RECORDER_FILEPATH="+filepath.Join(dir, "moto_recording")), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("moto_server: %v", err)
 	}
