@@ -50,19 +50,14 @@ type Hub struct {
 	Metrics *metrics.Metrics
 	Keyring *envelope.Keyring
 	// Destinations is the one send path to every destination type
-	// (webhook, rabbitmq, kafka, nats, pubsub, the AWS types), for
-	// dispatch and the API.
+	// (webhook, rabbitmq, kafka, nats, pubsub), for dispatch and the API.
 	Destinations *destination.Registry
-	// sqsEndpoint is the operator's SQS endpoint (AWS_ENDPOINT_URL_SQS or
-	// AWS_ENDPOINT_URL), "" for AWS's: the only other host a queue URL
-	// may name.
-	sqsEndpoint string
-	Broker      *kfake.Cluster // dev mode's embedded Kafka
-	Consumer    *ingest.Consumer
-	DLQ         *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
-	Dispatcher  *dispatch.Dispatcher
-	Breakers    *dispatch.Breakers // this process's circuit breakers (delivery roles)
-	Waiters     *api.Waiters       // long-polling pulls, woken by this process's ingest
+	Broker       *kfake.Cluster // dev mode's embedded Kafka
+	Consumer     *ingest.Consumer
+	DLQ          *ingest.DLQConsumer // the producers' DLQ topics (docs/lerian-platform.md)
+	Dispatcher   *dispatch.Dispatcher
+	Breakers     *dispatch.Breakers // this process's circuit breakers (delivery roles)
+	Waiters      *api.Waiters       // long-polling pulls, woken by this process's ingest
 	// Housekeeper runs retention and job counts; every role has one, and
 	// one replica at a time runs a pass.
 	Housekeeper *housekeeping.Housekeeper
@@ -86,6 +81,11 @@ type Hub struct {
 	failed  chan struct{}
 	// draining is set by Drain: /readyz answers 503 from then on.
 	draining atomic.Bool
+
+	// sqsEndpoint is the operator's SQS endpoint (AWS_ENDPOINT_URL_SQS or
+	// AWS_ENDPOINT_URL), "" for AWS's: the only other host an AWS
+	// destination's queue URL may name (docs/aws.md).
+	sqsEndpoint string
 }
 
 // Start brings every part up and returns once the HTTP API listens.
