@@ -61,12 +61,13 @@ const (
 	DestinationKafka    = "kafka"
 	DestinationNATS     = "nats"
 	DestinationPubSub   = "pubsub"
+	// The AWS types are in aws.go.
 )
 
 // Destination is where a subscription delivers. Credentials are not here:
 // they live sealed in Subscription.Secrets.
 type Destination struct {
-	Type string // webhook, rabbitmq, kafka, nats or pubsub
+	Type string // webhook, rabbitmq, kafka, nats, pubsub or an AWS type (IsAWS)
 	// URL is the webhook's absolute http(s) URL, the RabbitMQ broker's
 	// amqp(s) URL or the NATS server's nats:// or tls:// URL, without its
 	// userinfo (sealed in Secrets.Broker).
@@ -107,6 +108,8 @@ type Destination struct {
 	TLSMinVersion     string
 	// OAuth2 is set for the oauth2_client_credentials auth type (webhook).
 	OAuth2 OAuth2
+	// AWS holds an AWS destination's settings (docs/aws.md).
+	AWS AWS
 }
 
 // Address is the destination as breakers know it
@@ -128,6 +131,14 @@ func (d Destination) Address() string {
 		return "kafka://" + strings.ToLower(strings.Join(d.Brokers, ","))
 	case DestinationPubSub:
 		return "pubsub://" + d.Project // one endpoint for all: the project is the tenant's "broker"
+	case DestinationAWSSQS:
+		// The queue's ARN: one queue's trouble is not another's.
+		if q, err := ParseQueueURL("queue_url", d.AWS.QueueURL, ""); err == nil {
+			return q.ARN("")
+		}
+		return "aws_sqs:" + d.AWS.QueueURL
+	case DestinationAWSSNS, DestinationAWSEventBridge, DestinationAWSKinesis:
+		return d.AWSResource()
 	}
 	return d.URL
 }

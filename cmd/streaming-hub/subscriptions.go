@@ -62,6 +62,14 @@ type subscriptionView struct {
 		Subject    string   `json:"subject"`
 		Stream     string   `json:"stream"`
 		Project    string   `json:"project"`
+		// AWS destinations (docs/aws.md).
+		QueueURL    string `json:"queue_url"`
+		TopicARN    string `json:"topic_arn"`
+		EventBusARN string `json:"event_bus_arn"`
+		StreamARN   string `json:"stream_arn"`
+		RoleARN     string `json:"role_arn"`
+		ExternalID  string `json:"external_id"`
+		SetupURL    string `json:"aws_setup_url"`
 	} `json:"destination"`
 	RetrySchedule     []string        `json:"retry_schedule"`
 	MaxInFlight       int             `json:"max_in_flight"`
@@ -180,6 +188,13 @@ func (s *subscriptionView) print(w io.Writer) {
 		"created_at", s.CreatedAt,
 		"updated_at", s.UpdatedAt,
 	}
+	if d := s.Destination; d.RoleARN != "" {
+		// What the tenant's role must trust (docs/aws.md).
+		kv = append(kv, "role_arn", d.RoleARN, "external_id", d.ExternalID)
+		if d.SetupURL != "" {
+			kv = append(kv, "aws_setup_url", d.SetupURL)
+		}
+	}
 	if s.SigningSecret != "" {
 		kv = append(kv, "signing_secret", s.SigningSecret)
 	}
@@ -274,6 +289,10 @@ type destFlags struct {
 	saslMechanism, saslUsername, saslPass string
 	subject, stream, project, credentials string
 	tls                                   bool
+	// AWS destinations: the resource, the role, EventBridge's source and
+	// detail type.
+	awsQueueURL, awsTopicARN, awsBusARN, awsStreamARN string
+	awsRoleARN, awsSource, awsDetailType              string
 	// Mutual TLS: files of PEM, and the lowest version.
 	clientCert, clientKey, caCerts, tlsMinVersion string
 }
@@ -281,13 +300,23 @@ type destFlags struct {
 // destTypes are the destination types, and destTypeFlags the flags only
 // one type takes.
 var (
-	destTypes     = []string{"webhook", "rabbitmq", "kafka", "nats", "pubsub"}
+	destTypes     = []string{"webhook", "rabbitmq", "kafka", "nats", "pubsub", "aws_sqs", "aws_sns", "aws_eventbridge", "aws_kinesis"}
 	destTypeFlags = map[string][]string{
-		"webhook":  {"url", "header", "oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"},
-		"rabbitmq": {"amqp-url", "exchange", "routing-key"},
-		"kafka":    {"brokers", "topic", "tls", "sasl-mechanism", "sasl-username", "sasl-password"},
-		"nats":     {"nats-url", "subject", "stream"},
-		"pubsub":   {"project", "topic", "credentials-file"},
+		"webhook":         {"url", "header", "oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth"},
+		"rabbitmq":        {"amqp-url", "exchange", "routing-key"},
+		"kafka":           {"brokers", "topic", "tls", "sasl-mechanism", "sasl-username", "sasl-password"},
+		"nats":            {"nats-url", "subject", "stream"},
+		"pubsub":          {"project", "topic", "credentials-file"},
+		"aws_sqs":         {"aws-sqs-queue-url", "aws-role-arn"},
+		"aws_sns":         {"aws-sns-topic-arn", "aws-role-arn"},
+		"aws_eventbridge": {"aws-eventbridge-bus-arn", "aws-eventbridge-source", "aws-eventbridge-detail-type", "aws-role-arn"},
+		"aws_kinesis":     {"aws-kinesis-stream-arn", "aws-role-arn"},
+	}
+	// awsResourceFlags name the type an AWS resource flag implies when
+	// --type is not given.
+	awsResourceFlags = map[string]string{
+		"aws-sqs-queue-url": "aws_sqs", "aws-sns-topic-arn": "aws_sns",
+		"aws-eventbridge-bus-arn": "aws_eventbridge", "aws-kinesis-stream-arn": "aws_kinesis",
 	}
 )
 
@@ -296,6 +325,8 @@ var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule"
 	"backfill-since", "transform", "transform-file",
 	"type", "amqp-url", "exchange", "routing-key", "brokers", "topic", "tls", "sasl-mechanism", "sasl-username",
 	"sasl-password", "nats-url", "subject", "stream", "project", "credentials-file",
+	"aws-sqs-queue-url", "aws-sns-topic-arn", "aws-eventbridge-bus-arn", "aws-kinesis-stream-arn", "aws-role-arn",
+	"aws-eventbridge-source", "aws-eventbridge-detail-type",
 	"client-cert", "client-key", "ca-certs", "tls-min-version",
 	"oauth-token-url", "oauth-client-id", "oauth-client-secret", "oauth-scope", "oauth-audience", "oauth-client-auth",
 	"signature-scheme"}
@@ -303,7 +334,7 @@ var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule"
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
 	c.fs.Var(&f.eventTypes, "event-type", "`TYPE[:MAJOR]` to receive, such as transaction.posted:1 (MAJOR defaults to 1; repeatable)")
-	c.fs.StringVar(&f.dest.typ, "type", "", "destination `type`: webhook|rabbitmq|kafka|nats|pubsub (default webhook on create)")
+	c.fs.StringVar(&f.dest.typ, "type", "", "destination `type`: webhook|rabbitmq|kafka|nats|pubsub|aws_sqs|aws_sns|aws_eventbridge|aws_kinesis (default webhook on create, or the type of the --aws-* resource given)")
 	c.fs.StringVar(&f.url, "url", "", "webhook URL of the destination")
 	c.fs.Var(&f.headers, "header", "`NAME=VALUE` sent on every delivery (repeatable; webhook)")
 	c.fs.StringVar(&f.dest.amqpURL, "amqp-url", "", "rabbitmq: amqp(s)://user:pass@host:port/vhost of the broker")
@@ -320,6 +351,13 @@ func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.dest.stream, "stream", "", "nats: JetStream stream that must hold the subject (publishes are acknowledged)")
 	c.fs.StringVar(&f.dest.project, "project", "", "pubsub: Google Cloud project id")
 	c.fs.StringVar(&f.dest.credentials, "credentials-file", "", "pubsub: service account key JSON `file` (- reads stdin; sealed, never shown)")
+	c.fs.StringVar(&f.dest.awsQueueURL, "aws-sqs-queue-url", "", "aws_sqs: the queue's `URL` (https://sqs.<region>.amazonaws.com/<account>/<queue>)")
+	c.fs.StringVar(&f.dest.awsTopicARN, "aws-sns-topic-arn", "", "aws_sns: the topic's `ARN`")
+	c.fs.StringVar(&f.dest.awsBusARN, "aws-eventbridge-bus-arn", "", "aws_eventbridge: the event bus's `ARN`")
+	c.fs.StringVar(&f.dest.awsSource, "aws-eventbridge-source", "", "aws_eventbridge: the entries' source (default: each event's)")
+	c.fs.StringVar(&f.dest.awsDetailType, "aws-eventbridge-detail-type", "", "aws_eventbridge: the entries' detail type (default: each event's type)")
+	c.fs.StringVar(&f.dest.awsStreamARN, "aws-kinesis-stream-arn", "", "aws_kinesis: the data stream's `ARN`")
+	c.fs.StringVar(&f.dest.awsRoleARN, "aws-role-arn", "", "aws_*: the IAM role `ARN` in your account the hub assumes (its trust policy needs the external id the answer shows: docs/aws.md)")
 	c.fs.StringVar(&f.dest.clientCert, "client-cert", "", "mutual TLS: client certificate PEM `file` (leaf first) for a destination that speaks TLS (https, amqps://, tls://, kafka --tls true)")
 	c.fs.StringVar(&f.dest.clientKey, "client-key", "", "mutual TLS: the client certificate's PEM private key `file` (- reads stdin; sealed, never shown)")
 	c.fs.StringVar(&f.dest.caCerts, "ca-certs", "", "PEM `file` of the CAs that replace the system roots for this destination")
@@ -372,6 +410,13 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 	typ := f.dest.typ
 	if c.set["type"] && !contains(destTypes, typ) {
 		return nil, c.usageError("--type: one of %s, not %q", strings.Join(destTypes, ", "), typ), false
+	}
+	if typ == "" {
+		for flagName, t := range awsResourceFlags {
+			if c.set[flagName] {
+				typ = t
+			}
+		}
 	}
 	if create && typ == "" {
 		typ = "webhook"
@@ -583,7 +628,11 @@ Example:
 
 --type picks the destination: webhook (--url, --header), rabbitmq (--amqp-url, --exchange,
 --routing-key), kafka (--brokers, --topic, --tls, --sasl-*), nats (--nats-url, --subject,
---stream) or pubsub (--project, --topic, --credentials-file). A webhook authenticates with
+--stream), pubsub (--project, --topic, --credentials-file) or an AWS destination in your
+account (--aws-sqs-queue-url, --aws-sns-topic-arn, --aws-eventbridge-bus-arn with
+--aws-eventbridge-source and --aws-eventbridge-detail-type, or --aws-kinesis-stream-arn, each
+with --aws-role-arn; the resource flag implies --type; the answer shows the external id the
+role must trust, docs/aws.md). A webhook authenticates with
 an OAuth 2.0 token the hub fetches with --oauth-token-url, --oauth-client-id and
 --oauth-client-secret (--oauth-scope, --oauth-audience, --oauth-client-auth basic|body);
 --from-file covers the rest (bearer, basic and header auth). A destination that speaks TLS
@@ -700,17 +749,29 @@ func (s subscriptionView) where() string {
 		return d.URL + " subject=" + d.Subject
 	case "pubsub":
 		return "pubsub://projects/" + d.Project + "/topics/" + d.Topic
+	case "aws_sqs":
+		return d.QueueURL
+	case "aws_sns":
+		return d.TopicARN
+	case "aws_eventbridge":
+		return d.EventBusARN
+	case "aws_kinesis":
+		return d.StreamARN
 	}
 	return d.URL
 }
 
 // destRequired are the flags create needs for each type.
 var destRequired = map[string][]string{
-	"webhook":  {"url"},
-	"rabbitmq": {"amqp-url", "exchange"},
-	"kafka":    {"brokers", "topic"},
-	"nats":     {"nats-url", "subject"},
-	"pubsub":   {"project", "topic", "credentials-file"},
+	"webhook":         {"url"},
+	"rabbitmq":        {"amqp-url", "exchange"},
+	"kafka":           {"brokers", "topic"},
+	"nats":            {"nats-url", "subject"},
+	"pubsub":          {"project", "topic", "credentials-file"},
+	"aws_sqs":         {"aws-sqs-queue-url", "aws-role-arn"},
+	"aws_sns":         {"aws-sns-topic-arn", "aws-role-arn"},
+	"aws_eventbridge": {"aws-eventbridge-bus-arn", "aws-role-arn"},
+	"aws_kinesis":     {"aws-kinesis-stream-arn", "aws-role-arn"},
 }
 
 func contains(list []string, s string) bool {
@@ -732,7 +793,11 @@ func (d *destFlags) apply(c *apiCmd, dest map[string]any) (int, bool) {
 		"amqp-url": {"url", d.amqpURL}, "nats-url": {"url", d.natsURL},
 		"exchange": {"exchange", d.exchange}, "routing-key": {"routing_key", d.routingKey},
 		"topic": {"topic", d.topic}, "subject": {"subject", d.subject}, "stream": {"stream", d.stream},
-		"project": {"project", d.project},
+		"project":           {"project", d.project},
+		"aws-sqs-queue-url": {"queue_url", d.awsQueueURL}, "aws-sns-topic-arn": {"topic_arn", d.awsTopicARN},
+		"aws-eventbridge-bus-arn": {"event_bus_arn", d.awsBusARN}, "aws-kinesis-stream-arn": {"stream_arn", d.awsStreamARN},
+		"aws-role-arn": {"role_arn", d.awsRoleARN}, "aws-eventbridge-source": {"source", d.awsSource},
+		"aws-eventbridge-detail-type": {"detail_type", d.awsDetailType},
 	}
 	for flagName, fv := range str {
 		if c.set[flagName] {

@@ -146,6 +146,33 @@ func TestCLI_SubscriptionDestinationFlags(t *testing.T) {
 		t.Fatalf("update --topic: %+v", s.Destination)
 	}
 
+	// AWS destinations: the resource flag implies the type; the answer
+	// (and get) shows the external id the hub made for the role's trust.
+	var a struct {
+		ID          string `json:"id"`
+		Destination struct {
+			Type        string `json:"type"`
+			QueueURL    string `json:"queue_url"`
+			RoleARN     string `json:"role_arn"`
+			ExternalID  string `json:"external_id"`
+			EventBusARN string `json:"event_bus_arn"`
+			Source      string `json:"source"`
+		} `json:"destination"`
+	}
+	const role = "arn:aws:iam::111122223333:role/streaming-hub"
+	c.json(&a, append(base, "--name", "sqs", "--aws-sqs-queue-url", "https://sqs.eu-west-1.amazonaws.com/111122223333/ledger", "--aws-role-arn", role)...)
+	if d := a.Destination; d.Type != "aws_sqs" || d.QueueURL != "https://sqs.eu-west-1.amazonaws.com/111122223333/ledger" || d.RoleARN != role || !strings.HasPrefix(d.ExternalID, "shx_") {
+		t.Fatalf("aws_sqs: %+v", d)
+	}
+	if got := field(t, c.ok("subscriptions", "get", a.ID), "external_id"); got != a.Destination.ExternalID {
+		t.Fatalf("get shows external_id %q, want %q", got, a.Destination.ExternalID)
+	}
+	c.json(&a, append(base, "--name", "bus", "--type", "aws_eventbridge", "--aws-eventbridge-bus-arn", "arn:aws:events:eu-west-1:111122223333:event-bus/default",
+		"--aws-eventbridge-source", "com.acme.ledger", "--aws-role-arn", role)...)
+	if d := a.Destination; d.Type != "aws_eventbridge" || d.Source != "com.acme.ledger" || d.EventBusARN == "" {
+		t.Fatalf("aws_eventbridge: %+v", d)
+	}
+
 	// Mistakes are usage errors naming the flag.
 	for _, tc := range []struct {
 		args []string
@@ -155,6 +182,8 @@ func TestCLI_SubscriptionDestinationFlags(t *testing.T) {
 		{[]string{"--name", "x", "--type", "kafka", "--brokers", "b:1"}, "--topic: required"},
 		{[]string{"--name", "x", "--type", "rabbitmq", "--amqp-url", "amqp://h/", "--exchange", "e", "--subject", "s"}, "--subject is for --type nats, not rabbitmq"},
 		{[]string{"--name", "x", "--exchange", "e", "--url", "http://h/"}, "--exchange is for --type rabbitmq, not webhook"},
+		{[]string{"--name", "x", "--aws-sqs-queue-url", "https://sqs.eu-west-1.amazonaws.com/111122223333/q"}, "--aws-role-arn: required"},
+		{[]string{"--name", "x", "--aws-sns-topic-arn", "arn:aws:sns:eu-west-1:111122223333:t", "--aws-role-arn", "r", "--aws-eventbridge-source", "s"}, "--aws-eventbridge-source is for --type aws_eventbridge, not aws_sns"},
 	} {
 		if errOut := c.fail(exitUsage, append(base, tc.args...)...); !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: %q, want %q", tc.args, errOut, tc.want)

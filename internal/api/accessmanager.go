@@ -76,6 +76,7 @@ var routeAccess = map[string]Access{
 	"GET /v1/events":                                 {"events", "get"},
 	"GET /v1/events/{id}":                            {"events", "get"},
 	"GET /v1/event-types":                            {"event-types", "get"},
+	"GET /v1/aws/setup":                              {"subscriptions", "get"},
 }
 
 // RouteAccess is the access manager's (resource, action) for the API route

@@ -119,7 +119,17 @@ func splitUserinfo(raw string) (string, hub.Credentials) {
 
 // validateDestination checks a destination of any type; fields of another
 // type must be absent.
-func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
+func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, rc reach) error {
+	allowPrivate := rc.allowPrivate
+	if hub.IsAWS(d.Type) {
+		return validateAWS(d, secrets, rc.sqsEndpoint)
+	}
+	switch d.Type {
+	case hub.DestinationWebhook, hub.DestinationRabbitMQ, hub.DestinationKafka, hub.DestinationNATS, hub.DestinationPubSub:
+		if err := notAWS(d.AWS); err != nil {
+			return err
+		}
+	}
 	if d.Type != hub.DestinationPubSub {
 		if d.Project != "" {
 			return hub.Errorf(hub.EINVALID, "destination.project: only for pubsub destinations")
@@ -168,7 +178,7 @@ func validateDestination(d hub.Destination, secrets hub.SubscriptionSecrets, all
 		}
 		return validateKafka(d, secrets, allowPrivate)
 	}
-	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq, kafka, nats or pubsub")
+	return hub.Errorf(hub.EINVALID, "destination.type: must be webhook, rabbitmq, kafka, nats, pubsub, aws_sqs, aws_sns, aws_eventbridge or aws_kinesis")
 }
 
 func validateRabbitMQ(d hub.Destination, allowPrivate bool) error {

@@ -57,7 +57,7 @@ func FuzzSubscriptionRequest(f *testing.F) {
 			Destination: hub.Destination{Type: "webhook", URL: "https://example.com"}, MaxInFlight: 1,
 		}
 		sec := hub.SubscriptionSecrets{}
-		if _, err := req.apply(&base, &sec, false); err != nil {
+		if _, err := req.apply(&base, &sec, reach{}); err != nil {
 			if code := hub.ErrorCode(err); code != hub.EINVALID && code != hub.EINVALIDREQUEST {
 				t.Fatalf("validation error without a code: %v", err)
 			}
@@ -66,7 +66,7 @@ func FuzzSubscriptionRequest(f *testing.F) {
 			}
 			return
 		}
-		if err := validateSubscription(base, sec, false); err != nil {
+		if err := validateSubscription(base, sec, reach{}); err != nil {
 			t.Fatalf("accepted, yet invalid: %v", err)
 		}
 		kept, err := json.Marshal(struct {

@@ -58,6 +58,8 @@ type apiOptions struct {
 	auth config.Auth
 	// swagger serves the API reference at /swagger.
 	swagger bool
+	// aws is the setup link's settings and the operator's SQS endpoint.
+	aws api.AWS
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -104,6 +106,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		HealthWindow:      defaults.Housekeeping.HealthWindow,
 		Auth:              o.auth,
 		Swagger:           o.swagger,
+		AWS:               o.aws,
 	})
 	if err != nil {
 		t.Fatal(err)

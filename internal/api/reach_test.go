@@ -198,7 +198,7 @@ func TestSubscriptions_BrokerValidationNamesTheField(t *testing.T) {
 		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"GSSAPI","username":"u","password":"p"}`): "destination.sasl.mechanism: must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
 		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"SCRAM-SHA-512","username":"u"}`):         "destination.sasl: username and password are required",
 		kafka(`"brokers":["k.example.com:9093"],"topic":"t","tls":true,"sasl":{"mechanism":"PLAIN","user":"u"}`):                     `destination.sasl: unknown field "user"`,
-		`{` + types + `,"destination":{"type":"sqs","url":"https://e.com"}}`:                                                         "destination.type: must be webhook, rabbitmq, kafka, nats or pubsub",
+		`{` + types + `,"destination":{"type":"sqs","url":"https://e.com"}}`:                                                         "destination.type: must be webhook, rabbitmq, kafka, nats, pubsub, aws_sqs, aws_sns, aws_eventbridge or aws_kinesis",
 		`{` + types + `,"destination":{"url":"https://e.com","exchange":"x"}}`:                                                       "destination: exchange, routing_key, brokers, topic, tls, sasl, subject and stream are for rabbitmq, kafka and nats",
 	}
 	private := map[string]string{ // private sinks allowed

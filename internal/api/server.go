@@ -29,6 +29,9 @@ type Deps struct {
 	// events go through it, as dispatch's attempts do.
 	Destinations      *destination.Registry
 	AllowPrivateSinks bool
+	// AWS is the setup link's settings and the operator's SQS endpoint
+	// (docs/aws.md).
+	AWS AWS
 	// BreakerState reports a (tenant, destination) breaker; nil: closed.
 	BreakerState func(tenantID, url string) string
 	// OnJobs runs after the API created delivery jobs (replays): the
@@ -178,6 +181,7 @@ func New(deps Deps) (*Server, error) {
 	s.handle("GET", "/v1/subscriptions/{id}/health", s.subscriptionHealth)
 	s.handle("POST", "/v1/subscriptions/{id}/test", s.testSubscription)
 	s.handle("POST", "/v1/subscriptions/{id}/transform-preview", s.transformPreview) // docs/filters-and-transforms.md
+	s.handle("GET", "/v1/aws/setup", s.awsSetup)                                     // docs/aws.md
 	s.handle("GET", "/v1/event-types", s.listEventTypes)
 	s.handle("GET", "/v1/events/{id}", s.getEvent)
 	s.handle("GET", "/v1/deliveries", s.searchDeliveries)

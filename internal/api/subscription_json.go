@@ -69,6 +69,19 @@ type destinationJSON struct {
 	ClientCertificateExpiresAt *time.Time `json:"client_certificate_expires_at,omitempty"`
 	CACertificates             string     `json:"ca_certificates,omitempty"`
 	TLSMinVersion              string     `json:"tls_min_version,omitempty"`
+	// AWS destinations (docs/aws.md): the resource, the role, the
+	// external id the hub made (not secret: it goes in the role's trust
+	// policy), the region, and the setup link when the hub offers one.
+	QueueURL    string `json:"queue_url,omitempty"`
+	TopicARN    string `json:"topic_arn,omitempty"`
+	EventBusARN string `json:"event_bus_arn,omitempty"`
+	Source      string `json:"source,omitempty"`
+	DetailType  string `json:"detail_type,omitempty"`
+	StreamARN   string `json:"stream_arn,omitempty"`
+	RoleARN     string `json:"role_arn,omitempty"`
+	ExternalID  string `json:"external_id,omitempty"`
+	Region      string `json:"region,omitempty"`
+	SetupURL    string `json:"aws_setup_url,omitempty"`
 }
 
 // saslJSON shows a Kafka destination's SASL mechanism and user, never the
@@ -135,6 +148,11 @@ func (s *Server) toSubscriptionJSON(sub hub.Subscription) subscriptionJSON {
 		out.Destination.Subject, out.Destination.Stream = d.Subject, &d.Stream
 	case hub.DestinationPubSub:
 		out.Destination.Project, out.Destination.Topic = d.Project, d.Topic
+	case hub.DestinationAWSSQS, hub.DestinationAWSSNS, hub.DestinationAWSEventBridge, hub.DestinationAWSKinesis:
+		o, a := &out.Destination, d.AWS
+		o.QueueURL, o.TopicARN, o.EventBusARN, o.StreamARN = a.QueueURL, a.TopicARN, a.EventBusARN, a.StreamARN
+		o.Source, o.DetailType, o.RoleARN, o.ExternalID = a.Source, a.DetailType, a.RoleARN, a.ExternalID
+		o.Region, o.SetupURL = regionOf(d), s.awsSetupURL(sub)
 	case hub.DestinationKafka:
 		out.Destination.Brokers, out.Destination.Topic, out.Destination.TLS = d.Brokers, d.Topic, &d.TLS
 		if d.SASLMechanism != "" {

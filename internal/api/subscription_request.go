@@ -95,6 +95,24 @@ type destinationRequest struct {
 	ClientKey         json.RawMessage `json:"client_key"`
 	CACertificates    json.RawMessage `json:"ca_certificates"`
 	TLSMinVersion     json.RawMessage `json:"tls_min_version"`
+	// AWS destinations (docs/aws.md): the resource, the role the hub
+	// assumes, an EventBridge entry's source and detail type. The
+	// external id is the hub's: a request may only repeat it.
+	QueueURL    *string         `json:"queue_url"`
+	TopicARN    *string         `json:"topic_arn"`
+	EventBusARN *string         `json:"event_bus_arn"`
+	StreamARN   *string         `json:"stream_arn"`
+	Source      *string         `json:"source"`
+	DetailType  *string         `json:"detail_type"`
+	RoleARN     *string         `json:"role_arn"`
+	ExternalID  json.RawMessage `json:"external_id"`
+}
+
+// reach is what decides where a destination may point: private sinks
+// (STREAMING_HUB_ALLOW_PRIVATE_SINKS) and the operator's SQS endpoint.
+type reach struct {
+	allowPrivate bool
+	sqsEndpoint  string
 }
 
 type authRequest struct {
@@ -207,7 +225,7 @@ func applyTLS(d *destinationRequest, dest *hub.Destination, secrets *hub.Subscri
 // apply writes the request onto sub (a new one for create, the stored one
 // for PATCH) and onto its opened secrets, then validates the result.
 // It reports whether the destination URL changed.
-func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.SubscriptionSecrets, allowPrivate bool) (urlChanged bool, err error) {
+func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.SubscriptionSecrets, rc reach) (urlChanged bool, err error) {
 	if scheme, given, err := req.signatureScheme(); err != nil {
 		return false, err
 	} else if given && scheme != sub.SignatureScheme {
@@ -275,8 +293,14 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 	}
 	if d := req.Destination; d != nil {
 		if d.Type != nil && *d.Type != sub.Destination.Type {
-			// Another kind of destination: nothing of the old one stays.
-			sub.Destination = hub.Destination{Type: *d.Type}
+			// Another kind of destination: nothing of the old one stays,
+			// but the external id an AWS destination's role trusts,
+			// which stays the subscription's while it delivers to AWS.
+			externalID := ""
+			if hub.IsAWS(sub.Destination.Type) && hub.IsAWS(*d.Type) {
+				externalID = sub.Destination.AWS.ExternalID
+			}
+			sub.Destination = hub.Destination{Type: *d.Type, AWS: hub.AWS{ExternalID: externalID}}
 			secrets.Auth, secrets.Broker = hub.Credentials{}, hub.Credentials{}
 			secrets.ClientKey = ""
 			urlChanged = true
@@ -294,6 +318,10 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 		}
 		changed, err := applyBroker(d, &sub.Destination, secrets)
 		if err != nil {
+			return false, err
+		}
+		urlChanged = urlChanged || changed
+		if changed, err = applyAWS(d, &sub.Destination); err != nil {
 			return false, err
 		}
 		urlChanged = urlChanged || changed
@@ -341,17 +369,17 @@ func (req subscriptionRequest) apply(sub *hub.Subscription, secrets *hub.Subscri
 			}
 		}
 	}
-	return urlChanged, validateSubscription(*sub, *secrets, allowPrivate)
+	return urlChanged, validateSubscription(*sub, *secrets, rc)
 }
 
-func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets, allowPrivate bool) error {
+func validateSubscription(sub hub.Subscription, secrets hub.SubscriptionSecrets, rc reach) error {
 	if err := hub.ValidateName(sub.Name); err != nil {
 		return err
 	}
 	if err := hub.ValidateEventTypes(sub.EventTypes); err != nil {
 		return err
 	}
-	if err := validateDestination(sub.Destination, secrets, allowPrivate); err != nil {
+	if err := validateDestination(sub.Destination, secrets, rc); err != nil {
 		return err
 	}
 	if err := hub.ValidateDestinationTLS(sub.Destination, secrets.ClientKey, time.Time{}); err != nil {

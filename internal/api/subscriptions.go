@@ -17,6 +17,11 @@ func (s *Server) sealSecrets(sub *hub.Subscription, sec hub.SubscriptionSecrets)
 	return destination.SealSecrets(s.deps.Keyring, sub, sec)
 }
 
+// reach is where this hub lets destinations point.
+func (s *Server) reach() reach {
+	return reach{allowPrivate: s.deps.AllowPrivateSinks, sqsEndpoint: s.deps.AWS.SQSEndpoint}
+}
+
 func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) error {
 	tenantID, err := s.tenantScope(r)
 	if err != nil {
@@ -59,7 +64,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		signing = secret
 	}
 	secrets := hub.SubscriptionSecrets{Signing: []hub.SigningSecret{{Secret: signing}}}
-	if _, err := req.apply(&sub, &secrets, s.deps.AllowPrivateSinks); err != nil {
+	if _, err := req.apply(&sub, &secrets, s.reach()); err != nil {
 		return err
 	}
 	if err := s.sealSecrets(&sub, secrets); err != nil {
@@ -146,7 +151,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request) erro
 	}
 	sub, err := s.modifySubscription(r.Context(), tenantID, r.PathValue("id"), func(sub *hub.Subscription, sec *hub.SubscriptionSecrets) error {
 		wasEnabled := sub.Enabled
-		urlChanged, err := req.apply(sub, sec, s.deps.AllowPrivateSinks)
+		urlChanged, err := req.apply(sub, sec, s.reach())
 		if err != nil {
 			return err
 		}

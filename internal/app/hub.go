@@ -90,6 +90,11 @@ type Hub struct {
 	failed  chan struct{}
 	// draining is set by Drain: /readyz answers 503 from then on.
 	draining atomic.Bool
+
+	// sqsEndpoint is the operator's SQS endpoint (AWS_ENDPOINT_URL_SQS or
+	// AWS_ENDPOINT_URL), "" for AWS's: the only other host an AWS
+	// destination's queue URL may name (docs/aws.md).
+	sqsEndpoint string
 }
 
 // Start brings every part up and returns once the HTTP API listens.
@@ -134,7 +139,7 @@ func (h *Hub) Start(ctx context.Context) (err error) {
 	if err := h.openKeyring(ctx, givenKEK, secrets); err != nil {
 		return err
 	}
-	if h.Destinations, err = newDestinations(*cfg, h.Logger); err != nil {
+	if h.Destinations, h.sqsEndpoint, err = newDestinations(*cfg, h.Logger); err != nil {
 		return err
 	}
 	ready := map[string]func(context.Context) error{"store": h.Store.Ping}

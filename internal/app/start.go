@@ -226,6 +226,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		Keyring:           h.Keyring,
 		Destinations:      h.Destinations,
 		AllowPrivateSinks: cfg.AllowPrivateSinks,
+		AWS:               api.AWS{HubPrincipalARN: cfg.AWS.HubPrincipalARN, SetupTemplateURL: cfg.AWS.SetupTemplateURL, SQSEndpoint: h.sqsEndpoint},
 		OnJobs:            h.wakeDispatcher,
 		OnVerified:        h.verified,
 		BreakerState:      h.breakerState,

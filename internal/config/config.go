@@ -105,6 +105,9 @@ type Config struct {
 	// secretsmanager, KEK stays nil until the app fetches it.
 	KEKSource         KEKSource
 	AllowPrivateSinks bool
+	// AWS is what tenants' roles trust and the setup link's template
+	// (AWS_HUB_PRINCIPAL_ARN, AWS_SETUP_TEMPLATE_URL; docs/aws.md).
+	AWS AWS
 	// EgressProxy (EGRESS_PROXY) is the http(s) proxy webhook attempts,
 	// probes and test events go through (HTTP CONNECT); nil: direct.
 	EgressProxy *url.URL
@@ -272,6 +275,7 @@ func loadInto(r *reader, mode Mode) Config {
 	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
 	r.boolean("SWAGGER_ENABLED", &c.SwaggerEnabled)
 	c.EgressProxy = r.proxyURL("EGRESS_PROXY", c.EgressProxy)
+	r.aws(&c.AWS)
 	r.auth(&c)
 
 	r.duration("SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)

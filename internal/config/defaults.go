@@ -138,6 +138,9 @@ func Defaults(mode Mode) Config {
 
 		// No egress proxy: destinations are dialed directly.
 		EgressProxy: nil,
+		// No AWS setup link: tenants make their roles by hand
+		// (docs/aws.md).
+		AWS: AWS{HubPrincipalARN: "", SetupTemplateURL: ""},
 
 		ShutdownTimeout: 30 * time.Second,
 		PreStopDrain:    0,

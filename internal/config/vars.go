@@ -107,6 +107,8 @@ var variableDocs = map[string]struct{ def, text string }{
 	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local or metadata addresses"},
 	"EGRESS_PROXY":                 {"", "`http://` or `https://` proxy (credentials allowed: `http://user:pass@proxy:3128`) every webhook attempt, probe and test event goes through by HTTP CONNECT to the address the hub checked; empty: direct ([security.md](security.md#fixed-egress))"},
 	"EGRESS_PROXY_FILE":            {"", "file holding EGRESS_PROXY"},
+	"AWS_HUB_PRINCIPAL_ARN":        {"", "the hub's own IAM role (or user) ARN, the principal tenants' roles trust for AWS destinations; shown by `GET /v1/aws/setup` and filled into the setup link ([aws.md](aws.md#settings))"},
+	"AWS_SETUP_TEMPLATE_URL":       {"", "https URL of the CloudFormation template (`deploy/aws/streaming-hub-role.json` in an S3 bucket) the setup link launches; needs AWS_HUB_PRINCIPAL_ARN; empty: no setup link ([aws.md](aws.md#settings))"},
 	"PLUGIN_AUTH_ENABLED":          {"false", "use Lerian's access manager for the API (also read without the prefix)"},
 	"PLUGIN_AUTH_ADDRESS":          {"", "the access manager's http(s) URL (also read without the prefix)"},
 	"AUTH_REQUIRED":                {"true with ENV=production", "refuse requests without credentials (also read without the prefix)"},

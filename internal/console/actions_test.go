@@ -289,6 +289,31 @@ func TestActions_BrokerDestinationsFiltersAndRateLimitThroughTheForms(t *testing
 		if h.secretsOf(ps).Broker.ServiceAccount != saKey {
 			t.Fatal("the edit lost the service account key")
 		}
+		// An AWS destination (docs/aws.md): the queue and the role from
+		// the form; the subscription's page and the edit form show the
+		// external id the hub made, which the form never sends.
+		sqs := create(url.Values{"name": {"to-sqs"}, "destination_type": {"aws_sqs"},
+			"queue_url": {"https://sqs.eu-west-1.amazonaws.com/111122223333/ledger.fifo"}, "role_arn": {"arn:aws:iam::111122223333:role/streaming-hub"}})
+		st, body = h.apiCall("GET", "/v1/subscriptions/"+sqs, "", "acme")
+		ext := regexp.MustCompile(`"external_id":"(shx_[0-9a-f]{32})"`).FindStringSubmatch(body)
+		if st != 200 || ext == nil || !strings.Contains(body, `"queue_url":"https://sqs.eu-west-1.amazonaws.com/111122223333/ledger.fifo"`) {
+			t.Fatalf("aws_sqs subscription: %d %s", st, body)
+		}
+		if page := b.get("/console/subscriptions/" + sqs); !strings.Contains(page.body, ext[1]) || !strings.Contains(page.body, "arn:aws:iam::111122223333:role/streaming-hub") {
+			t.Fatalf("the subscription's page does not show the role and its external id:\n%s", page.body)
+		}
+		sqsEdit := b.get("/console/subscriptions/" + sqs + "/edit")
+		if !strings.Contains(sqsEdit.body, `value="aws_sqs" selected`) || !strings.Contains(sqsEdit.body, ext[1]) {
+			t.Fatalf("the edit form does not show the AWS destination:\n%s", sqsEdit.body)
+		}
+		form = url.Values{"name": {"to-sqs"}, "destination_type": {"aws_sqs"}, "type_was": {"aws_sqs"}, "event_type": {"transaction.posted@1"},
+			"queue_url": {"https://sqs.eu-west-1.amazonaws.com/111122223333/ledger.fifo"}, "role_arn": {"arn:aws:iam::111122223333:role/other"}}
+		if got := b.submit("/console/subscriptions/"+sqs+"/edit", "/console/subscriptions/"+sqs, form); got.status != 303 {
+			t.Fatalf("edit of the role: %d\n%s", got.status, got.body)
+		}
+		if _, body = h.apiCall("GET", "/v1/subscriptions/"+sqs, "", "acme"); !strings.Contains(body, `role/other"`) || !strings.Contains(body, ext[1]) {
+			t.Fatalf("after the edit (a new role, the same external id): %s", body)
+		}
 		// The edit form shows what is stored; saving it unchanged but for
 		// the name keeps the destination and its credentials.
 		page := "/console/subscriptions/" + rabbit

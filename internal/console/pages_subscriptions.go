@@ -211,7 +211,7 @@ func destinationRequest(f url.Values, creating bool) m {
 		kind = hub.DestinationWebhook
 	}
 	dest := m{"type": kind}
-	if u := strings.TrimSpace(f.Get("url")); kind != hub.DestinationKafka && kind != hub.DestinationPubSub && (creating || u != f.Get("url_was") || kind != f.Get("type_was")) {
+	if u := strings.TrimSpace(f.Get("url")); kind != hub.DestinationKafka && kind != hub.DestinationPubSub && !hub.IsAWS(kind) && (creating || u != f.Get("url_was") || kind != f.Get("type_was")) {
 		dest["url"] = u
 	}
 	switch kind {
@@ -223,6 +223,16 @@ func destinationRequest(f url.Values, creating bool) m {
 		dest["project"], dest["topic"] = strings.TrimSpace(f.Get("project")), strings.TrimSpace(f.Get("topic"))
 		if key := strings.TrimSpace(f.Get("credentials")); key != "" || creating || kind != f.Get("type_was") {
 			dest["credentials"] = key // the API takes the key as a string holding it
+		}
+	case hub.DestinationAWSSQS, hub.DestinationAWSSNS, hub.DestinationAWSEventBridge, hub.DestinationAWSKinesis:
+		// docs/aws.md: the resource and the role; the external id is the
+		// hub's, never sent.
+		dest["role_arn"] = strings.TrimSpace(f.Get("role_arn"))
+		field := map[string]string{hub.DestinationAWSSQS: "queue_url", hub.DestinationAWSSNS: "topic_arn",
+			hub.DestinationAWSEventBridge: "event_bus_arn", hub.DestinationAWSKinesis: "stream_arn"}[kind]
+		dest[field] = strings.TrimSpace(f.Get(field))
+		if kind == hub.DestinationAWSEventBridge {
+			dest["source"], dest["detail_type"] = strings.TrimSpace(f.Get("source")), strings.TrimSpace(f.Get("detail_type"))
 		}
 	case hub.DestinationKafka:
 		var brokers []string
@@ -238,7 +248,7 @@ func destinationRequest(f url.Values, creating bool) m {
 			dest["sasl"] = nil
 		}
 	}
-	if kind != hub.DestinationPubSub {
+	if kind != hub.DestinationPubSub && !hub.IsAWS(kind) {
 		tlsRequest(f, creating, dest)
 	}
 	return dest

@@ -1,6 +1,6 @@
 // Package crashpoint lets the fault suite kill a hub process at a named
-// step of the commit protocol (docs/architecture.md, "The commit
-// protocol"), as kill -9 would, at the exact moment a test needs. It is
+// step of the writer and the deliveries (docs/architecture.md, "The
+// writer"), as kill -9 would, at the exact moment a test needs. It is
 // compiled in only with the build tag faults, which the fault suite builds
 // its binary with; otherwise Reach does nothing and costs nothing.
 //

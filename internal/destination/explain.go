@@ -40,8 +40,10 @@ func WrittenOf(t Target) Written {
 		}
 		w.Hosts = append(w.Hosts, host)
 	}
-	if u, err := url.Parse(t.URL); err == nil && u.Host != "" {
-		add(u.Hostname(), cmpOr(u.Port(), defaultPorts[u.Scheme]))
+	for _, raw := range []string{t.URL, t.AWS.QueueURL} {
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			add(u.Hostname(), cmpOr(u.Port(), defaultPorts[u.Scheme]))
+		}
 	}
 	for _, b := range t.Brokers {
 		host, port, err := net.SplitHostPort(b)
@@ -210,6 +212,9 @@ func scrubAddrs(s string, w Written) string {
 			host = ap.Addr().String()
 		} else if h, _, err := net.SplitHostPort(m); err == nil {
 			host = h
+		}
+		if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err != nil {
+			return m // digits and colons that are no address: an ARN's ::123456789012:
 		}
 		if w.wrote(host) {
 			return m

@@ -2,6 +2,7 @@ package destination_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -162,5 +163,17 @@ func TestExplain_NamesTheDestinationAsWrittenNeverAnAddressOrTheResolver(t *test
 				}
 			}
 		})
+	}
+}
+
+// An ARN's ::<account>: is digits and colons but no address: a tenant
+// reads the role or topic it wrote whole, while a real address beside it
+// is still replaced.
+func TestExplain_KeepsARNsWhole(t *testing.T) {
+	err := errors.New("access denied assuming role arn:aws:iam::111122223333:role/hub from 10.0.0.7:443 and [fd00::1]:80")
+	got := destination.Describe(err)
+	want := "access denied assuming role arn:aws:iam::111122223333:role/hub from <address> and <address>"
+	if got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
 	}
 }

@@ -48,10 +48,15 @@ func (r *Registry) Send(ctx context.Context, t Target, m Message) Result {
 	return res
 }
 
-// Close closes every driver.
+// Close closes every driver, once (one driver may serve several types).
 func (r *Registry) Close() error {
 	var errs []error
+	closed := make(map[Driver]bool, len(r.drivers))
 	for _, d := range r.drivers {
+		if closed[d] {
+			continue
+		}
+		closed[d] = true
 		errs = append(errs, d.Close())
 	}
 	return errors.Join(errs...)

@@ -308,8 +308,8 @@ func (ds *destinations) excluded() []string {
 // destinationOf is a URL's destination: scheme, host and port (the
 // scheme's default when none is written).
 func destinationOf(raw string) string {
-	if strings.HasPrefix(raw, "kafka://") || strings.HasPrefix(raw, "pubsub://") {
-		return raw // hub.Destination.Address: the brokers or the project, already plain
+	if strings.HasPrefix(raw, "kafka://") || strings.HasPrefix(raw, "pubsub://") || strings.HasPrefix(raw, "arn:") || strings.HasPrefix(raw, "aws_sqs:") {
+		return raw // hub.Destination.Address: the brokers, the project or the AWS resource, already plain
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

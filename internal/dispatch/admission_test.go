@@ -3,6 +3,8 @@ package dispatch
 import (
 	"slices"
 	"testing"
+
+	hub "github.com/lerianstudio/streaming-hub"
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -129,5 +131,20 @@ func TestFairShare_OtherDestinationsAreApart(t *testing.T) {
 	ds.excluded()
 	if len(ds.hosts) != 0 {
 		t.Fatalf("idle destinations are kept: %d", len(ds.hosts))
+	}
+}
+
+// An AWS destination's share and breaker are its resource's: two queues
+// (or topics) of one account are two destinations, never one "arn://".
+func TestDestinationOf_AWSResourcesAreTheirOwn(t *testing.T) {
+	a := hub.Destination{Type: hub.DestinationAWSSQS, AWS: hub.AWS{QueueURL: "https://sqs.us-east-1.amazonaws.com/111122223333/a"}}
+	b := hub.Destination{Type: hub.DestinationAWSSQS, AWS: hub.AWS{QueueURL: "https://sqs.us-east-1.amazonaws.com/111122223333/b"}}
+	topic := hub.Destination{Type: hub.DestinationAWSSNS, AWS: hub.AWS{TopicARN: "arn:aws:sns:us-east-1:111122223333:t"}}
+	got := map[string]bool{}
+	for _, d := range []hub.Destination{a, b, topic} {
+		got[destinationOf(d.Address())] = true
+	}
+	if len(got) != 3 || !got["arn:aws:sqs:us-east-1:111122223333:a"] || !got["arn:aws:sns:us-east-1:111122223333:t"] {
+		t.Fatalf("destinations %v: three, by resource, expected", got)
 	}
 }

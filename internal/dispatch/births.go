@@ -12,7 +12,7 @@ import (
 const maxBirths = 512
 
 // Offer is asked by this process's ingest before each transaction
-// (store.Births; docs/architecture.md, "The commit protocol"): it
+// (store.Births; docs/architecture.md, "The writer"): it
 // reserves room for jobs born leased to this dispatcher, unless it is not
 // running, is stopping, or has no room.
 func (d *Dispatcher) Offer() *store.BirthOffer {

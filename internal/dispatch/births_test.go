@@ -29,7 +29,7 @@ func (s *countingStore) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]s
 }
 
 // Jobs born leased in the ingest transaction are delivered with no claim
-// at all (docs/architecture.md, "The commit protocol"): an ordered
+// at all (docs/architecture.md, "The writer"): an ordered
 // subscription's events, published one by one while the earlier ones are
 // in flight here, arrive once each and in order, and their results are
 // written.

@@ -10,7 +10,7 @@ import (
 )
 
 // The claimer: it keeps the local queue fed with what the happy path
-// (jobs born leased, docs/architecture.md "The commit protocol") does not
+// (jobs born leased, docs/architecture.md "The writer") does not
 // bring, namely retries, backlogs, other processes' jobs and what
 // recovery gives back. The store is its one wake-up source (ListenJobs:
 // new jobs named by subscription, and the jobs born leased here); its

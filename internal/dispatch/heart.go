@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -128,6 +129,8 @@ func (d *Dispatcher) register(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-d.stopping:
+			return errors.New("dispatch: stopped before the heartbeat was registered")
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)

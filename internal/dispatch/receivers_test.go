@@ -322,7 +322,7 @@ func TestFairness_ANewTenantsJobIsClaimedInTheNextRoundDespiteHandOffs(t *testin
 		kinds, marked, gotB := log.kinds, log.marked, log.gotB
 		log.mu.Unlock()
 		// B's new job may be born leased to the dispatcher in its ingest
-		// transaction (docs/architecture.md, "The commit protocol"): then
+		// transaction (docs/architecture.md, "The writer"): then
 		// no claim takes it and A's hand-offs cannot delay it. Otherwise it
 		// is announced as its ingest commits: a claim naming B's
 		// subscription may take it before the wake-up even comes.

@@ -18,7 +18,7 @@ type unit struct {
 // at a time in sequence order. Jobs claimed or born later join it at the
 // back while it lasts, so a busy ordered subscription goes from one job to
 // the next with no database round trip between them
-// (docs/architecture.md, "The commit protocol").
+// (docs/architecture.md, "The writer").
 type run struct {
 	sub  string
 	next []store.Claimed // not started yet, in order

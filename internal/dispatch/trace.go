@@ -73,6 +73,16 @@ func brokerSpan(dest hub.Destination) (string, []attribute.KeyValue) {
 		attrs = append(attrs, semconv.MessagingSystemGCPPubSub)
 		where = dest.Topic
 		host = "pubsub.googleapis.com"
+	case hub.DestinationAWSSQS:
+		attrs = append(attrs, semconv.MessagingSystemAWSSQS)
+		where = dest.AWS.QueueURL
+	case hub.DestinationAWSSNS:
+		attrs = append(attrs, semconv.MessagingSystemAWSSNS)
+		where = dest.AWS.TopicARN
+	case hub.DestinationAWSEventBridge, hub.DestinationAWSKinesis:
+		// No messaging system of their own in the conventions yet.
+		attrs = append(attrs, semconv.MessagingSystemKey.String(dest.Type))
+		where = dest.AWSResource()
 	case hub.DestinationKafka:
 		attrs = append(attrs, semconv.MessagingSystemKafka)
 		where = dest.Topic

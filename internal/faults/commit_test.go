@@ -19,7 +19,7 @@ import (
 )
 
 // The scenarios of this file break the commit protocol of a process that
-// both ingests and delivers (docs/architecture.md, "The commit protocol")
+// both ingests and delivers (docs/architecture.md, "The writer")
 // at each of its steps, on PostgreSQL with real processes: kill -9 right
 // after an ingest commit whose born jobs are still in memory, during
 // attempts, with answered results not yet written, right after a batch of
@@ -459,7 +459,7 @@ func TestCommitDatabaseBackendsTerminatedDuringWriteBehind(t *testing.T) {
 // the first replica's partition pass makes the weeks ahead (newCommitWorld
 // makes them beforehand; this one does not): no lease may lapse under a
 // live process, so no job is recovered, fenced or sent twice
-// (docs/architecture.md, "The commit protocol": a job is sent again only
+// (docs/architecture.md, "The writer": a job is sent again only
 // after its process died or lost the database for most of a lease).
 func TestCommitLeasesKeptWhileTheFirstPartitionPassRuns(t *testing.T) {
 	w := newWorld(t, commitTenants, 4, 0)

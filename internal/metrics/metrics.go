@@ -53,7 +53,7 @@ type Metrics struct {
 	CompletionsFenced prometheus.Counter
 	// JobsBorn counts jobs leased at birth by the ingest transaction;
 	// Redeliveries jobs sent again after their result was lost, by reason
-	// (docs/architecture.md, "The commit protocol").
+	// (docs/architecture.md, "The writer").
 	JobsBorn       prometheus.Counter
 	Redeliveries   *prometheus.CounterVec
 	ResultsGivenUp prometheus.Counter

@@ -43,6 +43,20 @@ type destinationConfig struct {
 	// (kept here rather than in a column of their own).
 	SignatureScheme  string `json:"signature_scheme,omitempty"`
 	SigningPublicKey string `json:"signing_public_key,omitempty"`
+	// An AWS destination's settings (docs/aws.md): none is secret, the
+	// external id included.
+	AWS *awsConfig `json:"aws,omitempty"`
+}
+
+type awsConfig struct {
+	QueueURL    string `json:"queue_url,omitempty"`
+	TopicARN    string `json:"topic_arn,omitempty"`
+	EventBusARN string `json:"event_bus_arn,omitempty"`
+	Source      string `json:"source,omitempty"`
+	DetailType  string `json:"detail_type,omitempty"`
+	StreamARN   string `json:"stream_arn,omitempty"`
+	RoleARN     string `json:"role_arn"`
+	ExternalID  string `json:"external_id"`
 }
 
 type oauth2Config struct {
@@ -77,6 +91,10 @@ func EncodeSubscription(s hub.Subscription) (SubscriptionJSON, error) {
 		SignatureScheme: s.SignatureScheme, SigningPublicKey: s.SigningPublicKey}
 	if o := d.OAuth2; o != (hub.OAuth2{}) {
 		cfg.OAuth2 = &oauth2Config{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
+	}
+	if a := d.AWS; a != (hub.AWS{}) {
+		cfg.AWS = &awsConfig{QueueURL: a.QueueURL, TopicARN: a.TopicARN, EventBusARN: a.EventBusARN, Source: a.Source,
+			DetailType: a.DetailType, StreamARN: a.StreamARN, RoleARN: a.RoleARN, ExternalID: a.ExternalID}
 	}
 	dc, err := json.Marshal(cfg)
 	if err != nil {
@@ -122,7 +140,7 @@ func DecodeSubscription(s *hub.Subscription, eventTypes, headers, retrySchedule,
 	return nil
 }
 
-// DecodeDestinationConfig fills s's broker and OAuth 2.0 settings, its
+// DecodeDestinationConfig fills s's broker, AWS and OAuth 2.0 settings, its
 // signature scheme and public key, from destination_config.
 func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	if len(raw) == 0 {
@@ -140,6 +158,10 @@ func DecodeDestinationConfig(s *hub.Subscription, raw []byte) error {
 	s.SignatureScheme, s.SigningPublicKey = dc.SignatureScheme, dc.SigningPublicKey
 	if o := dc.OAuth2; o != nil {
 		d.OAuth2 = hub.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, Scope: o.Scope, Audience: o.Audience, ClientAuth: o.ClientAuth}
+	}
+	if a := dc.AWS; a != nil {
+		d.AWS = hub.AWS{QueueURL: a.QueueURL, TopicARN: a.TopicARN, EventBusARN: a.EventBusARN, Source: a.Source,
+			DetailType: a.DetailType, StreamARN: a.StreamARN, RoleARN: a.RoleARN, ExternalID: a.ExternalID}
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ type ClaimParams struct {
 }
 
 // BirthOffer is what this process's dispatcher offers an ingest
-// transaction (docs/architecture.md, "The commit protocol"): room for up
+// transaction (docs/architecture.md, "The writer"): room for up
 // to Room jobs born leased to it under Token for Lease, none of them of
 // the Exclude subscriptions. Owner names the dispatcher: an ordered
 // subscription whose in-flight jobs it leased may take more, behind them.

@@ -12,7 +12,7 @@ import (
 
 // bornCTEs insert matching's jobs and lease at birth, to the dispatcher
 // that offered room (store.BirthOffer), those it may take
-// (docs/architecture.md, "The commit protocol"). They join the ingest
+// (docs/architecture.md, "The writer"). They join the ingest
 // transaction's other writes in one statement (composite):
 //
 //   - cand locks the jobs' subscriptions that may take born jobs, in id

@@ -53,9 +53,9 @@ func (e env) births(t testing.TB, n *nursery) {
 	t.Cleanup(func() { e.dispatcher.n = nil })
 }
 
-// testBirths: the ingest transaction leases jobs at birth to this
+// testBirths: the writer's transaction leases jobs at birth to this
 // process's dispatcher when it has room (docs/architecture.md, "The
-// commit protocol"), and leaves the rest pending for claims.
+// writer"), and leaves the rest pending for claims.
 func testBirths(t *testing.T, open Opener) {
 	t.Run("BornJobsAreLeasedWithTheirEventsTheRestArePending", func(t *testing.T) {
 		e := setup(t, open, store.Options{})

@@ -34,7 +34,17 @@ func testReach(t *testing.T, open Opener) {
 				Scope: "events:write", Audience: "https://hooks.example.com", ClientAuth: hub.OAuth2ClientAuthBody}}
 		v1a := NewSubscription("acme", "sub_v1a")
 		v1a.SignatureScheme, v1a.SigningPublicKey = hub.SignatureV1a, "whpk_0HHYm1dI6N9QMrp4M2UCTrsW/TDUiUPbcq6I92etrR8="
-		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub, oauth, v1a} {
+		// AWS destinations (docs/aws.md): the resource, the role and the
+		// external id the hub made, all in destination_config.
+		sqs := NewSubscription("acme", "sub_sqs")
+		sqs.Destination = hub.Destination{Type: hub.DestinationAWSSQS, Headers: map[string]string{}, AWS: hub.AWS{
+			QueueURL: "https://sqs.us-east-1.amazonaws.com/111122223333/events.fifo",
+			RoleARN:  "arn:aws:iam::111122223333:role/streaming-hub", ExternalID: hub.NewExternalID()}}
+		bus := NewSubscription("acme", "sub_bus")
+		bus.Destination = hub.Destination{Type: hub.DestinationAWSEventBridge, Headers: map[string]string{}, AWS: hub.AWS{
+			EventBusARN: "arn:aws:events:us-east-1:111122223333:event-bus/ledger", Source: "com.acme", DetailType: "ledger",
+			RoleARN: "arn:aws:iam::111122223333:role/streaming-hub", ExternalID: hub.NewExternalID()}}
+		for _, in := range []hub.Subscription{rabbit, kafka, nats, pubsub, oauth, v1a, sqs, bus} {
 			created, err := e.store.CreateSubscription(e.ctx, in)
 			if err != nil {
 				t.Fatal(err)
