@@ -225,7 +225,7 @@ func TestCLI_RejectionsAndOutputForms(t *testing.T) {
 	h := startHub(t)
 	admin := newCLI(t, h.URL(), h.Config.AdminToken)
 	brokers := strings.Join(h.KafkaAddrs(), ",")
-	admin.ok("produce", "--brokers", brokers, "--id", "bad-cli-1", "--header", "ce-specversion=0.3", "--timeout", "10s")
+	admin.ok("produce", "--brokers", brokers, "--id", "bad-cli-1", "--header", "ce-specversion=0.3", "--timeout", testkit.Patience.String())
 
 	var page struct {
 		Data []struct {
