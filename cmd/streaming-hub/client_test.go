@@ -208,6 +208,7 @@ func TestCLI_RoundTrip(t *testing.T) {
 			SchemaMajor int `json:"schema_major"`
 		} `json:"event_types"`
 	}
+	// type:major is read as type@major.
 	acme.json(&sub, "subscriptions", "create", "--name", "hooks", "--event-type", "transaction.posted:1",
 		"--url", sink.URL+"/hook", "--header", "X-Custom=cli", "--retry-schedule", "1s, 2s", "--max-in-flight", "2")
 	if !strings.HasPrefix(sub.SigningSecret, "whsec_") || sub.VerificationState != "pending" ||
@@ -228,7 +229,7 @@ func TestCLI_RoundTrip(t *testing.T) {
 	}
 	out = acme.ok("subscriptions", "get", sub.ID)
 	if field(t, out, "headers") != "X-Custom=cli" || field(t, out, "retry_schedule") != "1s, 2s" ||
-		field(t, out, "event_types") != "transaction.posted:1" || field(t, out, "max_in_flight") != "2" {
+		field(t, out, "event_types") != "transaction.posted@1" || field(t, out, "max_in_flight") != "2" {
 		t.Fatalf("get:\n%s", out)
 	}
 	if strings.Contains(out, "signing_secret") || strings.Contains(out, sub.SigningSecret) {

@@ -77,7 +77,7 @@ func TestCLI_AdminHealthAndATenantsOwnTenant(t *testing.T) {
 
 	sink := newEchoSink(t)
 	var sub struct{ ID string }
-	acme.json(&sub, "subscriptions", "create", "--name", "hooks", "--event-type", "transaction.posted:1", "--url", sink.URL+"/hook")
+	acme.json(&sub, "subscriptions", "create", "--name", "hooks", "--event-type", "transaction.posted@1", "--url", sink.URL+"/hook")
 	acme.ok("subscriptions", "verify", sub.ID)
 	acme.ok("produce", "--brokers", strings.Join(h.KafkaAddrs(), ","), "--tenant", "acme", "--id", "evt-health-1", "--timeout", "2m")
 	var jobs jobsPage
