@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -265,7 +266,9 @@ func TestCLI_RoundTrip(t *testing.T) {
 	if field(t, out, "event_id") != "evt-cli-1" || field(t, out, "status") != "succeeded" || !strings.Contains(out, "\nattempt_log:\n") {
 		t.Fatalf("deliveries get:\n%s", out)
 	}
-	if lines := strings.Split(strings.TrimSpace(out[strings.Index(out, "attempt_log:"):]), "\n"); len(lines) != 3 || strings.Fields(lines[2])[2] != "200" {
+	// STARTED, then the duration as the console writes it ("<1 ms", "12 ms", "1.2 s"; never Go's "12ms"), then the status.
+	if lines := strings.Split(strings.TrimSpace(out[strings.Index(out, "attempt_log:"):]), "\n"); len(lines) != 3 ||
+		!regexp.MustCompile(`^\S+\s+(<1 ms|[0-9]+ ms|[0-9.]+ s)\s+200\s`).MatchString(lines[2]+" ") {
 		t.Fatalf("attempt log %q", lines)
 	}
 	var replay struct{ ID, EventID, Status string }

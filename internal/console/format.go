@@ -26,12 +26,7 @@ func millis(v any) string {
 	if !ok {
 		return "—"
 	}
-	if f == 0 {
-		// The API writes whole milliseconds: 0 is an attempt that took
-		// less than one.
-		return "<1 ms"
-	}
-	return duration(time.Duration(f * float64(time.Millisecond)))
+	return human.Millis(f)
 }
 
 // number writes a count with thousands separators ("12,345") and other
