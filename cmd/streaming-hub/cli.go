@@ -72,8 +72,8 @@ func (g group) run(args []string, e env) int {
 	for i, s := range g.subs {
 		names[i] = s.name
 	}
-	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q%s\n\n", g.name, args[0], didYouMean(args[0], names))
-	g.usage(e.stderr)
+	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q%s\n%s\n", g.name, args[0], didYouMean(args[0], names),
+		seeHelp(g.name, "its subcommands"))
 	return exitUsage
 }
 

@@ -539,7 +539,7 @@ func TestCLI_Errors(t *testing.T) {
 	}
 	for _, g := range []string{"tenants", "keys", "subscriptions", "deliveries", "events"} {
 		code, out, errOut := runCmd(admin.vars, g, "frobnicate")
-		if code != exitUsage || out != "" || !strings.Contains(errOut, `unknown subcommand "frobnicate"`) || !strings.Contains(errOut, "Usage: streaming-hub "+g+" <subcommand>") {
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `unknown subcommand "frobnicate"`) || !strings.HasSuffix(errOut, "\nRun 'streaming-hub "+g+" --help' for its subcommands.\n") || strings.Contains(errOut, "Usage:") {
 			t.Errorf("%s frobnicate: exit %d\n%s", g, code, errOut)
 		}
 		if code, _, errOut := runCmd(admin.vars, g); code != exitUsage || !strings.Contains(errOut, "Subcommands:") {
