@@ -99,7 +99,6 @@ func perMinute(v any) string {
 	return compact(f) + "/min"
 }
 
-
 // plural writes a count with its noun: "1 delivery", "12,345 deliveries".
 func plural(v any, one, many string) string {
 	f, ok := toFloat(v)
