@@ -48,6 +48,8 @@ type options struct {
 	auth config.Auth
 	// servedTenant makes the hub single-tenant, serving it.
 	servedTenant string
+	// breakerState is the API's breaker for a destination; nil: closed.
+	breakerState func(tenantID, url string) string
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -78,7 +80,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
 		Destinations: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
-		ServedTenant: o.servedTenant,
+		ServedTenant: o.servedTenant, BreakerState: o.breakerState,
 	})
 	if err != nil {
 		t.Fatal(err)
