@@ -110,7 +110,7 @@ func TestOperatorOverview_CardsAndBarsCountTheSameAttemptsOnTheFirstLook(t *test
 		if delivered == nil || delivered[1] != "1" || failed == nil || failed[1] != "1" {
 			t.Fatalf("the cards on the first look: delivered %v, failed %v", delivered, failed)
 		}
-		if !strings.Contains(got.body, "attempts delivered in the last 1 h") || !strings.Contains(got.body, "Delivered and failed attempts in each 5 min of the last 1 h: the bars add up to the counts above") {
+		if !strings.Contains(got.body, "attempts delivered in the last 1 h") || !strings.Contains(got.body, "Delivered and failed attempts per 5 min over the last 1 h: the bars add up to the counts above") {
 			t.Errorf("the cards and the caption do not name one unit and window:\n%s", got.body)
 		}
 		if m := regexp.MustCompile(`id="hub-p99">([^<]+)<`).FindStringSubmatch(got.body); m == nil || !regexp.MustCompile(`^(\d+|<1) ms$`).MatchString(m[1]) {
