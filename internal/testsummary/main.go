@@ -103,8 +103,15 @@ func (s *summary) test(pkgName, name string) *test {
 		s.order = append(s.order, t)
 		p := s.pkg(pkgName)
 		p.tests = append(p.tests, t)
-		if i := strings.LastIndexByte(name, '/'); i > 0 {
-			s.test(pkgName, name[:i]).parent = true
+		// Its parent is the longest name before a '/' that ran: a
+		// subtest's own name may hold slashes (t.Run(`{"source":"//x"}`)).
+		for i := len(name) - 1; i > 0; i-- {
+			if name[i] == '/' {
+				if parent := s.tests[pkgName+" "+name[:i]]; parent != nil {
+					parent.parent = true
+					break
+				}
+			}
 		}
 	}
 	return t

@@ -125,6 +125,27 @@ func TestReport_ALongFailureShowsItsTailAndHowToSeeAll(t *testing.T) {
 	}
 }
 
+// A subtest whose name holds slashes is its parent's child, not a test of
+// its own that never ended.
+func TestReport_SubtestNamesWithSlashes(t *testing.T) {
+	in := `{"Action":"run","Package":"p","Test":"TestFilters"}
+{"Action":"run","Package":"p","Test":"TestFilters/{\"source\":\"//midaz/ledger\"}"}
+{"Action":"pass","Package":"p","Test":"TestFilters/{\"source\":\"//midaz/ledger\"}"}
+{"Action":"run","Package":"p","Test":"TestFilters/plain"}
+{"Action":"pass","Package":"p","Test":"TestFilters/plain"}
+{"Action":"pass","Package":"p","Test":"TestFilters"}
+{"Action":"pass","Package":"p","Elapsed":0.1}
+`
+	var out strings.Builder
+	s := newSummary(&out)
+	if err := s.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if !s.report(options{}) || strings.Contains(out.String(), "Still running") || !strings.Contains(out.String(), "PASS: 2 passed, 0 failed, 0 skipped") {
+		t.Fatalf("got\n%s", out.String())
+	}
+}
+
 func TestSkipReason(t *testing.T) {
 	for _, c := range []struct {
 		out  []string
