@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +24,36 @@ const (
 type EventTypeRef struct {
 	Type        string `json:"type"` // <resource>.<event>
 	SchemaMajor int    `json:"schema_major"`
+}
+
+// String writes the reference in the one notation the CLI, the console
+// and the docs use for a versioned event type: type@major, such as
+// transaction.posted@1 (docs/concepts.md, "Event types and their majors").
+func (r EventTypeRef) String() string {
+	return r.Type + "@" + strconv.Itoa(r.SchemaMajor)
+}
+
+// ParseEventTypeRef reads type@major, and type:major as well (what the CLI
+// wrote before); a type alone is major 1. It checks the notation, not the
+// type's form: ValidateEventTypes does.
+func ParseEventTypeRef(s string) (EventTypeRef, error) {
+	s = strings.TrimSpace(s)
+	typ, major, has := strings.Cut(s, "@")
+	if !has {
+		typ, major, has = strings.Cut(s, ":")
+	}
+	r := EventTypeRef{Type: strings.TrimSpace(typ), SchemaMajor: 1}
+	if r.Type == "" {
+		return r, fmt.Errorf("%q: an event type is type@major, such as transaction.posted@1", s)
+	}
+	if has {
+		n, err := strconv.Atoi(strings.TrimSpace(major))
+		if err != nil || n < 1 {
+			return r, fmt.Errorf("%q: the schema major after '@' must be a number from 1, such as transaction.posted@1", s)
+		}
+		r.SchemaMajor = n
+	}
+	return r, nil
 }
 
 // Auth types of a destination.
@@ -334,7 +365,7 @@ func ValidateEventTypes(ets []EventTypeRef) error {
 			return Errorf(EINVALID, "event_types[%d].schema_major: must be 1 or more", i)
 		}
 		if seen[et] {
-			return Errorf(EINVALID, "event_types[%d]: %s v%d is listed twice", i, et.Type, et.SchemaMajor)
+			return Errorf(EINVALID, "event_types[%d]: %s is listed twice", i, et)
 		}
 		seen[et] = true
 	}

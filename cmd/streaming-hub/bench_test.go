@@ -44,7 +44,7 @@ func TestBench_ProfileMistakesAreUsageErrors(t *testing.T) {
 		{[]string{"-set", "nonsense"}, "want NAME=VALUE"},
 		{[]string{"-sink-latency", "soon"}, "invalid value"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
-		{[]string{"-limits", "soon"}, `invalid value "soon" for flag -limits`},
+		{[]string{"-limits", "soon"}, `invalid value "soon" for flag --limits`},
 	} {
 		code, _, errOut := runCmd(nil, append([]string{"bench"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
@@ -218,7 +218,7 @@ func TestBench_ReplicasMistakesAreOneLineEach(t *testing.T) {
 		{[]string{"-replicas", "2", "-database", "postgres://db/x", "-soak", "10s"}, "replicas 2: give no soak, idle or statements"},
 		{[]string{"-replicas", "2", "-database", "postgres://db/x", "-statements", "5"}, "give no soak, idle or statements"},
 		{[]string{"-limits-only", "-replicas", "2"}, "-limits-only measures the machine and runs no load: give no -replicas"},
-		{[]string{"-replicas", "two"}, `invalid value "two" for flag -replicas`},
+		{[]string{"-replicas", "two"}, `invalid value "two" for flag --replicas`},
 	} {
 		code, _, errOut := runCmd(nil, append([]string{"bench"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) || (!strings.Contains(tc.want, "invalid value") && strings.Count(strings.TrimSpace(errOut), "\n") != 0) {

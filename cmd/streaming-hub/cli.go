@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/lerianstudio/streaming-hub/internal/config"
@@ -20,6 +21,12 @@ const (
 	envServer = "STREAMING_HUB_SERVER"
 	envToken  = "STREAMING_HUB_TOKEN"
 	envTenant = "STREAMING_HUB_TENANT"
+
+	// What dev listens on, which the client commands follow when their own
+	// settings are unset (docs/cli.md, "Where the client commands connect").
+	envHTTPAddr       = config.Prefix + "HTTP_ADDR"
+	envHTTPListenAddr = config.Prefix + "HTTP_LISTEN_ADDR"
+	envDevKafkaAddr   = config.Prefix + "DEV_KAFKA_ADDR"
 
 	defaultServer = config.DefaultServer
 )
@@ -65,8 +72,8 @@ func (g group) run(args []string, e env) int {
 	for i, s := range g.subs {
 		names[i] = s.name
 	}
-	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q%s\n\n", g.name, args[0], didYouMean(args[0], names))
-	g.usage(e.stderr)
+	fmt.Fprintf(e.stderr, "streaming-hub %s: unknown subcommand %q%s\n%s\n", g.name, args[0], didYouMean(args[0], names),
+		seeHelp(g.name, "its subcommands"))
 	return exitUsage
 }
 
@@ -115,7 +122,7 @@ func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...str
 		server = c.ctx.Server
 	}
 	if server == "" {
-		server = defaultServer
+		server = serverOfListenAddr(e)
 	}
 	tenant := e.getenv(envTenant)
 	if tenant == "" && c.ctx != nil {
@@ -132,14 +139,44 @@ func newAPICmd(e env, name, synopsis, about string, scoped bool, posNames ...str
 		fmt.Fprintf(w, "Usage: streaming-hub %s %s\n\n%s\n\nFlags (before or after the arguments):\n", name, synopsis, strings.TrimSpace(about))
 		printFlags(c.fs)
 		fmt.Fprintf(w, "\nEnvironment:\n")
-		fmt.Fprintf(w, "  %-21s the admin token or a tenant API key, sent as Authorization: Bearer (required)\n", envToken)
-		fmt.Fprintf(w, "  %-21s default of --server (else the current context's, else %s)\n", envServer, defaultServer)
+		fmt.Fprintf(w, "  %-21s the admin token or a tenant API key, sent as Authorization: Bearer %s\n", envToken, c.tokenNeed())
+		fmt.Fprintf(w, "  %-21s default of --server (else the current context's, else the address\n  %-21s %s names, else %s)\n",
+			envServer, "", envHTTPAddr, defaultServer)
 		if scoped {
 			fmt.Fprintf(w, "  %-21s default of --tenant (else the current context's)\n", envTenant)
 		}
 		fmt.Fprintf(w, "  When a variable is not set, the current context (streaming-hub config) gives the value.\n")
 	}
 	return c
+}
+
+// tokenNeed says in --help whether STREAMING_HUB_TOKEN must be set: not
+// when the current context holds a token.
+func (c *apiCmd) tokenNeed() string {
+	if c.ctx != nil && c.ctx.Token != "" {
+		return "(optional: the current context has a token)"
+	}
+	return "(required unless the current context has a token)"
+}
+
+// serverOfListenAddr is the URL of the hub on this machine that dev (or
+// serve) listens on when STREAMING_HUB_HTTP_ADDR (or the chart's
+// STREAMING_HUB_HTTP_LISTEN_ADDR) is set in this shell too: one variable
+// moves the hub and its clients together. Unset or unusable, the default.
+func serverOfListenAddr(e env) string {
+	addr := e.getenv(envHTTPAddr)
+	if addr == "" {
+		addr = e.getenv(envHTTPListenAddr)
+	}
+	host, port, err := net.SplitHostPort(strings.TrimSpace(addr))
+	if err != nil || port == "" {
+		return defaultServer
+	}
+	switch host {
+	case "", "0.0.0.0", "::", "[::]":
+		host = "127.0.0.1" // listening everywhere: this machine answers on loopback
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // parse reads the arguments, checks them and STREAMING_HUB_TOKEN, and makes

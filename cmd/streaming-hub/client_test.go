@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,7 @@ func TestCLI_RoundTrip(t *testing.T) {
 			SchemaMajor int `json:"schema_major"`
 		} `json:"event_types"`
 	}
+	// type:major is read as type@major.
 	acme.json(&sub, "subscriptions", "create", "--name", "hooks", "--event-type", "transaction.posted:1",
 		"--url", sink.URL+"/hook", "--header", "X-Custom=cli", "--retry-schedule", "1s, 2s", "--max-in-flight", "2")
 	if !strings.HasPrefix(sub.SigningSecret, "whsec_") || sub.VerificationState != "pending" ||
@@ -228,7 +230,7 @@ func TestCLI_RoundTrip(t *testing.T) {
 	}
 	out = acme.ok("subscriptions", "get", sub.ID)
 	if field(t, out, "headers") != "X-Custom=cli" || field(t, out, "retry_schedule") != "1s, 2s" ||
-		field(t, out, "event_types") != "transaction.posted:1" || field(t, out, "max_in_flight") != "2" {
+		field(t, out, "event_types") != "transaction.posted@1" || field(t, out, "max_in_flight") != "2" {
 		t.Fatalf("get:\n%s", out)
 	}
 	if strings.Contains(out, "signing_secret") || strings.Contains(out, sub.SigningSecret) {
@@ -264,7 +266,9 @@ func TestCLI_RoundTrip(t *testing.T) {
 	if field(t, out, "event_id") != "evt-cli-1" || field(t, out, "status") != "succeeded" || !strings.Contains(out, "\nattempt_log:\n") {
 		t.Fatalf("deliveries get:\n%s", out)
 	}
-	if lines := strings.Split(strings.TrimSpace(out[strings.Index(out, "attempt_log:"):]), "\n"); len(lines) != 3 || strings.Fields(lines[2])[2] != "200" {
+	// STARTED, then the duration as the console writes it ("<1 ms", "12 ms", "1.2 s"; never Go's "12ms"), then the status.
+	if lines := strings.Split(strings.TrimSpace(out[strings.Index(out, "attempt_log:"):]), "\n"); len(lines) != 3 ||
+		!regexp.MustCompile(`^\S+\s+(<1 ms|[0-9]+ ms|[0-9.]+ s)\s+200\s`).MatchString(lines[2]+" ") {
 		t.Fatalf("attempt log %q", lines)
 	}
 	var replay struct{ ID, EventID, Status string }
@@ -535,7 +539,7 @@ func TestCLI_Errors(t *testing.T) {
 	}
 	for _, g := range []string{"tenants", "keys", "subscriptions", "deliveries", "events"} {
 		code, out, errOut := runCmd(admin.vars, g, "frobnicate")
-		if code != exitUsage || out != "" || !strings.Contains(errOut, `unknown subcommand "frobnicate"`) || !strings.Contains(errOut, "Usage: streaming-hub "+g+" <subcommand>") {
+		if code != exitUsage || out != "" || !strings.Contains(errOut, `unknown subcommand "frobnicate"`) || !strings.HasSuffix(errOut, "\nRun 'streaming-hub "+g+" --help' for its subcommands.\n") || strings.Contains(errOut, "Usage:") {
 			t.Errorf("%s frobnicate: exit %d\n%s", g, code, errOut)
 		}
 		if code, _, errOut := runCmd(admin.vars, g); code != exitUsage || !strings.Contains(errOut, "Subcommands:") {

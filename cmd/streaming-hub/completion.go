@@ -77,6 +77,20 @@ func groupNames() []string {
 
 const outputs = "table wide json yaml"
 
+// namesOf is a group's name and its aliases (`subscriptions`, `sub`,
+// `subs`, `subscription`): completion after any of them offers the same
+// subcommands.
+func namesOf(group string) []string {
+	names := []string{group}
+	for alias, plural := range aliases {
+		if plural == group {
+			names = append(names, alias)
+		}
+	}
+	sort.Strings(names[1:])
+	return names
+}
+
 func bashCompletion(w io.Writer) {
 	fmt.Fprintf(w, `# bash completion for streaming-hub: source <(streaming-hub completion bash)
 _streaming_hub() {
@@ -114,7 +128,7 @@ _streaming_hub() {
   case "$cmd" in
 `, outputs, destinationTypes, strings.Join(commandNames(), " "), strings.Join(commandNames(), " "))
 	for _, name := range groupNames() {
-		fmt.Fprintf(w, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", name, strings.Join(append(subNames(groups[name]), "help"), " "))
+		fmt.Fprintf(w, "    %s) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", strings.Join(namesOf(name), "|"), strings.Join(append(subNames(groups[name]), "help"), " "))
 	}
 	fmt.Fprintf(w, "    completion) COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\")) ;;\n")
 	fmt.Fprint(w, `  esac
@@ -134,7 +148,7 @@ func zshCompletion(w io.Writer) {
 _streaming_hub() {
   local -a items
   if [[ "${words[CURRENT-1]}" == "-o" || "${words[CURRENT-1]}" == "--output" ]]; then
-    items=(table json yaml)
+    items=(`+outputs+`)
     compadd -a items
     return
   fi
@@ -166,7 +180,7 @@ _streaming_hub() {
   case "${words[2]}" in
 `)
 	for _, name := range groupNames() {
-		fmt.Fprintf(w, "    %s)\n      items=(", name)
+		fmt.Fprintf(w, "    %s)\n      items=(", strings.Join(namesOf(name), "|"))
 		for _, s := range groups[name].subs {
 			fmt.Fprintf(w, " %s", zshQuote(s.name, s.summary))
 		}
@@ -203,7 +217,7 @@ func fishCompletion(w io.Writer) {
 	}
 	for _, name := range groupNames() {
 		for _, s := range groups[name].subs {
-			fmt.Fprintf(w, "complete -c streaming-hub -n '__fish_seen_subcommand_from %s' -a %s -d %s\n", name, s.name, fishQuote(s.summary))
+			fmt.Fprintf(w, "complete -c streaming-hub -n '__fish_seen_subcommand_from %s' -a %s -d %s\n", strings.Join(namesOf(name), " "), s.name, fishQuote(s.summary))
 		}
 	}
 	fmt.Fprintln(w, "complete -c streaming-hub -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+
+	"github.com/lerianstudio/streaming-hub/internal/human"
 )
 
 var deliveriesGroup = group{
@@ -85,7 +87,7 @@ func (j *jobView) print(w io.Writer) {
 		if a.StatusCode != nil {
 			status = itoa(*a.StatusCode)
 		}
-		rows[i] = []string{a.StartedAt, fmt.Sprintf("%dms", a.DurationMS), status, truncate(str(a.Error), 60), truncate(a.ResponseBody, 60)}
+		rows[i] = []string{a.StartedAt, human.Millis(float64(a.DurationMS)), status, truncate(str(a.Error), 60), truncate(a.ResponseBody, 60)}
 	}
 	table(w, []string{"STARTED", "DURATION", "STATUS", "ERROR", "RESPONSE"}, rows)
 }

@@ -151,6 +151,18 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 		{[]string{"streaming-hub", "subscriptions", "delete", "sub_1", "--y"}, "--yes"},
 		{[]string{"streaming-hub", "subscriptions", "create", "--type", ""}, "webhook rabbitmq kafka nats pubsub"},
 		{[]string{"streaming-hub", "--vers"}, "--version"},
+		// The singular names and sub offer what their plural offers.
+		{[]string{"streaming-hub", "sub", ""}, "list get create update delete verify rotate-secret health test disabled help"},
+		{[]string{"streaming-hub", "subs", "ro"}, "rotate-secret"},
+		{[]string{"streaming-hub", "subscription", "dis"}, "disabled"},
+		{[]string{"streaming-hub", "delivery", ""}, "list get replay replay-subscription search help"},
+		{[]string{"streaming-hub", "tenant", "c"}, "create"},
+		{[]string{"streaming-hub", "key", ""}, "create delete list help"},
+		{[]string{"streaming-hub", "event", "p"}, "pull"},
+		{[]string{"streaming-hub", "rejection", ""}, "list help"},
+		{[]string{"streaming-hub", "portal-link", "r"}, "revoke"},
+		{[]string{"streaming-hub", "help", "sub", "ro"}, "rotate-secret"},
+		{[]string{"streaming-hub", "sub", "create", "--nats"}, "--nats-url"},
 	} {
 		if got := complete(c.words...); got != c.want {
 			t.Errorf("%q: completes %q, want %q", c.words, got, c.want)
@@ -188,8 +200,9 @@ func TestCompletion_ZshAndFish_NameEveryCommandAndParse(t *testing.T) {
 		}
 		if shell == "fish" {
 			stub := "function streaming-hub; env STREAMING_HUB_TEST_AS_CLI=1 '" + selfAsCLI(t) + "' $argv; end; "
-			out, err := exec.Command(bin, "--no-config", "-c", stub+"source "+path+"; complete -C'streaming-hub tenants '; complete -C'streaming-hub events pull -o '; complete -C'streaming-hub subscriptions create --nats'").CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "list\t") || !strings.Contains(string(out), "yaml\t") || !strings.Contains(string(out), "--nats-url") {
+			out, err := exec.Command(bin, "--no-config", "-c", stub+"source "+path+"; complete -C'streaming-hub tenants '; complete -C'streaming-hub events pull -o '; complete -C'streaming-hub subscriptions create --nats'; complete -C'streaming-hub delivery '").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "list\t") || !strings.Contains(string(out), "yaml\t") || !strings.Contains(string(out), "--nats-url") ||
+				!strings.Contains(string(out), "replay-subscription\t") {
 				t.Errorf("fish completes %q (%v)", out, err)
 			}
 		}
@@ -225,7 +238,7 @@ func TestCLI_RejectionsAndOutputForms(t *testing.T) {
 	h := startHub(t)
 	admin := newCLI(t, h.URL(), h.Config.AdminToken)
 	brokers := strings.Join(h.KafkaAddrs(), ",")
-	admin.ok("produce", "--brokers", brokers, "--id", "bad-cli-1", "--header", "ce-specversion=0.3", "--timeout", "10s")
+	admin.ok("produce", "--brokers", brokers, "--id", "bad-cli-1", "--header", "ce-specversion=0.3", "--timeout", testkit.Patience.String())
 
 	var page struct {
 		Data []struct {

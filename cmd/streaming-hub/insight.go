@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/url"
 	"strings"
+
+	"github.com/lerianstudio/streaming-hub/internal/human"
 )
 
 type keyView struct {
@@ -151,8 +153,31 @@ func (h *healthView) fields() []string {
 	}
 	return []string{"window", h.Window, "attempts", itoa(h.Attempts), "successes", itoa(h.Successes), "failures", itoa(h.Failures),
 		"success_rate", optFloat(rate, "%.1f%%"),
-		"latency_ms", strings.TrimSpace(optFloat(h.LatencyMS.P50, "p50 %.0f") + " " + optFloat(h.LatencyMS.P95, "p95 %.0f") + " " + optFloat(h.LatencyMS.P99, "p99 %.0f")),
+		"latency", latency(h.LatencyMS.P50, h.LatencyMS.P95, h.LatencyMS.P99),
 		"last_success_at", str(h.LastSuccessAt), "last_failure_at", str(h.LastFailureAt)}
+}
+
+// latency writes the API's percentiles in milliseconds as durations:
+// "p50 12 ms, p95 40 ms, p99 1.2 s"; empty when there were no attempts.
+func latency(p50, p95, p99 *float64) string {
+	var parts []string
+	for _, p := range []struct {
+		name string
+		ms   *float64
+	}{{"p50", p50}, {"p95", p95}, {"p99", p99}} {
+		if p.ms != nil {
+			parts = append(parts, p.name+" "+human.Millis(*p.ms))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// optMillis writes milliseconds as a duration, or "-" for none.
+func optMillis(ms *float64) string {
+	if ms == nil {
+		return "-"
+	}
+	return human.Millis(*ms)
 }
 
 // optFloat formats f, or is empty for none.
@@ -211,7 +236,7 @@ func runAdmin(args []string, e env) int { return adminGroup.run(args, e) }
 func adminHealth(args []string, e env) int {
 	c := newAPICmd(e, "admin health", "[--window D] [flags]",
 		"Shows every tenant's delivery attempts over a window, from the same rollups as a\n"+
-			"subscription's health: attempts, success rate, latency (p50, p95, p99 in ms), the last\n"+
+			"subscription's health: attempts, success rate, latency (p50, p95, p99), the last\n"+
 			"success and failure, then each bucket that had attempts. Needs the admin token.", false)
 	window := c.fs.String("window", "", "Go duration up to STREAMING_HUB_HEALTH_WINDOW (default 24h)")
 	if code, ok := c.parse(args); !ok {
@@ -223,11 +248,11 @@ func adminHealth(args []string, e env) int {
 		var rows [][]string
 		for _, b := range h.Buckets {
 			if b.Successes+b.Failures > 0 {
-				rows = append(rows, []string{b.Start, itoa(b.Successes), itoa(b.Failures), optFloat(b.P99MS, "%.0f")})
+				rows = append(rows, []string{b.Start, itoa(b.Successes), itoa(b.Failures), optMillis(b.P99MS)})
 			}
 		}
 		fmt.Fprintf(w, "\nbuckets with attempts (%d of %d):\n", len(rows), len(h.Buckets))
-		table(w, []string{"START", "SUCCESSES", "FAILURES", "P99_MS"}, rows)
+		table(w, []string{"START", "SUCCESSES", "FAILURES", "P99"}, rows)
 	})
 }
 
@@ -263,7 +288,7 @@ spends the tenant's pull rate limit.`, true, "<id>")
 		if r.StatusCode != nil {
 			status = itoa(*r.StatusCode)
 		}
-		fields(w, "delivery_id", r.DeliveryID, "status_code", status, "duration_ms", itoa(r.DurationMS),
+		fields(w, "delivery_id", r.DeliveryID, "status_code", status, "duration", human.Millis(float64(r.DurationMS)),
 			"response_body", truncate(r.ResponseBody, 200), "error", str(r.Error))
 	})
 }

@@ -141,16 +141,14 @@ func run(args []string, e env) int {
 		// `tenants list --help`: the command's own help, on stdout.
 		args = append([]string{args[0], canonical(args[1])}, args[2:]...)
 		if _, ok := commands[args[1]]; !ok {
-			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q%s\n\n", args[1], didYouMean(args[1], commandNames()))
-			usage(e.stderr)
+			fmt.Fprintf(e.stderr, "streaming-hub help: unknown command %q%s\nRun 'streaming-hub --help' for the commands.\n", args[1], didYouMean(args[1], commandNames()))
 			return exitUsage
 		}
 		return run(append(append([]string{}, args[1:]...), "--help"), helpEnv(e))
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q%s\n\n", args[0], didYouMean(args[0], commandNames()))
-		usage(e.stderr)
+		fmt.Fprintf(e.stderr, "streaming-hub: unknown command %q%s\nRun 'streaming-hub --help' for the commands.\n", args[0], didYouMean(args[0], commandNames()))
 		return exitUsage
 	}
 	return cmd.run(args[1:], e)

@@ -107,6 +107,24 @@ func TestDidYouMean_CommandsSubcommandsAndFlags(t *testing.T) {
 	if code, _, errOut := runCmd(nil, "frobnicate"); code != exitUsage || strings.Contains(errOut, "did you mean") {
 		t.Errorf("nothing close: exit %d: %s", code, errOut)
 	}
+	// Each is one line and where to look, never the whole usage, which
+	// would bury it.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"subscriptons"}, "streaming-hub: unknown command \"subscriptons\"; did you mean \"subscriptions\"?\nRun 'streaming-hub --help' for the commands.\n"},
+		{[]string{"help", "tennats"}, "streaming-hub help: unknown command \"tennats\"; did you mean \"tenants\"?\nRun 'streaming-hub --help' for the commands.\n"},
+		{[]string{"sub", "lst"}, "streaming-hub subscriptions: unknown subcommand \"lst\"; did you mean \"list\"?\nRun 'streaming-hub subscriptions --help' for its subcommands.\n"},
+		{[]string{"subscriptions", "list", "--limt", "5"}, "streaming-hub subscriptions list: unknown flag \"--limt\"; did you mean \"--limit\"?\nRun 'streaming-hub subscriptions list --help' for its flags.\n"},
+		{[]string{"produce", "--brokrs", "x"}, "streaming-hub produce: unknown flag \"--brokrs\"; did you mean \"--brokers\"?\nRun 'streaming-hub produce --help' for its flags.\n"},
+		{[]string{"subscriptions", "update", "s", "--enabled", "maybe"}, "streaming-hub subscriptions update: invalid value \"maybe\" for flag --enabled: true or false\nRun 'streaming-hub subscriptions update --help' for its flags.\n"},
+	} {
+		code, out, errOut := runCmd(vars, c.args...)
+		if code != exitUsage || out != "" || errOut != c.want {
+			t.Errorf("%q: exit %d, stdout %q\nstderr %q\nwant   %q", c.args, code, out, errOut, c.want)
+		}
+	}
 	for _, c := range []struct {
 		a, b string
 		d    int

@@ -32,7 +32,7 @@ func TestSubscriptionsMutualTLSFlags(t *testing.T) {
 		}
 	}
 	c := newCLI(t, srv.URL, "tok")
-	c.ok("subscriptions", "create", "--name", "bank", "--event-type", "transaction.posted:1", "--url", "https://bank.example/hook",
+	c.ok("subscriptions", "create", "--name", "bank", "--event-type", "transaction.posted@1", "--url", "https://bank.example/hook",
 		"--client-cert", filepath.Join(dir, "cert.pem"), "--client-key", filepath.Join(dir, "key.pem"),
 		"--ca-certs", filepath.Join(dir, "ca.pem"), "--tls-min-version", "1.3")
 	d, _ := body["destination"].(map[string]any)

@@ -19,13 +19,19 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/kafkasec"
 )
 
-const defaultBrokers = "127.0.0.1:9092"
+// defaultBrokers is dev's embedded broker at its default address.
+var defaultBrokers = config.Defaults(config.Dev).DevKafkaAddr
 
 func runProduce(args []string, e env) int {
 	secValues := map[string]string{} // variable -> value given by its flag
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	// --brokers > STREAMING_HUB_KAFKA_BROKERS > dev's broker where this
+	// shell moved it (STREAMING_HUB_DEV_KAFKA_ADDR) > its default address.
 	brokers := e.getenv("STREAMING_HUB_KAFKA_BROKERS")
+	if brokers == "" {
+		brokers = e.getenv(envDevKafkaAddr)
+	}
 	if brokers == "" {
 		brokers = defaultBrokers
 	}
@@ -82,8 +88,8 @@ Example (the dev hub's broker):
 Flags:
 `)
 		printFlags(fs)
-		fmt.Fprintf(fs.Output(), "\nEnvironment:\n  %-28s default of --brokers (else %s)\n  %-28s default of --tenant (else default)\n",
-			"STREAMING_HUB_KAFKA_BROKERS", defaultBrokers, envTenant)
+		fmt.Fprintf(fs.Output(), "\nEnvironment:\n  %-28s default of --brokers\n  %-28s dev's broker: the default of --brokers when the above is unset (else %s)\n  %-28s default of --tenant (else default)\n",
+			"STREAMING_HUB_KAFKA_BROKERS", envDevKafkaAddr, defaultBrokers, envTenant)
 		fmt.Fprint(fs.Output(), `  and the hub's Kafka security variables: STREAMING_HUB_KAFKA_TLS_ENABLED, _CA_CERT, _TLS_CERT,
   _TLS_KEY, _TLS_SERVER_NAME, _SASL_MECHANISM, _SASL_USERNAME, _SASL_PASSWORD (or the chart's
   _KAFKA_SCRAM_*), STREAMING_HUB_ALLOW_INSECURE_KAFKA. SASL PLAIN is refused without TLS.

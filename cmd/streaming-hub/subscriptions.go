@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	hub "github.com/lerianstudio/streaming-hub"
 )
 
 var subscriptionsGroup = group{
@@ -20,7 +22,7 @@ var subscriptionsGroup = group{
 	subs: []subcommand{
 		{"list", "[--cursor C] [--limit N] [--all]", "list the tenant's subscriptions, one page", subscriptionsList},
 		{"get", "<id>", "show one subscription", subscriptionsGet},
-		{"create", "--name N --event-type T:M [--type T] --url U | --amqp-url ... | --brokers ... [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
+		{"create", "--name N --event-type T@M [--type T] --url U | --amqp-url ... | --brokers ... [...] | --from-file F", "create a subscription (prints its signing secret, once)", subscriptionsCreate},
 		{"update", "<id> [--enabled true|false] [--url U] [--name N] [...]", "change a subscription", subscriptionsUpdate},
 		{"delete", "<id> [--yes]", "delete a subscription (its pending deliveries are dead-lettered)", subscriptionsDelete},
 		{"verify", "<id>", "probe the destination; on success the subscription is active and enabled", subscriptionsVerify},
@@ -125,11 +127,17 @@ func (b *backfillView) progress() string {
 	return fmt.Sprintf("running (since %s): %s; sequence %d of %d", b.Since, counts, b.Sequence, b.UntilSequence)
 }
 
-func (s *subscriptionView) print(w io.Writer) {
+// typeRefs are the subscription's event types as type@major.
+func (s *subscriptionView) typeRefs() []string {
 	types := make([]string, len(s.EventTypes))
 	for i, et := range s.EventTypes {
-		types[i] = fmt.Sprintf("%s:%d", et.Type, et.SchemaMajor)
+		types[i] = hub.EventTypeRef{Type: et.Type, SchemaMajor: et.SchemaMajor}.String()
 	}
+	return types
+}
+
+func (s *subscriptionView) print(w io.Writer) {
+	types := s.typeRefs()
 	auth := ""
 	if a := s.Destination.Auth; a != nil {
 		auth = a.Type
@@ -216,13 +224,7 @@ func subscriptionsList(args []string, e env) int {
 // subscriptionWide are subscriptions list's -o wide columns.
 var subscriptionWide = []column[subscriptionView]{
 	{"KIND", func(s subscriptionView) string { return s.Destination.Type }},
-	{"EVENT_TYPES", func(s subscriptionView) string {
-		types := make([]string, len(s.EventTypes))
-		for i, t := range s.EventTypes {
-			types[i] = t.Type
-		}
-		return strings.Join(types, ",")
-	}},
+	{"EVENT_TYPES", func(s subscriptionView) string { return strings.Join(s.typeRefs(), ",") }},
 	{"MAX_IN_FLIGHT", func(s subscriptionView) string { return itoa(s.MaxInFlight) }},
 	{"RETRY_SCHEDULE", func(s subscriptionView) string {
 		if len(s.RetrySchedule) == 0 {
@@ -333,7 +335,7 @@ var bodyFlags = []string{"name", "event-type", "url", "header", "retry-schedule"
 
 func (f *subscriptionFlags) declare(c *apiCmd, update bool) {
 	c.fs.StringVar(&f.name, "name", "", "name of the subscription")
-	c.fs.Var(&f.eventTypes, "event-type", "`TYPE[:MAJOR]` to receive, such as transaction.posted:1 (MAJOR defaults to 1; repeatable)")
+	c.fs.Var(&f.eventTypes, "event-type", "`TYPE[@MAJOR]` to receive, such as transaction.posted@1 (MAJOR defaults to 1; TYPE:MAJOR is read too;\nrepeatable)")
 	c.fs.StringVar(&f.dest.typ, "type", "", "destination `type`: webhook|rabbitmq|kafka|nats|pubsub|aws_sqs|aws_sns|aws_eventbridge|aws_kinesis (default webhook on create, or the type of the --aws-* resource given)")
 	c.fs.StringVar(&f.url, "url", "", "webhook URL of the destination")
 	c.fs.Var(&f.headers, "header", "`NAME=VALUE` sent on every delivery (repeatable; webhook)")
@@ -448,16 +450,11 @@ func (f *subscriptionFlags) body(c *apiCmd, create bool) (body any, code int, ok
 	if c.set["event-type"] {
 		ets := make([]map[string]any, len(f.eventTypes))
 		for i, v := range f.eventTypes {
-			typ, major, has := strings.Cut(v, ":")
-			m := 1
-			if has {
-				n, err := strconv.Atoi(major)
-				if err != nil {
-					return nil, c.usageError("--event-type %q: the schema major after ':' must be a number", v), false
-				}
-				m = n
+			ref, err := hub.ParseEventTypeRef(v)
+			if err != nil {
+				return nil, c.usageError("--event-type %v", err), false
 			}
-			ets[i] = map[string]any{"type": typ, "schema_major": m}
+			ets[i] = map[string]any{"type": ref.Type, "schema_major": ref.SchemaMajor}
 		}
 		b["event_types"] = ets
 	}
@@ -612,17 +609,17 @@ func readInput(e env, path string) ([]byte, error) {
 }
 
 func subscriptionsCreate(args []string, e env) int {
-	c := newAPICmd(e, "subscriptions create", "--name N --event-type T:M --url U [flags] | --from-file F",
+	c := newAPICmd(e, "subscriptions create", "--name N --event-type T@M --url U [flags] | --from-file F",
 		`Creates a subscription of the tenant. It starts pending: nothing is delivered until
 `+"`streaming-hub subscriptions verify <id>`"+` proves the destination answers (2xx, echoing the
 challenge). The answer carries the signing secret, shown only now and on rotation.
 
 Example:
-  streaming-hub subscriptions create --name ledger-hooks --event-type transaction.posted:1 \
+  streaming-hub subscriptions create --name ledger-hooks --event-type transaction.posted@1 \
     --url https://example.com/hook --header X-Custom=v --retry-schedule 5s,1m \
     --filters '[{"prefix":{"source":"//midaz/"}},{"suffix":{"subject":".brl"}}]' \
     --transform '{kind: .type, amount: .data.amount}'
-  streaming-hub subscriptions create --name to-kafka --event-type transaction.posted:1 \
+  streaming-hub subscriptions create --name to-kafka --event-type transaction.posted@1 \
     --type kafka --brokers k1:9092,k2:9092 --topic ledger --tls true \
     --sasl-mechanism SCRAM-SHA-512 --sasl-username hub --sasl-password "$PASS"
 

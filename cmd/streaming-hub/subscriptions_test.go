@@ -73,7 +73,7 @@ func TestSubscriptionsBackfillFlagAndProgress(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newCLI(t, srv.URL, "tok")
-	c.ok("subscriptions", "create", "--name", "hooks", "--event-type", "transaction.posted:1", "--url", "https://e.com",
+	c.ok("subscriptions", "create", "--name", "hooks", "--event-type", "transaction.posted@1", "--url", "https://e.com",
 		"--backfill-since", "2026-11-30T11:00:00Z")
 	if got := fmt.Sprint(body["backfill"]); got != "map[since:2026-11-30T11:00:00Z]" {
 		t.Fatalf("create sent backfill %s", got)
@@ -92,7 +92,7 @@ func TestSubscriptionsBackfillFlagAndProgress(t *testing.T) {
 func TestCLI_SubscriptionDestinationFlags(t *testing.T) {
 	h := startHub(t)
 	c := newCLI(t, h.URL(), h.Config.AdminToken, "STREAMING_HUB_TENANT", "default")
-	base := []string{"subscriptions", "create", "--event-type", "transaction.posted:1"}
+	base := []string{"subscriptions", "create", "--event-type", "transaction.posted@1"}
 	type dest struct {
 		Type       string   `json:"type"`
 		URL        string   `json:"url"`
@@ -224,7 +224,7 @@ func TestSubscriptionsDisabledListsTheAdminRoute(t *testing.T) {
 func TestCLI_SubscriptionOAuthAndSignatureFlags(t *testing.T) {
 	h := startHub(t)
 	c := newCLI(t, h.URL(), h.Config.AdminToken, "STREAMING_HUB_TENANT", "default")
-	base := []string{"subscriptions", "create", "--event-type", "transaction.posted:1", "--url", "http://127.0.0.1:1/hook"}
+	base := []string{"subscriptions", "create", "--event-type", "transaction.posted@1", "--url", "http://127.0.0.1:1/hook"}
 	code, out, errOut := runCmdStdin(c.vars, "cli-SECRET-42\n", append(base, "--name", "oauth", "--oauth-token-url", "http://127.0.0.1:1/token",
 		"--oauth-client-id", "hub", "--oauth-client-secret", "-", "--oauth-scope", "events:write", "--oauth-client-auth", "body",
 		"--signature-scheme", "v1a", "-o", "json")...)
@@ -264,7 +264,7 @@ func TestCLI_SubscriptionOAuthAndSignatureFlags(t *testing.T) {
 	} {
 		args := append(append([]string(nil), base...), tc.args...)
 		if tc.args[2] == "--type" { // no --url for a broker
-			args = append([]string{"subscriptions", "create", "--event-type", "transaction.posted:1"}, tc.args...)
+			args = append([]string{"subscriptions", "create", "--event-type", "transaction.posted@1"}, tc.args...)
 		}
 		if errOut := c.fail(exitUsage, args...); !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: %q, want %q", tc.args, errOut, tc.want)

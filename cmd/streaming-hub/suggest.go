@@ -5,8 +5,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -57,24 +59,45 @@ func didYouMean(got string, known []string) string {
 	return ""
 }
 
-// parseFlags is fs.Parse with "did you mean" after an unknown flag's line.
+// parseFlags is fs.Parse with errors as one line, and "did you mean" after
+// an unknown flag's name, then where the flags are listed: not the whole
+// usage, which buries the line that matters. Asked-for help (-h, --help)
+// prints the usage as it is.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	out := fs.Output()
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
 	err := fs.Parse(args)
 	fs.SetOutput(out)
-	text := buf.String()
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = out.Write(buf.Bytes())
+		return err
+	}
+	msg := err.Error()
 	const prefix = "flag provided but not defined: -"
-	if err != nil && strings.HasPrefix(err.Error(), prefix) {
-		name := strings.TrimLeft(strings.TrimPrefix(err.Error(), prefix), "-")
+	if rest, ok := strings.CutPrefix(msg, prefix); ok {
+		name := strings.TrimLeft(rest, "-")
 		var known []string
 		fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+		msg = fmt.Sprintf("unknown flag %q", dashed(name))
 		if s := suggest(name, known); s != "" {
-			first, rest, _ := strings.Cut(text, "\n")
-			text = fmt.Sprintf("%s\nunknown flag %q; did you mean %q?\n%s", first, dashed(name), dashed(s), rest)
+			msg += fmt.Sprintf("; did you mean %q?", dashed(s))
 		}
 	}
-	_, _ = out.Write([]byte(text))
+	// The flag package names a flag -name; help shows it --name.
+	msg = flagInMessage.ReplaceAllStringFunc(msg, func(m string) string {
+		return "for flag " + dashed(strings.TrimPrefix(m, "for flag -"))
+	})
+	fmt.Fprintf(out, "streaming-hub %s: %s\n%s\n", fs.Name(), msg, seeHelp(fs.Name(), "its flags"))
 	return err
+}
+
+var flagInMessage = regexp.MustCompile(`for flag -[A-Za-z0-9][A-Za-z0-9_-]*`)
+
+// seeHelp is the line under an error that says where the names are.
+func seeHelp(command, what string) string {
+	return fmt.Sprintf("Run 'streaming-hub %s --help' for %s.", command, what)
 }

@@ -20,7 +20,7 @@ func TestCLI_SingularNamesAndWideLists(t *testing.T) {
 	acme := newCLI(t, h.URL(), h.Config.AdminToken, "STREAMING_HUB_TENANT", "acme")
 	sink := newEchoSink(t)
 	var sub struct{ ID string }
-	acme.json(&sub, "subscription", "create", "--name", "hooks", "--event-type", "transaction.posted:1",
+	acme.json(&sub, "subscription", "create", "--name", "hooks", "--event-type", "transaction.posted@1",
 		"--url", sink.URL+"/hook", "--retry-schedule", "1s,2s", "--max-in-flight", "4")
 	if sub.ID == "" {
 		t.Fatal("subscription create gave no id")
@@ -39,7 +39,7 @@ func TestCLI_SingularNamesAndWideLists(t *testing.T) {
 		t.Fatalf("-o wide header %q, want %q", header, want)
 	}
 	r := row(t, wide, sub.ID)
-	if len(r) != len(want) || r[6] != "webhook" || r[7] != "transaction.posted" || r[8] != "4" || r[9] != "1s,2s" || r[10] != "-" {
+	if len(r) != len(want) || r[6] != "webhook" || r[7] != "transaction.posted@1" || r[8] != "4" || r[9] != "1s,2s" || r[10] != "-" {
 		t.Fatalf("-o wide row %q", r)
 	}
 	deliveries := acme.ok("delivery", "list", sub.ID, "-o", "wide")

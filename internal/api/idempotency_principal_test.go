@@ -39,7 +39,7 @@ func TestIdempotency_AnswersBelongToOnePrincipal(t *testing.T) {
 		am := newAccessManager(t)
 		good, _ := testKeys(t)
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true, auth: config.Auth{Enabled: true, Address: am.srv.URL,
-			Timeout: 2 * time.Second, Keys: []*rsa.PublicKey{&good.PublicKey}}})
+			Timeout: testkit.Scaled(2 * time.Second), Keys: []*rsa.PublicKey{&good.PublicKey}}})
 		exp := h.clock.Now().Add(time.Hour).Unix()
 		user := func(sub, tenant string) string {
 			c := map[string]any{"type": "normal-user", "owner": "lerian", "sub": sub, "exp": exp}

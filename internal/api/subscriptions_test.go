@@ -70,7 +70,7 @@ func TestSubscriptions_ValidationNamesTheField(t *testing.T) {
 		{`{"name":"n","event_types":[{"type":"posted","schema_major":1}],"destination":{"url":"https://e.com"}}`, "event_types[0].type"},
 		{`{"name":"n","event_types":[{"type":"studio.lerian.a.b","schema_major":1}],"destination":{"url":"https://e.com"}}`, "event_types[0].type"},
 		{`{"name":"n","event_types":[{"type":"a.b","schema_major":0}],"destination":{"url":"https://e.com"}}`, "event_types[0].schema_major"},
-		{`{"name":"n","event_types":[{"type":"a.b","schema_major":1},{"type":"a.b","schema_major":1}],"destination":{"url":"https://e.com"}}`, "event_types[1]: a.b v1 is listed twice"},
+		{`{"name":"n","event_types":[{"type":"a.b","schema_major":1},{"type":"a.b","schema_major":1}],"destination":{"url":"https://e.com"}}`, "event_types[1]: a.b@1 is listed twice"},
 		{`{"name":"n","event_types":[{"type":"a.b","schema_major":1,"x":1}],"destination":{"url":"https://e.com"}}`, `unknown field "x"`},
 		{`{"name":"n","event_types":[{"type":"a.b","schema_major":"1"}],"destination":{"url":"https://e.com"}}`, "schema_major must be int"},
 		{`{"name":"n","event_types":[{"type":"a.b","schema_major":1}]}`, "destination: required"},

@@ -74,7 +74,7 @@ func TestAccessManager_UnsignedTokensClaimsAreNeverUsed(t *testing.T) {
 		})
 		var watch *claimWatch
 		h := newHubAPI(t, d, apiOptions{allowPrivate: true,
-			auth: config.Auth{Enabled: true, Address: am.srv.URL, Timeout: 2 * time.Second},
+			auth: config.Auth{Enabled: true, Address: am.srv.URL, Timeout: testkit.Scaled(2 * time.Second)},
 			wrap: func(s store.Store) store.Store { watch = &claimWatch{Store: s}; return watch }})
 		h.tenant("victim")
 		logStart := len(h.logs.String())

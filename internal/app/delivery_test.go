@@ -75,6 +75,28 @@ func (l *liveHub) dumpJobsOnFailure() {
 	}
 }
 
+// written waits until the result of the job of tenant acme's event id for
+// subscription subID is stored after its attempt number n: the job is out
+// of flight with n attempts. Moving the fake clock on before that could let
+// the lease of the attempt still being answered expire, and its recovery
+// send the event once more: the receiver would see an attempt the test did
+// not ask for.
+func (l *liveHub) written(subID, id string, n int) {
+	l.t.Helper()
+	testkit.WaitFor(l.t, fmt.Sprintf("the result of attempt %d of %s", n, id), func() bool {
+		jobs, err := l.Store.ListJobs(context.Background(), store.ListJobsParams{TenantID: "acme", SubscriptionID: subID, Limit: 100})
+		if err != nil {
+			return false
+		}
+		for _, j := range jobs {
+			if j.EventID == id {
+				return j.Status != hub.JobInFlight && j.Attempts >= n
+			}
+		}
+		return false
+	})
+}
+
 // failAt sets the clock to at, produces tenant acme's event id and waits
 // until the hub has dealt with it for subscription subID: attempted (and
 // failed), or shed by the breaker; and until no job of subID is in flight,
@@ -146,6 +168,7 @@ type recorder struct {
 	got    []*http.Request
 	bodies [][]byte
 	status func(n int) int
+	delay  time.Duration // how long it takes to answer, after recording the request
 }
 
 func newRecorder(t *testing.T) *recorder {
@@ -155,8 +178,9 @@ func newRecorder(t *testing.T) *recorder {
 		rc.mu.Lock()
 		rc.got = append(rc.got, r)
 		rc.bodies = append(rc.bodies, b)
-		status := rc.status(len(rc.got))
+		status, delay := rc.status(len(rc.got)), rc.delay
 		rc.mu.Unlock()
+		time.Sleep(delay)
 		w.WriteHeader(status)
 		w.Write(b) // an echo: verification probes find their challenge
 	}))
@@ -174,6 +198,14 @@ func (rc *recorder) request(i int) (*http.Request, []byte) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.got[i], rc.bodies[i]
+}
+
+// setDelay makes the receiver answer d after it recorded a request: a test
+// that sees the request counted then knows the attempt is still in flight.
+func (rc *recorder) setDelay(d time.Duration) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.delay = d
 }
 
 func (rc *recorder) setStatus(fn func(n int) int) {
@@ -315,10 +347,18 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 			}
 			return 200
 		})
+		// The receiver answers a little after it counts a request, as
+		// everything does on a loaded machine: the test must not move the
+		// clock on past an attempt still in flight (its lease would expire
+		// and the event go out once more than the receiver asked for).
+		sink.setDelay(300 * time.Millisecond)
 		l.produce(ceRecord("acme", "evt-1", ""))
 		for want := 1; want <= 3; want++ {
-			testkit.WaitFor(t, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() == want })
-			clock.Advance(time.Minute) // the retry comes due (jitter <= 1m)
+			testkit.WaitFor(t, fmt.Sprintf("attempt %d", want), func() bool { return sink.count() >= want })
+			l.written(sub.ID, "evt-1", want)
+			if want < 3 {
+				clock.Advance(time.Minute) // the retry comes due (jitter <= 1m)
+			}
 		}
 		var page struct {
 			Data []struct {
@@ -330,21 +370,26 @@ func TestEndToEnd_RetriesDeadLetterAndReplay(t *testing.T) {
 			l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries", "acme", "", &page)
 			return len(page.Data) == 1 && page.Data[0].Status == "succeeded"
 		})
+		// What the receiver saw: three requests, each with its own delivery id.
 		ids := map[string]bool{}
-		for i := range 3 {
+		for i := range sink.count() {
 			req, _ := sink.request(i)
 			ids[req.Header.Get("X-Lerian-Delivery-Id")] = true
 		}
-		if page.Data[0].Attempts != 3 || len(ids) != 3 {
-			t.Fatalf("attempts %d, distinct delivery ids %d; want 3 and 3", page.Data[0].Attempts, len(ids))
+		if sink.count() != 3 || len(ids) != 3 || page.Data[0].Attempts != 3 {
+			t.Fatalf("the receiver got %d requests with %d distinct delivery ids, the hub counts %d attempts; want 3, 3 and 3",
+				sink.count(), len(ids), page.Data[0].Attempts)
 		}
 
 		// Always failing: 1 + 2 attempts, then the dead letter.
 		sink.setStatus(func(int) int { return 503 })
 		l.produce(ceRecord("acme", "evt-2", ""))
 		for want := 4; want <= 6; want++ {
-			testkit.WaitFor(t, fmt.Sprintf("request %d", want), func() bool { return sink.count() == want })
-			clock.Advance(time.Minute)
+			testkit.WaitFor(t, fmt.Sprintf("request %d", want), func() bool { return sink.count() >= want })
+			l.written(sub.ID, "evt-2", want-3)
+			if want < 6 {
+				clock.Advance(time.Minute)
+			}
 		}
 		testkit.WaitFor(t, "the dead letter", func() bool {
 			l.api("GET", "/v1/subscriptions/"+sub.ID+"/deliveries?status=dead_lettered", "acme", "", &page)

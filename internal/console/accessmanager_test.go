@@ -57,7 +57,7 @@ func TestSignIn_AccessManagerJWTEndsAtExp(t *testing.T) {
 			json.NewEncoder(w).Encode(map[string]bool{"authorized": ok})
 		}))
 		t.Cleanup(am.Close)
-		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.URL, Timeout: 5 * time.Second,
+		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.URL, Timeout: testkit.Scaled(5 * time.Second),
 			Keys: []*rsa.PublicKey{&key.PublicKey}}})
 		h.tenant("acme")
 		exp := h.clock.Now().Add(90 * time.Minute)

@@ -82,8 +82,17 @@ func TestActions_SubscriptionLifecycleThroughTheForms(t *testing.T) {
 		if got.status != 303 || !strings.HasPrefix(got.header.Get("Location"), "/console/deliveries/") || strings.Contains(got.header.Get("Location"), job+"?") {
 			t.Fatalf("replay: %d %s", got.status, got.header.Get("Location"))
 		}
-		if got := b.get(got.header.Get("Location")); got.status != 200 || !strings.Contains(got.body, "Replay queued") {
+		fresh := got.header.Get("Location")
+		if got := b.get(fresh); got.status != 200 || !strings.Contains(got.body, "Replay queued") {
 			t.Fatalf("the replayed delivery: %d\n%s", got.status, got.body)
+		}
+		// The delivery replayed says so, with a link to the fresh one, and
+		// does not offer Replay again.
+		freshID := strings.TrimPrefix(strings.SplitN(fresh, "?", 2)[0], "/console/deliveries/")
+		if got := b.get("/console/deliveries/" + job); !strings.Contains(got.body, `id="replayed">Replayed `) ||
+			!strings.Contains(got.body, `as <a href="/console/deliveries/`+freshID+`"><code>`+freshID+`</code></a>`) ||
+			strings.Contains(got.body, `action="/console/deliveries/`+job+`/replay"`) || strings.Contains(got.body, ">Replay</button>") {
+			t.Fatalf("the delivery it replayed:\n%s", got.body)
 		}
 		if got := b.submit(page, page+"/replay", nil); got.status != http.StatusAccepted || !strings.Contains(got.body, "Queued 0 dead letters again.") ||
 			!strings.Contains(got.body, "Why none: no dead letters.") {

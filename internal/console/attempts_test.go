@@ -122,7 +122,7 @@ func TestReplay_FromAJWTSessionIsMarkedWithItsSubject(t *testing.T) {
 			json.NewEncoder(w).Encode(map[string]bool{"authorized": true})
 		}))
 		t.Cleanup(am.Close)
-		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.URL, Timeout: 5 * time.Second,
+		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.URL, Timeout: testkit.Scaled(5 * time.Second),
 			Keys: []*rsa.PublicKey{&key.PublicKey}}})
 		h.tenant("acme")
 		rc := receiver(t, "ok")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -65,29 +66,36 @@ func seriesOf(health m) series {
 	return s
 }
 
-// The drawing's geometry, in viewBox units: the plot sits inside margins
-// that hold the axes' labels.
-const (
-	svgW, svgH                          = 640, 220
-	padLeft, padRight, padTop, padBelow = 72, 12, 14, 30
-	plotW, plotH                        = svgW - padLeft - padRight, svgH - padTop - padBelow
-)
+// A chart is three SVGs in a grid the stylesheet lays out (.plot-area):
+// the plot, which takes the page's width (its own coordinates, 0..plotVW
+// across and 0..plotVH down, are stretched to the box: bars and lines do
+// not mind, strokes keep their width with non-scaling-stroke), and beside
+// and under it the axes, whose labels are placed by percentages of the
+// plot's width and height and so keep their size at any width. On a narrow
+// screen the stylesheet hides every other time label (class "minor").
+const plotVW, plotVH = 1000.0, 100.0
 
-// frame maps times and values to the plot.
+// frame maps times and values to the plot's coordinates.
 type frame struct {
 	from, to time.Time
 	top      float64 // the value at the top of the plot
 }
 
-func (f frame) x(t time.Time) float64 {
+// fx is t's place across the plot, from 0 to 1.
+func (f frame) fx(t time.Time) float64 {
 	span := f.to.Sub(f.from)
 	if span <= 0 {
-		return padLeft
+		return 0
 	}
-	return padLeft + plotW*float64(t.Sub(f.from))/float64(span)
+	return float64(t.Sub(f.from)) / float64(span)
 }
 
-func (f frame) y(v float64) float64 { return padTop + plotH - plotH*v/f.top }
+func (f frame) x(t time.Time) float64 { return plotVW * f.fx(t) }
+
+// fy is v's place down the plot, from 0 (top) to 1 (the axis).
+func (f frame) fy(v float64) float64 { return 1 - v/f.top }
+
+func (f frame) y(v float64) float64 { return plotVH * f.fy(v) }
 
 // svg collects a chart's elements.
 type svg struct{ b strings.Builder }
@@ -96,35 +104,46 @@ func (s *svg) f(format string, args ...any) { fmt.Fprintf(&s.b, format, args...)
 
 func esc(s string) string { return template.HTMLEscapeString(s) }
 
-// open starts the drawing: its accessible name, the y axis's scale and
-// grid, the x axis's time ticks.
+// svgPct writes a fraction as an SVG percentage length.
+func svgPct(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
+
+// open starts the chart: the y axis's labels, the plot with its accessible
+// name and grid; the caller draws the buckets, then close adds the x axis.
 func (s *svg) open(class, name string, f frame, ticks []float64, yLabel func(float64) string) {
-	s.f(`<svg class="%s" viewBox="0 0 %d %d" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`, class, svgW, svgH, esc(name))
+	s.f(`<div class="plot-area %s">`, class)
+	s.f(`<svg class="axis y-axis" aria-hidden="true">`)
+	for _, v := range ticks {
+		s.f(`<text class="tick y" x="100%%" dx="-6" y="%s" text-anchor="end" dominant-baseline="middle" fill="#5b6470">%s</text>`, svgPct(f.fy(v)), esc(yLabel(v)))
+	}
+	s.f(`</svg>`)
+	s.f(`<svg class="plot" viewBox="0 0 %g %g" preserveAspectRatio="none" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`, plotVW, plotVH, esc(name))
 	s.f(`<title>%s</title>`, esc(name))
-	s.f(`<g class="axis y-axis">`)
 	for _, v := range ticks {
 		y := f.y(v)
-		s.f(`<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d8dee6" stroke-width="1"/>`, padLeft, y, svgW-padRight, y)
-		s.f(`<text class="tick y" x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="12" fill="#5b6470">%s</text>`, padLeft-6, y, esc(yLabel(v)))
+		s.f(`<line class="grid" x1="0" y1="%.2f" x2="%g" y2="%.2f" stroke="#d8dee6" stroke-width="1" vector-effect="non-scaling-stroke"/>`, y, plotVW, y)
 	}
-	s.f(`</g><g class="axis x-axis">`)
-	s.f(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888" stroke-width="1"/>`, padLeft, padTop+plotH, svgW-padRight, padTop+plotH)
-	for _, t := range timeTicks(f.from, f.to) {
-		// Centred under its tick; near the right edge, where a centred
-		// label would be cut, it ends at the tick. (The left margin is
-		// wide enough for a centred label.)
-		x, anchor := f.x(t.at), "middle"
-		if x > svgW-padRight-30 {
-			anchor = "end"
-		}
-		s.f(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-width="1"/>`, x, padTop+plotH, x, padTop+plotH+4)
-		s.f(`<text class="tick x" x="%.1f" y="%d" text-anchor="%s" dominant-baseline="hanging" font-size="12" fill="#5b6470">%s</text>`, x, padTop+plotH+6, anchor, esc(t.label))
-	}
-	s.f(`</g>`)
+	s.f(`<line class="base" x1="0" y1="%g" x2="%g" y2="%g" stroke="#888" stroke-width="1" vector-effect="non-scaling-stroke"/>`, plotVH, plotVW, plotVH)
 }
 
-func (s *svg) close() template.HTML {
-	s.f(`</svg>`)
+// close ends the plot and draws the x axis: a handful of round times, every
+// other one "minor" (hidden on a narrow screen, so labels never run
+// together); a label near the right edge ends at its tick instead of being
+// centred past the edge.
+func (s *svg) close(f frame) template.HTML {
+	s.f(`</svg><svg class="axis x-axis" aria-hidden="true">`)
+	for i, t := range timeTicks(f.from, f.to) {
+		x, anchor := f.fx(t.at), "middle"
+		if x > 0.94 {
+			anchor = "end"
+		}
+		class := "tick x"
+		if i%2 == 1 {
+			class += " minor"
+		}
+		s.f(`<line class="%s" x1="%s" y1="0" x2="%s" y2="4" stroke="#888" stroke-width="1"/>`, class, svgPct(x), svgPct(x))
+		s.f(`<text class="%s" x="%s" y="6" text-anchor="%s" dominant-baseline="hanging" fill="#5b6470">%s</text>`, class, svgPct(x), anchor, esc(t.label))
+	}
+	s.f(`</svg></div>`)
 	return template.HTML(s.b.String()) // every text in it went through esc
 }
 
@@ -132,7 +151,7 @@ func (s *svg) close() template.HTML {
 func (s *svg) hit(f frame, b bucket, width time.Duration, title string) (x, w float64) {
 	x0, x1 := f.x(b.Start), f.x(b.Start.Add(width))
 	s.f(`<g class="bucket"><title>%s</title>`, esc(title))
-	s.f(`<rect class="hit" x="%.2f" y="%d" width="%.2f" height="%d" fill="transparent"/>`, x0, padTop, x1-x0, plotH)
+	s.f(`<rect class="hit" x="%.2f" y="0" width="%.2f" height="%g" fill="transparent"/>`, x0, x1-x0, plotVH)
 	gap := (x1 - x0) * 0.1
 	return x0 + gap, x1 - x0 - 2*gap
 }
@@ -160,11 +179,12 @@ func stackedBars(class, name string, s series, value func(b bucket) (ok, fail fl
 		}
 		out.f(`</g>`)
 	}
-	return out.close()
+	return out.close(f)
 }
 
 // latencyLine draws each bucket's p99 as a line with a dot per bucket
-// that had attempts; buckets without break the line.
+// that had attempts; buckets without break the line. A dot is a line of
+// no length with round caps: it stays round however the plot is stretched.
 func latencyLine(class, name string, s series, title func(b bucket) string) template.HTML {
 	var most float64
 	for _, b := range s.Buckets {
@@ -179,7 +199,7 @@ func latencyLine(class, name string, s series, title func(b bucket) string) temp
 	var run []string
 	flush := func() {
 		if len(run) > 1 {
-			out.f(`<polyline class="p99" points="%s" fill="none" stroke="#0b57d0" stroke-width="2"/>`, strings.Join(run, " "))
+			out.f(`<polyline class="p99" points="%s" fill="none" stroke="#0b57d0" stroke-width="2" vector-effect="non-scaling-stroke"/>`, strings.Join(run, " "))
 		}
 		run = nil
 	}
@@ -194,11 +214,12 @@ func latencyLine(class, name string, s series, title func(b bucket) string) temp
 	for _, b := range s.Buckets {
 		out.hit(f, b, s.Width, title(b))
 		if b.P99 != nil {
-			out.f(`<circle class="p99" cx="%.2f" cy="%.2f" r="3" fill="#0b57d0"/>`, f.x(b.Start.Add(s.Width/2)), f.y(*b.P99))
+			x, y := f.x(b.Start.Add(s.Width/2)), f.y(*b.P99)
+			out.f(`<line class="p99 dot" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#0b57d0" stroke-width="7" stroke-linecap="round" vector-effect="non-scaling-stroke"/>`, x, y, x, y)
 		}
 		out.f(`</g>`)
 	}
-	return out.close()
+	return out.close(f)
 }
 
 func firstStart(s series) time.Time {
@@ -324,42 +345,28 @@ func healthChart(health m, window time.Duration) template.HTML {
 		func(b bucket) string { return attemptsTitle(b, s.Width, window) })
 }
 
-// rateCharts are the operator overview's charts of the hub's health
-// answer: delivered and failed per minute, and p99 latency, per bucket.
-// The bucket holding now is measured over the time it has had so far
-// (at least a minute), so it is not drawn low for being young.
-func rateCharts(health m, window time.Duration, now time.Time, u rateUnit) (rates, p99 template.HTML) {
+// overviewCharts are the operator overview's charts of the hub's health
+// answer: delivered and failed attempts per bucket, counted as the cards
+// above them count the window (the bars add up to the cards), and the p99
+// latency per bucket. The bucket holding now is still filling: its hover
+// text says "so far".
+func overviewCharts(health m, window time.Duration, now time.Time) (attempts, p99 template.HTML) {
 	s := seriesOf(health)
-	minutes := func(b bucket) float64 {
-		d := s.Width
-		if so := now.Sub(b.Start); so < d {
-			d = max(so, time.Minute)
+	soFar := func(b bucket) string {
+		if now.Before(b.Start.Add(s.Width)) {
+			return " so far"
 		}
-		return d.Minutes()
+		return ""
 	}
-	rates = stackedBars("chart-rates", "Delivered and failed attempts "+u.Caption, s,
-		func(b bucket) (float64, float64) {
-			return b.Successes / minutes(b) * u.PerMin, b.Failures / minutes(b) * u.PerMin
-		},
-		compact,
-		func(b bucket) string {
-			span := bucketSpan(b, s.Width, window)
-			if b.Successes+b.Failures == 0 {
-				return span + ": no attempts"
-			}
-			so := ""
-			if now.Before(b.Start.Add(s.Width)) {
-				so = " so far"
-			}
-			return fmt.Sprintf("%s: %s delivered, %s failed (%s delivered, %s failed%s)", span,
-				u.rate(b.Successes/minutes(b)), u.rate(b.Failures/minutes(b)), number(b.Successes), number(b.Failures), so)
-		})
+	attempts = stackedBars("chart-rates", "Delivered and failed attempts per bucket", s,
+		func(b bucket) (float64, float64) { return b.Successes, b.Failures }, compact,
+		func(b bucket) string { return attemptsTitle(b, s.Width, window) + soFar(b) })
 	p99 = latencyLine("chart-p99", "Attempt latency p99 per bucket", s, func(b bucket) string {
 		span := bucketSpan(b, s.Width, window)
 		if b.P99 == nil {
 			return span + ": no attempts"
 		}
-		return fmt.Sprintf("%s: p99 %s over %s", span, millis(*b.P99), plural(b.Successes+b.Failures, "attempt", "attempts"))
+		return fmt.Sprintf("%s: p99 %s over %s%s", span, millis(*b.P99), plural(b.Successes+b.Failures, "attempt", "attempts"), soFar(b))
 	})
-	return rates, p99
+	return attempts, p99
 }

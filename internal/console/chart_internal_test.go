@@ -24,7 +24,7 @@ func health(start time.Time, width time.Duration, n int, attempts map[int][2]flo
 
 var (
 	titleRE = regexp.MustCompile(`<g class="bucket"><title>([^<]*)</title>`)
-	xTickRE = regexp.MustCompile(`<text class="tick x" [^>]*>([^<]*)</text>`)
+	xTickRE = regexp.MustCompile(`<text class="tick x(?: minor)?" [^>]*>([^<]*)</text>`)
 	yTickRE = regexp.MustCompile(`<text class="tick y" [^>]*>([^<]*)</text>`)
 )
 
@@ -59,8 +59,18 @@ func TestHealthChart_EachBarHasItsHoverValueAndTheAxesAreLabelled(t *testing.T) 
 	if strings.Join(ys, " ") != "0 50 100 150" {
 		t.Errorf("y ticks %v, want 0 50 100 150 for a tallest bar of 123", ys)
 	}
-	if !strings.HasPrefix(svg, `<svg class="chart-health" viewBox="0 0 640 220" role="img" aria-label=`) {
-		t.Errorf("svg opens %.120s", svg)
+	// The plot takes the box's width; the axes' labels are placed by
+	// percentages, so they keep their size; every other time label is
+	// minor (hidden on a narrow screen).
+	if !strings.HasPrefix(svg, `<div class="plot-area chart-health"><svg class="axis y-axis" aria-hidden="true">`) ||
+		!strings.Contains(svg, `<svg class="plot" viewBox="0 0 1000 100" preserveAspectRatio="none" role="img" aria-label="Delivered and failed attempts per bucket"`) ||
+		!strings.Contains(svg, `<text class="tick y" x="100%" dx="-6" y="0.00%" text-anchor="end"`) ||
+		!strings.HasSuffix(svg, `</svg></div>`) {
+		t.Errorf("chart markup %.400s", svg)
+	}
+	minor := regexp.MustCompile(`<text class="tick x minor" `).FindAllString(svg, -1)
+	if len(minor) != len(xs)/2 {
+		t.Errorf("%d minor time labels of %d, want every other one", len(minor), len(xs))
 	}
 }
 
@@ -88,24 +98,27 @@ func TestHealthChart_EmptyHasAxesAndNoBars(t *testing.T) {
 	}
 }
 
-func TestRateCharts_PerMinuteAndP99OverTime(t *testing.T) {
+// The overview's charts count attempts per bucket, as its cards count the
+// window: the bars add up to the cards; the bucket still filling says so.
+func TestOverviewCharts_CountsPerBucketAndP99OverTime(t *testing.T) {
 	start := time.Date(2026, 12, 2, 13, 5, 0, 0, time.UTC)
 	h := health(start, 5*time.Minute, 13, map[int][2]float64{11: {600, 30}, 12: {120, 0}})
 	now := start.Add(12*5*time.Minute + 2*time.Minute) // two minutes into the last bucket
-	rates, p99 := rateCharts(h, time.Hour, now, perMinuteUnit)
-	titles := titleRE.FindAllStringSubmatch(string(rates), -1)
-	if len(titles) != 13 || titles[11][1] != "14:00–14:05: 120/min delivered, 6/min failed (600 delivered, 30 failed)" ||
-		titles[12][1] != "14:05–14:10: 60/min delivered, 0/min failed (120 delivered, 0 failed so far)" {
-		t.Fatalf("rate titles %q", titles)
+	attempts, p99 := overviewCharts(h, time.Hour, now)
+	titles := titleRE.FindAllStringSubmatch(string(attempts), -1)
+	if len(titles) != 13 || titles[11][1] != "14:00–14:05: 600 delivered, 30 failed, p99 340 ms" ||
+		titles[12][1] != "14:05–14:10: 120 delivered, 0 failed, p99 340 ms so far" {
+		t.Fatalf("attempt titles %q", titles)
 	}
-	if !strings.Contains(string(rates), ">150</text>") {
-		t.Errorf("the rate axis lacks its /min scale:\n%s", rates)
+	if !strings.Contains(string(attempts), `>800</text>`) {
+		t.Errorf("the attempts axis lacks its scale up to 800 (630 in the tallest bar):\n%s", attempts)
 	}
 	titles = titleRE.FindAllStringSubmatch(string(p99), -1)
-	if len(titles) != 13 || titles[11][1] != "14:00–14:05: p99 340 ms over 630 attempts" || titles[0][1] != "13:05–13:10: no attempts" {
+	if len(titles) != 13 || titles[11][1] != "14:00–14:05: p99 340 ms over 630 attempts" || titles[0][1] != "13:05–13:10: no attempts" ||
+		titles[12][1] != "14:05–14:10: p99 340 ms over 120 attempts so far" {
 		t.Fatalf("p99 titles %q", titles)
 	}
-	if strings.Count(string(p99), "<circle") != 2 || !strings.Contains(string(p99), "<polyline") || !strings.Contains(string(p99), ">400 ms</text>") {
+	if strings.Count(string(p99), `class="p99 dot"`) != 2 || !strings.Contains(string(p99), "<polyline") || !strings.Contains(string(p99), ">400 ms</text>") {
 		t.Errorf("p99 chart:\n%s", p99)
 	}
 }
@@ -146,16 +159,6 @@ func TestNumbers_SeparatorsAndShortRates(t *testing.T) {
 	}
 	if got := plural(1.0, "delivery", "deliveries"); got != "1 delivery" {
 		t.Errorf("plural(1) = %q", got)
-	}
-}
-
-func TestFitRate_TheUnitReadsWell(t *testing.T) {
-	for perMin, want := range map[float64]string{
-		5.0 / 64: "4.7/h", 0: "0/min", 1.2: "1.2/min", 450: "450/min", 600: "10/s", 3000: "50/s",
-	} {
-		if got := fitRate(perMin).rate(perMin); got != want {
-			t.Errorf("rate of %v/min = %q, want %q", perMin, got, want)
-		}
 	}
 }
 

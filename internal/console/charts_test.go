@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestSubscriptionChart_WindowFitsTheActivity(t *testing.T) {
 		if len(delivered) != 1 || !regexp.MustCompile(`^\d\d:\d\d–\d\d:\d\d: 1 delivered, 0 failed, p99 \d+ ms$`).MatchString(delivered[0]) {
 			t.Errorf("the attempt's bucket title: %q", delivered)
 		}
-		if !regexp.MustCompile(`<text class="tick x" [^>]*>\d\d:\d\d</text>`).MatchString(got.body) || !strings.Contains(got.body, `href="?window=168h#health"`) {
+		if !regexp.MustCompile(`<text class="tick x( minor)?" [^>]*>\d\d:\d\d</text>`).MatchString(got.body) || !strings.Contains(got.body, `href="?window=168h#health"`) {
 			t.Errorf("the chart lacks its time labels or the window links:\n%s", got.body)
 		}
 
@@ -81,13 +82,16 @@ func TestSubscriptionChart_WindowFitsTheActivity(t *testing.T) {
 		if cur := currentWindow.FindStringSubmatch(got.body); cur == nil || cur[1] != "7 d" || !strings.Contains(got.body, "fit to the activity") {
 			t.Fatalf("chosen 7 d: window %v", cur)
 		}
-		if !regexp.MustCompile(`<text class="tick x" [^>]*>[A-Z][a-z]{2} \d{1,2}</text>`).MatchString(got.body) {
+		if !regexp.MustCompile(`<text class="tick x( minor)?" [^>]*>[A-Z][a-z]{2} \d{1,2}</text>`).MatchString(got.body) {
 			t.Errorf("a 7-day chart labels its ticks with dates:\n%s", got.body)
 		}
 	})
 }
 
-func TestOperatorOverview_HubRatesAndP99OnTheFirstLook(t *testing.T) {
+// The overview's cards count the window's attempts and the chart beside
+// them counts them per bucket: one unit, one window, the bars adding up to
+// the cards (docs/console.md).
+func TestOperatorOverview_CardsAndBarsCountTheSameAttemptsOnTheFirstLook(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		w := newWorld(t, d, options{})
 		h := w.h
@@ -96,30 +100,35 @@ func TestOperatorOverview_HubRatesAndP99OnTheFirstLook(t *testing.T) {
 		h.attemptAt(h.clock.Now().Add(-1*time.Minute), false)
 
 		got := h.signIn(adminToken).get("/console/")
-		for _, want := range []string{`id="rate-chart"`, `id="p99-chart"`, `class="chart-rates"`, `class="chart-p99"`, "Ingest verdicts", "Breakers open"} {
+		for _, want := range []string{`id="rate-chart"`, `id="p99-chart"`, `class="plot-area chart-rates"`, `class="plot-area chart-p99"`, "Ingest verdicts", "Breakers open"} {
 			if !strings.Contains(got.body, want) {
 				t.Errorf("operator overview lacks %s", want)
 			}
 		}
-		m := regexp.MustCompile(`id="delivered-rate">([^<]+)<`).FindStringSubmatch(got.body)
-		if m == nil || !regexp.MustCompile(`^[0-9.]+/(h|min|s)$`).MatchString(m[1]) {
-			t.Fatalf("delivered per minute on the first look: %v", m)
+		delivered := regexp.MustCompile(`id="delivered-count">([^<]+)<`).FindStringSubmatch(got.body)
+		failed := regexp.MustCompile(`id="failed-count">([^<]+)<`).FindStringSubmatch(got.body)
+		if delivered == nil || delivered[1] != "1" || failed == nil || failed[1] != "1" {
+			t.Fatalf("the cards on the first look: delivered %v, failed %v", delivered, failed)
 		}
-		// The chart's caption names the unit the card is written in.
-		unit := map[string]string{"h": "per hour", "min": "per minute", "s": "per second"}[m[1][strings.Index(m[1], "/")+1:]]
-		if !strings.Contains(got.body, "Delivered and failed attempts "+unit+" in each bucket") {
-			t.Errorf("the card says %s, the chart's caption not %q", m[1], unit)
+		if !strings.Contains(got.body, "attempts delivered in the last 1 h") || !strings.Contains(got.body, "Delivered and failed attempts per 5 min over the last 1 h: the bars add up to the counts above") {
+			t.Errorf("the cards and the caption do not name one unit and window:\n%s", got.body)
 		}
 		if m := regexp.MustCompile(`id="hub-p99">([^<]+)<`).FindStringSubmatch(got.body); m == nil || !regexp.MustCompile(`^(\d+|<1) ms$`).MatchString(m[1]) {
 			t.Errorf("hub p99: %v", m)
 		}
-		var rate, p99 bool
+		var sumOK, sumFail int
+		var p99 bool
+		bar := regexp.MustCompile(`^\d\d:\d\d–\d\d:\d\d: (\d+) delivered, (\d+) failed, p99 (\d+|<1) ms( so far)?$`)
 		for _, m := range bucketTitle.FindAllStringSubmatch(got.body, -1) {
-			rate = rate || regexp.MustCompile(`^\d\d:\d\d–\d\d:\d\d: [0-9.]+/(h|min|s) delivered, [0-9.]+/(h|min|s) failed \(1 delivered, 1 failed( so far)?\)$`).MatchString(m[1])
-			p99 = p99 || regexp.MustCompile(`^\d\d:\d\d–\d\d:\d\d: p99 (\d+|<1) ms over 2 attempts$`).MatchString(m[1])
+			if b := bar.FindStringSubmatch(m[1]); b != nil {
+				ok, _ := strconv.Atoi(b[1])
+				fail, _ := strconv.Atoi(b[2])
+				sumOK, sumFail = sumOK+ok, sumFail+fail
+			}
+			p99 = p99 || regexp.MustCompile(`^\d\d:\d\d–\d\d:\d\d: p99 (\d+|<1) ms over 2 attempts( so far)?$`).MatchString(m[1])
 		}
-		if !rate || !p99 {
-			t.Errorf("hover titles: rate %v, p99 %v\n%q", rate, p99, bucketTitle.FindAllStringSubmatch(got.body, -1))
+		if sumOK != 1 || sumFail != 1 || !p99 {
+			t.Errorf("the bars count %d delivered and %d failed (the cards: 1 and 1); p99 title %v\n%q", sumOK, sumFail, p99, bucketTitle.FindAllStringSubmatch(got.body, -1))
 		}
 		if got := h.signIn(adminToken).get("/console/?window=bogus"); got.status != 200 || !strings.Contains(got.body, "window: a Go duration") {
 			t.Errorf("a bad window: %d, the API's message shown in place of the charts", got.status)

@@ -83,6 +83,11 @@ func TestPages_RenderForAdminAndTenant_OperatorPagesAdminOnly(t *testing.T) {
 				t.Errorf("tenant GET %s: %d, want 403", p, got.status)
 			}
 		}
+		// Where sequence numbers are, why a receiver sees gaps in them.
+		if got := tenant.get("/console/events"); !strings.Contains(got.body, `id="sequence-note"`) ||
+			!strings.Contains(got.body, "the hub's own included") || !strings.Contains(got.body, "gaps in <code>X-Lerian-Sequence</code>") {
+			t.Errorf("the events page does not explain sequence gaps:\n%s", got.body)
+		}
 		if got := tenant.get("/console/events/evt-1"); !strings.Contains(got.body, "tx-evt-1") || !strings.Contains(got.body, w.job) {
 			t.Errorf("event page lacks the subject or the delivery:\n%s", got.body)
 		}

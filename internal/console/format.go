@@ -26,12 +26,7 @@ func millis(v any) string {
 	if !ok {
 		return "—"
 	}
-	if f == 0 {
-		// The API writes whole milliseconds: 0 is an attempt that took
-		// less than one.
-		return "<1 ms"
-	}
-	return duration(time.Duration(f * float64(time.Millisecond)))
+	return human.Millis(f)
 }
 
 // number writes a count with thousands separators ("12,345") and other
@@ -102,50 +97,6 @@ func perMinute(v any) string {
 		return "—"
 	}
 	return compact(f) + "/min"
-}
-
-// rateUnit is the unit a page writes its rates in: per hour, minute or
-// second, chosen by fitRate so the numbers read well, and used for every
-// number and bar of that page so they agree.
-type rateUnit struct {
-	Suffix  string  // "/h", "/min", "/s"
-	PerMin  float64 // how many of this unit's counts one per-minute count is
-	Caption string  // "per hour"
-}
-
-var (
-	perHourUnit   = rateUnit{"/h", 60, "per hour"}
-	perMinuteUnit = rateUnit{"/min", 1, "per minute"}
-	perSecondUnit = rateUnit{"/s", 1.0 / 60, "per second"}
-)
-
-// fitRate chooses the unit for a rate of perMin a minute: per hour below
-// 1/min (5 in an hour reads "5/h", not "0.083/min"), per second from
-// 600/min (10/s), per minute between; 0 stays per minute.
-func fitRate(perMin float64) rateUnit {
-	switch a := math.Abs(perMin); {
-	case a == 0 || math.IsNaN(a):
-		return perMinuteUnit
-	case a < 1:
-		return perHourUnit
-	case a >= 600:
-		return perSecondUnit
-	}
-	return perMinuteUnit
-}
-
-// rate writes a per-minute rate in unit u: "4.7/h", "1.2k/min", "12/s".
-func (u rateUnit) rate(perMin float64) string {
-	return compact(perMin*u.PerMin) + u.Suffix
-}
-
-// ratein writes a per-minute rate in the unit the page chose.
-func ratein(v any, u rateUnit) string {
-	f, ok := toFloat(v)
-	if !ok {
-		return "—"
-	}
-	return u.rate(f)
 }
 
 // plural writes a count with its noun: "1 delivery", "12,345 deliveries".

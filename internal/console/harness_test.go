@@ -52,6 +52,8 @@ type options struct {
 	// replay reads a rejected record again (ingest.Consumer.Replay); nil:
 	// a process that reads no Kafka.
 	replay func(context.Context, hubpkg.Rejection) (api.ReplayResult, error)
+	// breakerState is the API's breaker for a destination; nil: closed.
+	breakerState func(tenantID, url string) string
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -82,7 +84,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 		Store: s, Metrics: m, Logger: logger, AdminToken: cmp.Or(o.adminToken, adminToken), Keyring: keyring,
 		Destinations: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
-		ServedTenant: o.servedTenant, Replay: o.replay,
+		ServedTenant: o.servedTenant, Replay: o.replay, BreakerState: o.breakerState,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -228,8 +228,10 @@ func (c *Console) autoDisabled(r *http.Request, s *session) ([]m, string) {
 const overviewWindow = "1h"
 
 // hubHealth adds the hub's delivery figures and charts over the window the
-// request asks (GET /v1/admin/health: every tenant, every process): rates
-// per minute, success rate and p99. They come from the rollups, so they
+// request asks (GET /v1/admin/health: every tenant, every process): the
+// attempts delivered and failed in the window, the success rate and p99,
+// and per bucket the same counts, so the cards and the bars beside them
+// read in one unit over one window. They come from the rollups, so they
 // are there on the first look.
 func (c *Console) hubHealth(r *http.Request, s *session, out m) {
 	window := r.URL.Query().Get("window")
@@ -248,17 +250,7 @@ func (c *Console) hubHealth(r *http.Request, s *session, out m) {
 		out["HubError"] = msg
 		return
 	}
-	now := c.now()
-	ser := seriesOf(h)
-	minutes := 1.0
-	if len(ser.Buckets) > 0 {
-		minutes = max(now.Sub(ser.Buckets[0].Start).Minutes(), 1)
-	}
-	ok, _ := h["successes"].(float64)
-	fail, _ := h["failures"].(float64)
 	out["Hub"] = h
-	out["DeliveredPerMin"], out["FailedPerMin"] = ok/minutes, fail/minutes
-	u := fitRate(max(ok, fail) / minutes)
-	out["RateUnit"] = u
-	out["RateChart"], out["P99Chart"] = rateCharts(h, windowDuration(window), now, u)
+	out["BucketLabel"] = duration(seriesOf(h).Width)
+	out["RateChart"], out["P99Chart"] = overviewCharts(h, windowDuration(window), c.now())
 }

@@ -82,13 +82,14 @@ func subscriptionRequest(r *http.Request, creating bool) m {
 			return
 		}
 		seen[t] = true
-		major := 1
-		if name, v, ok := strings.Cut(t, "@"); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				t, major = name, n
-			}
+		// type@major, or type:major (docs/concepts.md, "Event types and
+		// their majors"); what does not read goes to the API as it was
+		// typed, whose answer names it.
+		ref, err := hub.ParseEventTypeRef(t)
+		if err != nil {
+			ref = hub.EventTypeRef{Type: t, SchemaMajor: 1}
 		}
-		types = append(types, m{"type": t, "schema_major": major})
+		types = append(types, m{"type": ref.Type, "schema_major": ref.SchemaMajor})
 	}
 	for _, t := range f["event_type"] {
 		add(t)

@@ -255,7 +255,7 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 	if subName != "" {
 		title = "Delivery to " + subName
 	}
-	data := m{"D": d, "SubName": subName, "EventType": eventType}
+	data := m{"D": d, "SubName": subName, "EventType": eventType, "Hold": c.holdOf(d, sub)}
 	// The event's payload, bounded: an event past retention has none.
 	var ev m
 	if c.call(r, s, "GET", "/v1/events/"+url.PathEscape(str(d["event_id"])), nil, &ev) == nil {
@@ -264,6 +264,41 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	c.show(w, r, s, http.StatusOK, "delivery", "deliveries", title, data)
 }
+
+// holdOf says why a pending delivery waits, when the page can tell: the
+// subscription's breaker (this process's, as GET /v1/subscriptions/{id}
+// shows it) is open, so its due attempts are shed until the probe time
+// (their next attempt); half-open, so one probe attempt goes first; or it
+// is due already and waits for a claim (behind its subscription's earlier
+// deliveries when they go one at a time). nil: nothing to say.
+func (c *Console) holdOf(d, sub m) m {
+	if str(d["status"]) != "pending" {
+		return nil
+	}
+	next, err := time.Parse(time.RFC3339Nano, str(d["next_attempt_at"]))
+	if err != nil {
+		return nil
+	}
+	ordered := false
+	if n, ok := toFloat(sub["max_in_flight"]); ok && n <= 1 {
+		ordered = true
+	}
+	switch str(sub["breaker_state"]) {
+	case "open":
+		return m{"Kind": "open", "At": d["next_attempt_at"], "Ordered": ordered}
+	case "half_open":
+		return m{"Kind": "half_open", "At": d["next_attempt_at"], "Ordered": ordered}
+	}
+	if c.now().Sub(next) >= dueNoticeAfter {
+		return m{"Kind": "due", "At": d["next_attempt_at"], "Ordered": ordered}
+	}
+	return nil
+}
+
+// dueNoticeAfter is how long past its next attempt a pending delivery
+// waits before its page says it is due and waiting for a claim: a
+// delivery is claimed within moments of coming due.
+const dueNoticeAfter = 5 * time.Second
 
 func (c *Console) replayDelivery(w http.ResponseWriter, r *http.Request, s *session) {
 	var job m

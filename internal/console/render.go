@@ -46,7 +46,7 @@ var funcs = template.FuncMap{
 	"othertypes": otherTypes,
 	"ms":         millis,
 	"permin":     perMinute,
-	"ratein":     ratein,
+	"etype":      eventTypeName,
 	"defaultretry": func() string {
 		steps := make([]string, len(hub.DefaultRetrySchedule))
 		for i, d := range hub.DefaultRetrySchedule {
@@ -57,6 +57,16 @@ var funcs = template.FuncMap{
 	"plural":     plural,
 	"dtlocal":    dtLocal,
 	"tenantname": func(tenants []m, id string) string { return tenantNames(tenants)[id] },
+}
+
+// eventTypeName writes an event type as code that a narrow column breaks
+// only after a dot ("transaction.<wbr>posted"), never inside a word: the
+// stylesheet gives code.etype overflow-wrap break-word, which, unlike the
+// anywhere other code has, leaves a table column at least as wide as the
+// type's longest word.
+func eventTypeName(v any) template.HTML {
+	name := template.HTMLEscapeString(str(v))
+	return template.HTML(`<code class="etype">` + strings.ReplaceAll(name, ".", ".<wbr>") + `</code>`)
 }
 
 // parsePages parses every page with the layout; now is the clock relative

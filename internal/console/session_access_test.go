@@ -76,7 +76,7 @@ func TestConsoleJWTSession_RefusedOnceTheAccessManagerStopsAllowing(t *testing.T
 	}
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		am := newSwitchedAM(t)
-		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.srv.URL, Timeout: 2 * time.Second,
+		h := newHub(t, d, options{auth: config.Auth{Enabled: true, Address: am.srv.URL, Timeout: testkit.Scaled(2 * time.Second),
 			Keys: []*rsa.PublicKey{&key.PublicKey}}})
 		h.tenant("acme")
 		exp := h.clock.Now().Add(2 * time.Hour).Unix()
@@ -181,7 +181,7 @@ func TestConsoleJWTSession_SharesTheAPIsDecisionCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	am := newSwitchedAM(t)
-	h := newHub(t, testkit.Drivers[1], options{auth: config.Auth{Enabled: true, Address: am.srv.URL, Timeout: 2 * time.Second,
+	h := newHub(t, testkit.Drivers[1], options{auth: config.Auth{Enabled: true, Address: am.srv.URL, Timeout: testkit.Scaled(2 * time.Second),
 		CacheTTL: 30 * time.Second, Keys: []*rsa.PublicKey{&key.PublicKey}}})
 	h.tenant("acme")
 	jwt := mintJWT(t, key, map[string]any{"type": "application", "sub": "ops", "exp": h.clock.Now().Add(time.Hour).Unix()})

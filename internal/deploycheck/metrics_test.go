@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -175,7 +174,7 @@ func startBusyHub(t *testing.T) (*devhub.Hub, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
 	defer cancel()
 	topic := "lerian.streaming.ledger_transaction.posted"
 	bad := testkit.CERecord(topic, 0, "default", "bad-1", kgo.RecordHeader{Key: "ce-specversion", Value: []byte("0.3")})

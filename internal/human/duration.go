@@ -39,6 +39,16 @@ func Duration(d time.Duration) string {
 	return two(int64(d/(24*time.Hour)), "d", int64(d%(24*time.Hour)/time.Hour), "h")
 }
 
+// Millis writes a number of milliseconds as the API gives them
+// (duration_ms, latency_ms, p99_ms) as Duration does; the API writes whole
+// milliseconds, so 0 is an attempt that took less than one: "<1 ms".
+func Millis(ms float64) string {
+	if ms == 0 {
+		return "<1 ms"
+	}
+	return Duration(time.Duration(ms * float64(time.Millisecond)))
+}
+
 // two writes "3 min 59 s", or "3 min" when the smaller unit is 0.
 func two(big int64, bigUnit string, small int64, smallUnit string) string {
 	if small == 0 {

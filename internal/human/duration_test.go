@@ -23,3 +23,11 @@ func TestDuration_UnitsPeopleRead(t *testing.T) {
 		}
 	}
 }
+
+func TestMillis_TheAPIsWholeMillisecondsAsDurations(t *testing.T) {
+	for ms, want := range map[float64]string{0: "<1 ms", 1: "1 ms", 64: "64 ms", 412.5: "413 ms", 1200: "1.2 s", 239000: "3 min 59 s"} {
+		if got := Millis(ms); got != want {
+			t.Errorf("Millis(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}

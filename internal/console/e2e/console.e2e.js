@@ -82,27 +82,42 @@ async function inert(page, where) {
   assert(!hrefs.some((h) => /^\s*javascript:/i.test(h)), where + ": a javascript: link");
 }
 
-// checkCharts (docs/console.md): the operator overview's rate and p99 charts and a
-// subscription's health chart, drawn on the server, with a hover title per
-// bucket and labelled axes, on desktop and at 390 px without sideways
-// scrolling. The deliveries of the steps before are minutes old on the
-// hub's clock, so the subscription's chart fits them in the 1 h window.
+// checkCharts (docs/console.md): the operator overview's attempts and p99
+// charts and a subscription's health chart, drawn on the server, with a
+// hover title per bucket and labelled axes, on desktop and at 390 px
+// without sideways scrolling; the overview's cards count what its bars
+// count (they add up); every chart takes the page's width, no label is cut
+// or runs into another. The deliveries of the steps before are minutes old
+// on the hub's clock, so the subscription's chart fits them in the 1 h
+// window.
 async function checkCharts(admin, aw, tp, tw, subURL) {
-  const ticks = async (svg, axis) => svg.locator("." + axis + " text").allTextContents();
+  const ticks = async (fig, axis) => fig.locator("." + axis + " text:visible").allTextContents();
   for (const width of [1280, 390]) {
     await admin.setViewportSize({ width, height: 800 });
     await admin.goto(HUB + "/console/");
-    const rate = await admin.locator("#delivered-rate").textContent();
-    assert(/^[<\d.kM]+\/(h|min|s)$/.test(rate), "the overview's delivered rate on the first look: " + rate);
-    for (const [id, hover] of [["rate-chart", /^\d\d:\d\d–\d\d:\d\d: [<\d.kM]+\/(h|min|s) delivered, [<\d.kM]+\/(h|min|s) failed \(/],
-                               ["p99-chart", /^\d\d:\d\d–\d\d:\d\d: p99 [\d.]+ (ms|s) over \d+ attempts?$/]]) {
-      const svg = admin.locator("#" + id + " svg");
+    const count = async (id) => Number((await admin.locator("#" + id).textContent()).replace(/,/g, ""));
+    const delivered = await count("delivered-count"), failed = await count("failed-count");
+    assert(delivered > 0 && failed > 0, "the overview's counts on the first look: " + delivered + " delivered, " + failed + " failed");
+    for (const [id, hover] of [["rate-chart", /^\d\d:\d\d–\d\d:\d\d: \d+ delivered, \d+ failed, p99 [\d.<]+ (ms|s)( so far)?$/],
+                               ["p99-chart", /^\d\d:\d\d–\d\d:\d\d: p99 [\d.<]+ (ms|s) over \d+ attempts?( so far)?$/]]) {
+      const fig = admin.locator("#" + id);
+      const svg = fig.locator("svg.plot");
       assert(await svg.isVisible(), id + " drawn at " + width + " px");
       const titles = await svg.locator("g.bucket > title").allTextContents();
       assert(titles.length >= 12 && titles.some((t) => hover.test(t)), id + " hover titles: " + JSON.stringify(titles));
-      const xs = await ticks(svg, "x-axis");
-      assert(xs.length >= 2 && xs.length <= 8 && xs.every((t) => /^\d\d:\d\d$/.test(t)), id + " time labels: " + JSON.stringify(xs));
-      assert((await ticks(svg, "y-axis")).length >= 2, id + " has a scale");
+      const xs = await ticks(fig, "x-axis");
+      assert(xs.length >= 2 && xs.length <= (width === 390 ? 4 : 8) && xs.every((t) => /^\d\d:\d\d$/.test(t)), id + " time labels at " + width + " px: " + JSON.stringify(xs));
+      assert((await ticks(fig, "y-axis")).length >= 2, id + " has a scale");
+      if (id === "rate-chart") {
+        // One unit, one window: the bars add up to the cards beside them.
+        let ok = 0, fail = 0;
+        for (const t of titles) {
+          const m = t.match(/: (\d+) delivered, (\d+) failed/);
+          if (m) { ok += Number(m[1]); fail += Number(m[2]); }
+        }
+        assert(ok === delivered && fail === failed, width + " px: the bars count " + ok + " delivered and " + fail + " failed, the cards " + delivered + " and " + failed);
+      }
+      await chartLegible(admin, "#" + id, width);
     }
     let overflow = await admin.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert(overflow <= 1, "the overview scrolls sideways at " + width + " px by " + overflow + " px");
@@ -113,13 +128,14 @@ async function checkCharts(admin, aw, tp, tw, subURL) {
     await tp.goto(subURL);
     const current = await tp.locator('nav.windows a[aria-current="true"]').textContent();
     assert(current === "1 h", "the subscription chart's window fits minutes-old activity: " + current);
-    const svg = tp.locator("figure.chart svg");
-    const titles = await svg.locator("g.bucket > title").allTextContents();
+    const fig = tp.locator("figure.chart");
+    const titles = await fig.locator("svg.plot g.bucket > title").allTextContents();
     assert(titles.some((t) => /^\d\d:\d\d–\d\d:\d\d: \d+ delivered, \d+ failed, p99 [\d.]+ (ms|s)$/.test(t)),
       "the subscription chart's hover titles: " + JSON.stringify(titles));
-    const xs = await ticks(svg, "x-axis");
+    const xs = await ticks(fig, "x-axis");
     assert(xs.length >= 2 && xs.every((t) => /^\d\d:\d\d$/.test(t)), "the subscription chart's time labels: " + JSON.stringify(xs));
-    assert((await ticks(svg, "y-axis")).length >= 2, "the subscription chart has a scale");
+    assert((await ticks(fig, "y-axis")).length >= 2, "the subscription chart has a scale");
+    await chartLegible(tp, "figure.chart", width);
     overflow = await tp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert(overflow <= 1, "the subscription page scrolls sideways at " + width + " px by " + overflow + " px");
     await snap(tp, tw, "subscription-chart-" + width + "px");
@@ -127,6 +143,90 @@ async function checkCharts(admin, aw, tp, tw, subURL) {
   }
   await admin.setViewportSize({ width: 1280, height: 800 });
   await tp.setViewportSize({ width: 1280, height: 800 });
+}
+
+// chartLegible: the chart at sel takes the page's width (its box spans
+// main's content), its labels are inside the chart's box and inside the
+// window (none clipped), at least 10 px high, and no two of an axis
+// overlap.
+async function chartLegible(page, sel, width) {
+  const r = await page.locator(sel).evaluate((fig) => {
+    const area = fig.querySelector(".plot-area");
+    const main = document.querySelector("main");
+    const cs = getComputedStyle(main);
+    const content = main.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const box = area.getBoundingClientRect();
+    const labels = (axis) => [...area.querySelectorAll("." + axis + " text")]
+      .filter((t) => getComputedStyle(t).display !== "none")
+      .map((t) => { const b = t.getBoundingClientRect(); return { text: t.textContent, x: b.x, y: b.y, r: b.right, bottom: b.bottom, h: b.height }; });
+    return { width: box.width, content, box: { x: box.x, y: box.y, r: box.right, bottom: box.bottom }, xs: labels("x-axis"), ys: labels("y-axis"), vw: window.innerWidth };
+  });
+  const where = sel + " at " + width + " px";
+  assert(r.width >= r.content - 2, where + ": the chart is " + r.width + " px of the page's " + r.content);
+  for (const l of [...r.xs, ...r.ys]) {
+    assert(l.x >= r.box.x - 0.5 && l.r <= r.box.r + 0.5 && l.y >= r.box.y - 0.5 && l.bottom <= r.box.bottom + 0.5 && l.x >= 0 && l.r <= r.vw,
+      where + ": label " + JSON.stringify(l) + " is cut (the chart's box " + JSON.stringify(r.box) + ")");
+    assert(l.h >= 10, where + ": label " + JSON.stringify(l) + " is too small to read");
+  }
+  for (const axis of [r.xs, r.ys]) {
+    for (let i = 0; i < axis.length; i++) {
+      for (let j = i + 1; j < axis.length; j++) {
+        const a = axis[i], b = axis[j];
+        const apart = a.r <= b.x || b.r <= a.x || a.bottom <= b.y || b.bottom <= a.y;
+        assert(apart, where + ": labels " + JSON.stringify(a) + " and " + JSON.stringify(b) + " overlap");
+      }
+    }
+  }
+}
+
+// typeNamesWhole: every event type name on the page breaks, if at all,
+// only after a dot: a line of the name never starts mid-word.
+async function typeNamesWhole(page, where) {
+  const bad = await page.evaluate(() => {
+    const out = [];
+    for (const code of document.querySelectorAll("code.etype")) {
+      if (code.getClientRects().length === 0) continue;
+      const text = code.textContent;
+      let prevTop = null;
+      const range = document.createRange();
+      let pos = 0;
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        for (let i = 0; i < n.length; i++, pos++) {
+          range.setStart(n, i);
+          range.setEnd(n, i + 1);
+          const rects = range.getClientRects();
+          if (rects.length === 0) continue;
+          const top = Math.round(rects[0].top);
+          if (prevTop !== null && top > prevTop + 2 && text[pos - 1] !== ".") out.push(text + " breaks before \"" + text.slice(pos) + "\"");
+          prevTop = top;
+        }
+      }
+    }
+    return out;
+  });
+  assert(bad.length === 0, where + ": event type names broken mid-word: " + JSON.stringify(bad));
+  assert((await page.locator("code.etype").count()) > 0, where + ": no event type names to check");
+}
+
+// phoneChrome: at 390 px the tenant picker shows the chosen tenant's whole
+// name, the menu says it scrolls (it does, and fades at its edge), and the
+// deliveries' filters fold behind "Filters", opening on a tap.
+async function phoneChrome(page, where) {
+  const picker = page.locator("#tenant-picker");
+  if (await picker.count()) {
+    const fit = await picker.evaluate((sel) => {
+      const cs = getComputedStyle(sel);
+      const ctx = document.createElement("canvas").getContext("2d");
+      ctx.font = cs.font;
+      const text = sel.options[sel.selectedIndex].text;
+      const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20; // the arrow
+      return { text, need: ctx.measureText(text).width, room, scroll: sel.scrollWidth, client: sel.clientWidth };
+    });
+    assert(fit.need <= fit.room && fit.scroll <= fit.client, where + ": the tenant picker cuts the name: " + JSON.stringify(fit));
+  }
+  const nav = await page.locator("header.top nav").evaluate((n) => ({ scrolls: n.scrollWidth > n.clientWidth, mask: getComputedStyle(n).maskImage || getComputedStyle(n).webkitMaskImage }));
+  assert(nav.scrolls && /gradient/.test(nav.mask), where + ": the menu scrolls without a hint: " + JSON.stringify(nav));
 }
 
 // --- Page timings and the console's tables (docs/console.md) ---------------------
@@ -200,6 +300,27 @@ async function tablesChecks(browser, tp, subURL) {
     assert(box.cut === "ellipsis" && box.wrap === "nowrap", width + ": ids are cut, not wrapped: " + JSON.stringify(box));
     assert((await tp.locator("input[name=since][type=datetime-local]").count()) === 1, width + ": the since filter is a datetime-local input");
     assert(!(await tp.content()).includes("2006-01-02"), width + ": Go's reference time is shown");
+    // The filters: shown on a wide screen; on a phone folded behind
+    // "Filters" (the table first), opened with a tap.
+    const filters = tp.locator("form.filters");
+    if (width === 1280) {
+      assert(await filters.isVisible() && !(await tp.locator("details.fold > summary").isVisible()), width + ": the filters are shown, without a fold");
+    } else {
+      assert(!(await filters.isVisible()) && await tp.locator("details.fold > summary", { hasText: "Filters" }).isVisible(), width + ": the filters fold away");
+      await tp.locator("details.fold > summary").click();
+      assert(await filters.isVisible() && await tp.locator("#f-status").isVisible(), width + ": a tap opens the filters");
+      await tp.goto(HUB + "/console/deliveries?status=succeeded");
+      assert(await filters.isVisible(), width + ": a filter set keeps them open");
+      await tp.goto(HUB + "/console/deliveries");
+      await phoneChrome(tp, "the deliveries page");
+    }
+    await tp.goto(HUB + "/console/event-types");
+    await typeNamesWhole(tp, "the event types page at " + width + " px");
+    await snap(tp, tw, "tables-event-types-" + width);
+    await tp.goto(HUB + "/console/events");
+    await typeNamesWhole(tp, "the events page at " + width + " px");
+    assert(await tp.locator("#sequence-note").isVisible(), width + ": the events page explains sequence gaps");
+    await tp.goto(HUB + "/console/deliveries");
     if (width === 390) {
       await phoneRowChecks(tp, "Deliveries");
       for (const p of ["/console/", "/console/subscriptions", "/console/events", "/console/event-types"]) await cardsCheck(tp, p);
@@ -290,6 +411,7 @@ async function phoneSignIn(browser, token, who, check) {
     await page.waitForURL(HUB + "/console/");
     await check(page);
     await noOverflow(page, 390, "the " + who + "'s overview");
+    await phoneChrome(page, "the " + who + "'s overview at 390 px");
     // A compact header: the content starts within the first 150 px (it
     // took ~260 px when the menu wrapped over three lines).
     const top = await page.locator("main").evaluate((m) => m.getBoundingClientRect().top);
@@ -465,6 +587,11 @@ async function producerDLQ(admin, aw) {
       await cardsCheck(page, "/console/tenants");
       await cardsCheck(page, "/console/tenants/acme");
       await page.goto(HUB + "/console/");
+      // The tenant with the longest name, chosen: the picker shows it whole.
+      await page.locator("#tenant-picker").selectOption("default");
+      await page.getByRole("button", { name: "Switch" }).click();
+      await page.waitForLoadState("load");
+      assert((await page.locator("#tenant-picker").inputValue()) === "default", "the operator at 390 px chose the tenant default");
     });
     await phoneSignIn(browser, key, "tenant", async (page) => {
       const b = page.locator(".who .badge");
@@ -544,10 +671,18 @@ async function producerDLQ(admin, aw) {
     assert(body.includes("<script>") && body.includes("onerror"), "response body shown as text: " + body);
     await inert(tp, "delivery");
     await snap(tp, tw, "delivery-attempt-log");
+    const original = tp.url();
     await tp.getByRole("button", { name: "Replay" }).click(); // confirm() accepted
     assert(await tp.getByText("Replay queued").isVisible(), "replayed");
     await until(tp, "the replay to succeed", async (p) => (await p.locator(".state-succeeded").count()) > 0);
     await snap(tp, tw, "delivery-replayed");
+    // The delivery replayed says so and offers no second replay.
+    const fresh = tp.url().split("?")[0].split("/").pop();
+    await tp.goto(original);
+    const said = (await tp.locator("#replayed").textContent()).replace(/\s+/g, " ");
+    assert(said.includes("as " + fresh) && (await tp.getByRole("button", { name: "Replay" }).count()) === 0,
+      "the replayed delivery says so instead of offering Replay: " + said);
+    await snap(tp, tw, "delivery-was-replayed");
 
     // 6. The event itself: newest first, looked up by ce-id, payload inert.
     await tp.goto(HUB + "/console/events");

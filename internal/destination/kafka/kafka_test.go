@@ -21,7 +21,7 @@ import (
 func producer(t *testing.T, caCert []byte, allowPrivate bool) *kafka.Producer {
 	t.Helper()
 	d := destination.NewDialer(destination.DialOptions{AllowPrivate: allowPrivate})
-	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, CACert: caCert})
+	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: testkit.Scaled(3 * time.Second), CACert: caCert})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSend_AnIdleClientIsClosedAndReopenedWhenNeeded(t *testing.T) {
 	testkit.Long(t)
 	clock := testkit.NewClock()
 	d := destination.NewDialer(destination.DialOptions{AllowPrivate: true})
-	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, Now: clock.Now})
+	p, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: testkit.Scaled(3 * time.Second), Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestSend_AutoCreateTopicsMakesTheTopicInDevOnly(t *testing.T) {
 	if err := send(strict, at); err == nil {
 		t.Fatal("a record to a missing topic was delivered without AutoCreateTopics")
 	}
-	dev, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: 3 * time.Second, AutoCreateTopics: true})
+	dev, err := kafka.New(kafka.Options{Dial: d.DialContext, Timeout: testkit.Scaled(3 * time.Second), AutoCreateTopics: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func message(id, delivery string) destination.Message {
 
 func send(t testing.TB, p *nats.Publisher, tg destination.Target, m destination.Message) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scaled(10*time.Second))
 	defer cancel()
 	return p.Send(ctx, tg, m).Err
 }
@@ -89,9 +89,10 @@ func TestProbe_NeedsTheStreamToExist(t *testing.T) {
 	n := testkit.NewNATS(t)
 	n.CreateStream(t, "EVENTS", "events.>")
 	p := publisher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wait := testkit.Scaled(10 * time.Second) // the delivery timeout: a local fake or server answers well within it
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	r := destination.NewRegistry(10*time.Second, map[string]destination.Driver{hub.DestinationNATS: p})
+	r := destination.NewRegistry(wait, map[string]destination.Driver{hub.DestinationNATS: p})
 	signed := func(t destination.Target) destination.Target {
 		t.Secrets = []string{"whsec_" + strings.Repeat("A", 32)}
 		return t

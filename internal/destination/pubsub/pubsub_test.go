@@ -47,7 +47,7 @@ func message(tenant, id string) destination.Message {
 
 func send(t testing.TB, p *pubsub.Publisher, tg destination.Target, m destination.Message) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scaled(10*time.Second))
 	defer cancel()
 	return p.Send(ctx, tg, m).Err
 }
@@ -102,9 +102,10 @@ func TestProbe_PublishesAndAMissingTopicFailsNamingIt(t *testing.T) {
 	ps := testkit.NewPubSub(t)
 	ps.CreateTopic(t, project, "events")
 	p := publisher(t, ps)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wait := testkit.Scaled(10 * time.Second) // the delivery timeout: a local fake or server answers well within it
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	r := destination.NewRegistry(10*time.Second, map[string]destination.Driver{hub.DestinationPubSub: p})
+	r := destination.NewRegistry(wait, map[string]destination.Driver{hub.DestinationPubSub: p})
 	signed := func(t destination.Target) destination.Target {
 		t.Secrets = []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
 		return t

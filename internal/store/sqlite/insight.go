@@ -344,6 +344,12 @@ func (db *DB) report(ctx context.Context, tx *sql.Tx, r store.Report, now int64)
 	if err != nil {
 		return err
 	}
+	// The catalog's last seen, as ingest and EmitOperational record it:
+	// without it the event types page showed the hub's own types as never
+	// seen though the events page listed them.
+	if err := noteTypes(ctx, tx, events, outcomes, now); err != nil {
+		return err
+	}
 	_, _, err = match(ctx, tx, events, store.AcceptedTenants(events, outcomes), outcomes, fromMicros(now))
 	return err
 }

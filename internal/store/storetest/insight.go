@@ -99,6 +99,52 @@ func testOperational(t *testing.T, open Opener) {
 		}
 	})
 
+	// The hub's own events are recorded in the catalog as they are
+	// written, like ingested ones: the event types page shows when each
+	// was last seen.
+	t.Run("TheHubsOwnEventsAreSeenInTheCatalog", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.subscribe(t, "acme", "sub_1", 10)
+		e.publish(t, "acme", "a", 1)
+		cs := e.claim(t, 10)
+		if len(cs) != 1 {
+			t.Fatalf("claimed %d, want 1", len(cs))
+		}
+		e.clock.Advance(time.Minute)
+		e.complete(t, e.deadLetter(cs[0]))
+		now := e.clock.Now()
+		s, err := e.store.GetSubscription(e.ctx, "acme", "sub_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Enabled, s.DisabledReason, s.DisabledAt = false, "disabled through the API", &now
+		if _, err := e.store.UpdateSubscription(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.EmitOperational(e.ctx, []hub.Event{{TenantID: "acme", ID: "hub_drift_1", SpecVersion: "1.0",
+			Type: hub.OperationalCEType(hub.EventTopicsDrift), EventType: hub.EventTopicsDrift, Source: hub.OperationalSource,
+			Time: now.Format(time.RFC3339Nano), SchemaVersion: hub.OperationalSchemaVersion, SchemaMajor: 1,
+			DataContentType: hub.DefaultContentType, Data: []byte(`{"detected":[],"resolved":[]}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		seen, err := e.store.ListTypesSeen(e.ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[string]time.Time{}
+		for _, ts := range seen {
+			if ts.SchemaMajor == 1 {
+				last[ts.EventType] = ts.LastSeenAt
+			}
+		}
+		for _, typ := range []string{hub.EventDeliveryDeadLettered, hub.EventSubscriptionDisabled, hub.EventTopicsDrift} {
+			if at, ok := last[typ]; !ok || !at.Equal(now) {
+				t.Errorf("%s@1 last seen %v (recorded: %v), want %v", typ, at, ok, now)
+			}
+		}
+	})
+
 	t.Run("FencedDeadLetterEmitsNothing", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", "")
