@@ -28,6 +28,9 @@ type attempt struct {
 	// throttled is when the subscription's next token comes, for a job
 	// made to wait by its rate limit; zero otherwise.
 	throttled time.Time
+	// transformed is how long the transform took, its wait for a worker
+	// included: part of the attempt's duration.
+	transformed time.Duration
 }
 
 // deliver makes exactly one attempt of a claimed job and returns its
@@ -90,7 +93,9 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address strin
 	// The subscription's transform
 	// (docs/filters-and-transforms.md) makes the body;
 	// the headers and the signature cover what it made.
+	start := time.Now()
 	body, contentType, err := d.transforms.Apply(ctx, c.Subscription.Transform, c.Event)
+	a.transformed = time.Since(start)
 	if err != nil {
 		a.err = err
 		return a
@@ -129,9 +134,10 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	}
 	c, out, now := a.c, a.out, a.now
 	res := destination.Result{Err: a.err}
+	a.rec.Duration = a.transformed
 	if a.err == nil {
 		res = d.cfg.Destinations.Send(a.ctx, a.target, a.msg)
-		a.rec.Duration, a.rec.ResponseBody = res.Duration, res.Body
+		a.rec.Duration, a.rec.ResponseBody = a.transformed+res.Duration, res.Body
 		a.rec.RequestHeaders, a.rec.ResponseHeaders = res.Sent, destination.AnswerHeaders(res.Header)
 		if res.Err != nil && res.Status == 0 && a.target.Type == hub.DestinationWebhook {
 			noteTransportError(a.ctx, res.Err)
