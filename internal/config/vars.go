@@ -94,7 +94,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"KEK_FILE":                     {"", "file holding KEK"},
 	"KEK_PREVIOUS":                 {"", "earlier KEKs, comma-separated, still opened until `streaming-hub rewrap`"},
 	"KEK_PREVIOUS_FILE":            {"", "file holding KEK_PREVIOUS"},
-	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local or metadata addresses"},
+	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local, metadata or other special-purpose addresses ([security.md](security.md#destinations-and-the-ssrf-rule))"},
 	"EGRESS_PROXY":                 {"", "`http://` or `https://` proxy (credentials allowed: `http://user:pass@proxy:3128`) every webhook attempt, probe and test event goes through by HTTP CONNECT to the address the hub checked; empty: direct ([security.md](security.md#fixed-egress))"},
 	"EGRESS_PROXY_FILE":            {"", "file holding EGRESS_PROXY"},
 	"PLUGIN_AUTH_ENABLED":          {"false", "use Lerian's access manager for the API (also read without the prefix)"},
