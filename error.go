@@ -19,6 +19,9 @@ const (
 	EUNPROCESSABLE  = "unprocessable" // a probe or check failed: 422
 	ERATELIMITED    = "rate_limited"  // slow down: 429
 	EINTERNAL       = "internal"      // everything else: 500
+	// ETENANTNOTSERVED is another tenant than the one a single-tenant hub
+	// serves (MULTI_TENANT_ENABLED=false or STREAMING_HUB_TENANT_ID): 403.
+	ETENANTNOTSERVED = "tenant_not_served"
 )
 
 // Error is an application error with a code a caller may act on and a message

@@ -56,6 +56,8 @@ type apiOptions struct {
 	// auth is the access manager's configuration (TRUSTED_PROXIES too);
 	// off by default.
 	auth config.Auth
+	// served makes the hub single-tenant, serving that tenant.
+	served string
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -101,6 +103,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		AuthFailureLimit:  cmp.Or(o.authLimit, 1<<30),
 		HealthWindow:      defaults.Housekeeping.HealthWindow,
 		Auth:              o.auth,
+		ServedTenant:      o.served,
 	})
 	if err != nil {
 		t.Fatal(err)

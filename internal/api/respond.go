@@ -23,6 +23,9 @@ var statuses = map[string]int{
 	hub.ECONFLICT:       http.StatusConflict,
 	hub.EUNPROCESSABLE:  http.StatusUnprocessableEntity,
 	hub.ERATELIMITED:    http.StatusTooManyRequests,
+	// Single-tenant mode: the tenant may exist, but this hub does not act
+	// on it (docs/security.md#one-tenant-everywhere).
+	hub.ETENANTNOTSERVED: http.StatusForbidden,
 }
 
 // statusClientClosed is logged for a request its client abandoned.

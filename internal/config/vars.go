@@ -111,7 +111,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"LOG_FORMAT":                   {"", "`json` or `text`"},
 
 	// Single-tenant mode and topic drift (docs/operations.md).
-	"MULTI_TENANT_ENABLED": {"true", "`false`: the hub serves one tenant, TENANT_ID (default `default`), created at start, and rejects records of any other `ce-tenantid` as `tenant_not_served` (also read without the prefix, as lib-commons reads it; [operations.md](operations.md#single-tenant-mode))"},
+	"MULTI_TENANT_ENABLED": {"true", "`false`: the hub serves one tenant, TENANT_ID (default `default`), created at start, and rejects records of any other `ce-tenantid` and API requests about any other tenant as `tenant_not_served` (also read without the prefix, as lib-commons reads it; [operations.md](operations.md#single-tenant-mode))"},
 	"TENANT_ID":            {"", "the one tenant served; set, it makes the hub single-tenant (MULTI_TENANT_ENABLED may then not be `true`)"},
 	"RECONCILER_ENABLED":   {"", "compare the topics on the cluster, those of the consumer group and those producers' manifests declare, and report each difference ([operations.md](operations.md#topic-drift))"},
 	"RECONCILER_INTERVAL":  {"", "seconds between topic-drift checks (one replica at a time); a Go duration such as `5m` is accepted too"},
