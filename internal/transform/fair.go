@@ -35,6 +35,11 @@ const (
 // ErrBusy is a run that waited maxWait for a worker without getting one.
 var ErrBusy = fmt.Errorf("transform: transform_limit: no transform worker free within %s (the workers are busy; a tenant whose programs keep hitting their limits waits behind the others)", maxWait)
 
+// ErrHeld is a delivery of a heavy tenant that its share holds back: it
+// fails at once, to be retried on its schedule, rather than hold one of
+// the dispatcher's workers while it waits.
+var ErrHeld = fmt.Errorf("transform: transform_limit: this tenant's programs hit their limits in the last %s, so its transforms run one at a time while other tenants use the workers: retried later", heavyFor)
+
 // Caller is on whose behalf a program runs: the tenant whose share of the
 // workers it takes, and whether it is a preview (transform-preview, a
 // test event) rather than a delivery.
@@ -77,8 +82,9 @@ type waiter struct {
 	s       *share
 	preview bool
 	since   time.Time
-	ready   chan struct{} // closed once granted
+	ready   chan struct{} // closed once granted, or refused
 	granted bool
+	err     error // why it was refused (ErrHeld)
 }
 
 func newFair(size int, maxWait time.Duration, now func() time.Time) *fair {
@@ -115,6 +121,10 @@ func (f *fair) acquire(ctx context.Context, c Caller) (*grant, error) {
 		f.mu.Unlock()
 		return &grant{f: f, s: s, preview: c.Preview, at: now}, nil
 	}
+	if w.err != nil {
+		f.mu.Unlock()
+		return nil, w.err
+	}
 	f.mu.Unlock()
 
 	timer := time.NewTimer(f.maxWait)
@@ -132,6 +142,9 @@ func (f *fair) acquire(ctx context.Context, c Caller) (*grant, error) {
 	if w.granted {
 		// Granted as it gave up: it takes the slot after all.
 		return &grant{f: f, s: s, preview: c.Preview, at: f.now()}, nil
+	}
+	if w.err != nil {
+		return nil, w.err // refused, and out of the queue already
 	}
 	s.queue[q] = remove(s.queue[q], w)
 	if !s.waiting() {
@@ -216,13 +229,9 @@ func (s *share) decayed(now time.Time) float64 {
 // dispatch grants free slots: each to the first waiter that may have one,
 // of the tenant with the least usage (ties: the longest waiting).
 func (f *fair) dispatch(now time.Time) {
+	f.refuseHeld(now)
 	for f.busy < f.size {
-		heavyHeld := 0
-		for s := range f.holders {
-			if s.heavy(now) {
-				heavyHeld += s.held
-			}
-		}
+		heavyHeld := f.heavyHeld(now)
 		var best *waiter
 		var bestUsage float64
 		for s := range f.queued {
@@ -252,6 +261,40 @@ func (f *fair) dispatch(now time.Time) {
 		f.busy++
 		best.granted = true
 		close(best.ready)
+	}
+}
+
+// heavyHeld is how many slots heavy tenants hold.
+func (f *fair) heavyHeld(now time.Time) int {
+	n := 0
+	for s := range f.holders {
+		if s.heavy(now) {
+			n += s.held
+		}
+	}
+	return n
+}
+
+// refuseHeld fails at once the waiting deliveries of the heavy tenants
+// next holds back (ErrHeld): the dispatcher's worker that asks goes on to
+// other tenants' jobs, and the job is retried on its schedule. A heavy
+// tenant's previews wait, up to maxWait, as their callers do.
+func (f *fair) refuseHeld(now time.Time) {
+	if f.size < 2 || f.heavyHeld(now) < f.size-1 {
+		return
+	}
+	for s := range f.queued {
+		if len(s.queue[0]) == 0 || !s.heavy(now) || !f.othersAbout(s, now) {
+			continue
+		}
+		for _, w := range s.queue[0] {
+			w.err = ErrHeld
+			close(w.ready)
+		}
+		s.queue[0] = nil
+		if !s.waiting() {
+			delete(f.queued, s)
+		}
 	}
 }
 

@@ -118,12 +118,18 @@ func TestFair_ATenantHittingItsLimitsNeverHoldsEveryWorker(t *testing.T) {
 	clk.Add(time.Second)
 
 	g1 := ask(f, hostile).granted(t, "hostile, one worker")
-	second := ask(f, hostile)
+	// Its second delivery is refused at once (retried on its schedule,
+	// not holding a dispatcher's worker); a preview waits for its turn.
+	start := time.Now()
+	if _, err := f.acquire(context.Background(), hostile); !errors.Is(err, ErrHeld) || time.Since(start) > time.Second {
+		t.Fatalf("hostile's second delivery: %v after %s, want ErrHeld at once", err, time.Since(start))
+	}
+	second := ask(f, Caller{Tenant: "hostile", Preview: true})
 	second.waits(t, "hostile, a second worker while honest is about")
 	h = ask(f, honest).granted(t, "honest, the worker kept free")
 	h.release()
 	g1.release()
-	second.granted(t, "hostile, once its first run ended").release()
+	second.granted(t, "hostile's preview, once its first run ended").release()
 
 	// Alone (nobody else about for a while), it may use every worker.
 	clk.Add(activeFor)
