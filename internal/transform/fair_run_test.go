@@ -38,12 +38,22 @@ func TestRun_AHostileTenantLeavesAnotherTenantsTransformsOnTime(t *testing.T) {
 	// killed and restarted workers meanwhile), half previews, and answers
 	// their durations; it stops early after a minute (the old pool made
 	// each wait seconds).
+	// A run of the honest program that meets a limit anyway (a worker
+	// that a loaded machine starved past its time, or that died) is
+	// tried again, as the run helper does, and counts whole.
+	retried := 0
 	measure := func(phase string) []time.Duration {
 		var out []time.Duration
 		stop := time.Now().Add(time.Minute)
 		for i := 0; i < samples && time.Now().Before(stop); i++ {
 			start := time.Now()
-			res, err := honest.RunAs(context.Background(), transform.Caller{Tenant: "honest", Preview: i%2 == 1}, in)
+			c := transform.Caller{Tenant: "honest", Preview: i%2 == 1}
+			res, err := honest.RunAs(context.Background(), c, in)
+			for try := 0; try < 2 && err != nil && strings.Contains(err.Error(), "transform_limit") && !errors.Is(err, transform.ErrBusy); try++ {
+				t.Logf("%s: honest run %d: %v; tried again", phase, i, err)
+				retried++
+				res, err = honest.RunAs(context.Background(), c, in)
+			}
 			d := time.Since(start)
 			if err != nil || !strings.Contains(string(res.Body), `"currency":"BRL"`) {
 				t.Fatalf("%s: honest run %d: %s, %v after %s", phase, i, res.Body, err, d)
@@ -87,6 +97,9 @@ func TestRun_AHostileTenantLeavesAnotherTenantsTransformsOnTime(t *testing.T) {
 	pb, pu := p99(base), p99(under)
 	t.Logf("honest p99 %s alone, %s beside the hostile tenant (%d samples; p50 %s, %s); the hostile tenant: %d limits, %d runs refused after waiting, %d deliveries held back",
 		pb, pu, len(under), p50(base), p50(under), limits.Load(), busy.Load(), held.Load())
+	if retried > 3 {
+		t.Errorf("%d honest runs met a limit and were tried again", retried)
+	}
 	if len(under) < samples || pu-pb >= 100*time.Millisecond {
 		t.Fatalf("beside a hostile tenant the honest tenant's p99 went from %s to %s (%d of %d runs in a minute)", pb, pu, len(under), samples)
 	}
