@@ -26,6 +26,9 @@ const (
 	// there or does not answer now; trying again later may work: 503.
 	EUNAVAILABLE = "unavailable"
 	EINTERNAL    = "internal" // everything else: 500
+	// ETENANTNOTSERVED is another tenant than the one a single-tenant hub
+	// serves (MULTI_TENANT_ENABLED=false or STREAMING_HUB_TENANT_ID): 403.
+	ETENANTNOTSERVED = "tenant_not_served"
 )
 
 // Error is an application error with a code a caller may act on and a message

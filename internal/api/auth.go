@@ -9,6 +9,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/apikey"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
 // Principal is who a request acts as: the admin, or one tenant's key.
@@ -98,6 +99,31 @@ func bearer(r *http.Request) (string, bool) {
 // hash in constant time). Keys are looked up on every request: deleting one
 // takes effect at once.
 func (s *Server) authenticate(r *http.Request) (principal, error) {
+	p, err := s.authenticateAny(r)
+	if err != nil {
+		return p, err
+	}
+	if !p.Admin {
+		// A key, a JWT or a portal link of another tenant than a
+		// single-tenant hub's: refused whatever it asks.
+		if err := s.serves(p.TenantID); err != nil {
+			return principal{}, err
+		}
+	}
+	return p, nil
+}
+
+// serves refuses a tenant other than the one a single-tenant hub serves
+// (docs/security.md#one-tenant-everywhere): tenant_not_served, 403.
+func (s *Server) serves(tenantID string) error {
+	if served := s.deps.ServedTenant; served != "" && tenantID != served {
+		return hub.Errorf(hub.ETENANTNOTSERVED, "this hub serves tenant %q only (single-tenant mode), not %s", served, store.QuoteID(tenantID))
+	}
+	return nil
+}
+
+// authenticateAny is authenticate for any tenant.
+func (s *Server) authenticateAny(r *http.Request) (principal, error) {
 	if v, ok := r.Context().Value(principalKey{}).(inProcess); ok {
 		if !v.decided && v.p.TokenHash != "" {
 			// A console session opened with a JWT: this route, asked
@@ -131,6 +157,9 @@ func (s *Server) SignIn(r *http.Request, token string) (Principal, error) {
 		return Principal{}, hub.Errorf(hub.EUNAUTHORIZED, "missing token")
 	}
 	p, err := s.authenticateToken(r, token, true)
+	if err == nil && !p.Admin {
+		err = s.serves(p.TenantID)
+	}
 	if err != nil || p.Admin || p.TokenHash != "" {
 		return p, err
 	}
@@ -207,6 +236,15 @@ func (s *Server) requireAdmin(r *http.Request) error {
 	return nil
 }
 
+// requireAdminOf is requireAdmin for a route on the tenant tenantID: a
+// single-tenant hub refuses any other (tenant_not_served).
+func (s *Server) requireAdminOf(r *http.Request, tenantID string) error {
+	if err := s.requireAdmin(r); err != nil {
+		return err
+	}
+	return s.serves(tenantID)
+}
+
 // tenantScope returns the tenant a tenant-scoped request acts on: the key's
 // own tenant, or the one the admin names in X-Tenant-Id (a single-tenant
 // hub's served tenant when the admin names none). An inactive
@@ -232,6 +270,9 @@ func (s *Server) tenantScopeOf(r *http.Request) (string, Principal, error) {
 		}
 		if hub.ValidateTenantID(id) != nil {
 			return "", p, hub.Errorf(hub.EINVALID, "X-Tenant-Id: must be 1..256 bytes of [A-Za-z0-9._:-]")
+		}
+		if err := s.serves(id); err != nil {
+			return "", p, err
 		}
 	}
 	t, err := s.deps.Store.GetTenant(r.Context(), id)

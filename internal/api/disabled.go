@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,15 @@ func (s *Server) listDisabledSubscriptions(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
+	var next *string // a single-tenant hub's page: its cursor, from the page before filtering
+	if served := s.deps.ServedTenant; served != "" {
+		// A single-tenant hub shows no other tenant's subscriptions (a
+		// page may then be short; its cursor still moves on).
+		if len(subs) > limit {
+			next = encodeCursor(disabledCursor(s.toSubscriptionJSON(subs[limit-1])))
+		}
+		subs = slices.DeleteFunc(subs[:min(len(subs), limit)], func(sub hub.Subscription) bool { return sub.TenantID != served })
+	}
 	out := make([]subscriptionJSON, len(subs))
 	ids := map[string][]string{} // by tenant: backfills are read per tenant
 	for i, sub := range subs {
@@ -49,7 +59,11 @@ func (s *Server) listDisabledSubscriptions(w http.ResponseWriter, r *http.Reques
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, paginate(out, limit, disabledCursor))
+	pg := paginate(out, limit, disabledCursor)
+	if s.deps.ServedTenant != "" {
+		pg.NextCursor = next
+	}
+	writeJSON(w, http.StatusOK, pg)
 	return nil
 }
 

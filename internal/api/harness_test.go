@@ -60,6 +60,8 @@ type apiOptions struct {
 	swagger bool
 	// aws is the setup link's settings and the operator's SQS endpoint.
 	aws api.AWS
+	// served makes the hub single-tenant, serving that tenant.
+	served string
 }
 
 func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
@@ -107,6 +109,7 @@ func newHubAPI(t *testing.T, d testkit.Driver, o apiOptions) *hubAPI {
 		Auth:              o.auth,
 		Swagger:           o.swagger,
 		AWS:               o.aws,
+		ServedTenant:      o.served,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -421,7 +422,7 @@ type keyJSON struct {
 
 // listKeys: GET /v1/tenants/{id}/keys, never a secret or its hash.
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	tenantID := r.PathValue("id")
@@ -505,6 +506,10 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) error {
 	tenants, err := s.deps.Store.TenantsOf(r.Context(), kind, id)
 	if err != nil {
 		return err
+	}
+	if served := s.deps.ServedTenant; served != "" {
+		// A single-tenant hub knows of no other tenant's resources.
+		tenants = slices.DeleteFunc(tenants, func(t string) bool { return t != served })
 	}
 	writeJSON(w, http.StatusOK, lookupJSON{Kind: kind, ID: id, TenantIDs: tenants})
 	return nil

@@ -140,3 +140,54 @@ func TestSubscriptions_OAuth2ProbeAndTestEventCarryTheTokenAndTheSecretIsNeverSh
 		}
 	})
 }
+
+// A token is for the destination it was fetched for: after a PATCH of
+// destination.url the new host never receives the old token, but one
+// fetched for it; any other change of the destination (a header) fetches
+// a new one too (docs/receivers.md#oauth-20-client-credentials).
+func TestSubscriptions_OAuth2TokenIsBoundToItsDestination(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		h := newHubAPI(t, d, apiOptions{allowPrivate: true})
+		acme := h.tenant("acme")
+		var mu sync.Mutex
+		tokens := 0
+		tokenURL := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			tokens++
+			fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"bearer","expires_in":600}`, tokens)
+		}))
+		t.Cleanup(tokenURL.Close)
+		first, second := newReceiver(t), newReceiver(t)
+
+		var created struct{ ID string }
+		acme.json("POST", "/v1/subscriptions", oauthSub(first.URL, tokenURL.URL+"/token", ""), 201, &created)
+		test := func(rc *receiver, want string) {
+			t.Helper()
+			var res struct {
+				StatusCode int `json:"status_code"`
+			}
+			acme.json("POST", "/v1/subscriptions/"+created.ID+"/test", "", 200, &res)
+			req, _ := rc.last()
+			if res.StatusCode != 200 || req == nil || req.Header.Get("Authorization") != "Bearer "+want {
+				got := "nothing"
+				if req != nil {
+					got = req.Header.Get("Authorization")
+				}
+				t.Fatalf("test event answered %d; the receiver got %s, want Bearer %s", res.StatusCode, got, want)
+			}
+		}
+		test(first, "tok-1")
+		test(first, "tok-1") // cached
+
+		acme.json("PATCH", "/v1/subscriptions/"+created.ID, `{"destination":{"url":"`+second.URL+`"}}`, 200, nil)
+		test(second, "tok-2")
+		if first.count() != 2 {
+			t.Fatalf("the first host got %d requests after the PATCH", first.count()-2)
+		}
+		test(second, "tok-2")
+
+		acme.json("PATCH", "/v1/subscriptions/"+created.ID, `{"destination":{"headers":{"X-Env":"prod"}}}`, 200, nil)
+		test(second, "tok-3")
+	})
+}

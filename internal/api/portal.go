@@ -27,7 +27,7 @@ type portalLinkJSON struct {
 }
 
 func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	var req struct {
@@ -65,7 +65,7 @@ func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error 
 // listPortalLinks lists a tenant's links that may still open or hold a
 // session: neither revoked nor expired.
 func (s *Server) listPortalLinks(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	limit, after, err := pageParams(r)
@@ -91,7 +91,7 @@ func (s *Server) listPortalLinks(w http.ResponseWriter, r *http.Request) error {
 // revokePortalLink revokes a link and ends the session it opened: 404 for
 // an unknown link, another tenant's, or one revoked or expired already.
 func (s *Server) revokePortalLink(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	if err := s.deps.Store.RevokePortalLink(r.Context(), r.PathValue("id"), r.PathValue("link_id")); err != nil {

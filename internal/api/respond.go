@@ -25,6 +25,9 @@ var statuses = map[string]int{
 	hub.ERATELIMITED:    http.StatusTooManyRequests,
 	hub.ENOTRETAINED:    http.StatusGone,
 	hub.EUNAVAILABLE:    http.StatusServiceUnavailable,
+	// Single-tenant mode: the tenant may exist, but this hub does not act
+	// on it (docs/security.md#one-tenant-everywhere).
+	hub.ETENANTNOTSERVED: http.StatusForbidden,
 }
 
 // statusClientClosed is logged for a request its client abandoned.

@@ -30,6 +30,9 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
+	if err := s.serves(req.ID); err != nil {
+		return err
+	}
 	if req.Name == "" {
 		req.Name = req.ID
 	} else if err := hub.ValidateName(req.Name); err != nil {
@@ -51,8 +54,18 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ts, err := s.deps.Store.ListTenants(r.Context(), store.ListTenantsParams{After: after, Limit: limit + 1})
-	if err != nil {
+	var ts []hub.Tenant
+	if served := s.deps.ServedTenant; served != "" {
+		// A single-tenant hub lists the one tenant it serves, whatever
+		// else the roster holds.
+		t, err := s.deps.Store.GetTenant(r.Context(), served)
+		if err != nil && hub.ErrorCode(err) != hub.ENOTFOUND {
+			return err
+		}
+		if err == nil && served > after {
+			ts = append(ts, t)
+		}
+	} else if ts, err = s.deps.Store.ListTenants(r.Context(), store.ListTenantsParams{After: after, Limit: limit + 1}); err != nil {
 		return err
 	}
 	out := make([]tenantJSON, len(ts))
@@ -74,6 +87,9 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("id")
+	if err := s.serves(id); err != nil {
+		return err
+	}
 	if !p.Admin {
 		own, err := s.deps.Store.GetTenant(r.Context(), p.TenantID)
 		if err != nil {
@@ -97,7 +113,7 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	var req struct {
@@ -125,7 +141,7 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 
 // createKey: the key is in this answer and nowhere else, ever.
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	if err := decode(w, r, &struct{}{}); err != nil {
@@ -141,7 +157,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request) error {
-	if err := s.requireAdmin(r); err != nil {
+	if err := s.requireAdminOf(r, r.PathValue("id")); err != nil {
 		return err
 	}
 	if err := s.deps.Store.DeleteAPIKey(r.Context(), r.PathValue("id"), r.PathValue("key_id")); err != nil {

@@ -82,7 +82,9 @@ func (s *Server) transformPreview(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	res, err := p.Run(r.Context(), transform.InputOf(ev))
+	// The caller's tenant waits for a worker, whatever tenant_id the
+	// event names; as a preview, it never holds every worker.
+	res, err := p.RunAs(r.Context(), transform.Caller{Tenant: tenantID, Preview: true}, transform.InputOf(ev))
 	if err != nil {
 		return hub.Errorf(hub.EUNPROCESSABLE, "%s", err.Error())
 	}
@@ -116,8 +118,10 @@ func (req previewRequest) event(tenantID string) hub.Event {
 }
 
 // testTransform is the body and content type of a test event under the
-// subscription's program (the event's own when there is none).
+// subscription's program (the event's own when there is none), run as a
+// preview of the event's tenant: a tenant's test events, like its
+// previews, never hold every transform worker.
 func testTransform(ctx context.Context, program string, ev hub.Event) ([]byte, string, error) {
 	var c transform.Cache
-	return c.Apply(ctx, program, ev)
+	return c.ApplyAs(ctx, transform.Caller{Tenant: ev.TenantID, Preview: true}, program, ev)
 }

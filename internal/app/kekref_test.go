@@ -46,12 +46,34 @@ func TestResolveKEK_FromSecretsManager(t *testing.T) {
 		}
 		_, err = app.ResolveKEK(ctx, config.KEKSource{Source: config.KEKFromSecretsManager, Ref: "short"})
 		var cerr *config.Error
-		if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "must decode to at least 32 bytes, got 5") || strings.Contains(err.Error(), "c2hvcnQ") {
+		if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "must decode to exactly 32 bytes, got 5") || strings.Contains(err.Error(), "c2hvcnQ") {
 			t.Fatalf("a short key: %v", err)
 		}
 	}
 	// Other sources were read by Load: nothing to fetch.
 	if got, err := app.ResolveKEK(context.Background(), config.KEKSource{Source: config.KEKFromEnv}); got != nil || err != nil {
 		t.Fatalf("env: %v %v", got, err)
+	}
+}
+
+// A KEK from Secrets Manager is exactly 32 bytes, and its answer is read
+// within a bound: a 50 MiB value, or a key of the wrong size, refuses the
+// start naming the secret (docs/security.md#the-kek).
+func TestResolveKEK_ExactlyThirtyTwoBytesReadWithinABound(t *testing.T) {
+	sm := testkit.NewSecretsManager(t, false)
+	sm.PutString("huge", strings.Repeat("A", 50<<20))
+	sm.PutBinary("long", bytes.Repeat([]byte{7}, 48))
+	sm.PutString("long-string", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 33)))
+	ctx := context.Background()
+	for name, want := range map[string]string{
+		"huge":        `STREAMING_HUB_KEK_REF: the Secrets Manager secret "huge" (STREAMING_HUB_KEK_SOURCE=secretsmanager, STREAMING_HUB_KEK_REF): its answer is larger than 256 KiB`,
+		"long":        `STREAMING_HUB_KEK_REF: the Secrets Manager secret "long" (STREAMING_HUB_KEK_SOURCE=secretsmanager, STREAMING_HUB_KEK_REF): its SecretBinary must be exactly 32 bytes, got 48`,
+		"long-string": `STREAMING_HUB_KEK_REF: the Secrets Manager secret "long-string" (STREAMING_HUB_KEK_SOURCE=secretsmanager, STREAMING_HUB_KEK_REF): its SecretString must decode to exactly 32 bytes, got 33`,
+	} {
+		_, err := app.ResolveKEK(ctx, config.KEKSource{Source: config.KEKFromSecretsManager, Ref: name})
+		var cerr *config.Error
+		if !errors.As(err, &cerr) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %v\nwant %s", name, err, want)
+		}
 	}
 }

@@ -178,7 +178,7 @@ func TestLoad_KEKByReference(t *testing.T) {
 		{map[string]string{"STREAMING_HUB_KEK_REF": "STREAMING_HUB_DEV_KEK"},
 			"STREAMING_HUB_KEK_REF: names STREAMING_HUB_DEV_KEK, which is unset or empty (STREAMING_HUB_KEK_SOURCE=env)"},
 		{map[string]string{"STREAMING_HUB_KEK_REF": "STREAMING_HUB_DEV_KEK", "STREAMING_HUB_DEV_KEK": short},
-			"STREAMING_HUB_KEK_REF: STREAMING_HUB_DEV_KEK (named by STREAMING_HUB_KEK_REF): must decode to at least 32 bytes, got 9"},
+			"STREAMING_HUB_KEK_REF: STREAMING_HUB_DEV_KEK (named by STREAMING_HUB_KEK_REF): must decode to exactly 32 bytes, got 9 (`openssl rand -base64 32` makes one)"},
 		{map[string]string{"STREAMING_HUB_KEK_REF": "STREAMING_HUB_DEV_KEK", "STREAMING_HUB_DEV_KEK": b64, "STREAMING_HUB_KEK": b64},
 			"STREAMING_HUB_KEK: and STREAMING_HUB_KEK_SOURCE/STREAMING_HUB_KEK_REF (STREAMING_HUB_DEV_KEK (named by STREAMING_HUB_KEK_REF)) both give the KEK: set only one of them"},
 		{map[string]string{"STREAMING_HUB_KEK_SOURCE": "file"},

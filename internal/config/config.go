@@ -4,7 +4,6 @@
 package config
 
 import (
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net"
@@ -270,7 +269,7 @@ func loadInto(r *reader, mode Mode) Config {
 	var previous []string
 	r.list("KEK_PREVIOUS", &previous)
 	for _, k := range previous {
-		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k))
+		c.PreviousKEKs = append(c.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", k, KEKSize, MaxPreviousKEKSize))
 	}
 	r.boolean("ALLOW_PRIVATE_SINKS", &c.AllowPrivateSinks)
 	r.boolean("SWAGGER_ENABLED", &c.SwaggerEnabled)
@@ -289,6 +288,7 @@ func loadInto(r *reader, mode Mode) Config {
 // secrets, no embedded infrastructure. A variable already reported bad is
 // not reported again.
 func (c Config) check(r *reader) {
+	r.checkKEKFiles(c.Env)
 	switch {
 	case r.bad["DATABASE_URL"]:
 	case c.DatabaseURL == "":
@@ -306,7 +306,7 @@ func (c Config) check(r *reader) {
 		r.fail("KAFKA_BROKERS", "required in serve mode for role %s (host:port,host:port)", c.Role)
 	}
 	if c.KEK == nil && !r.bad["KEK"] && !r.bad["KEK_REF"] && !r.bad["KEK_SOURCE"] && !c.KEKSource.Fetched() {
-		r.fail("KEK", "required in serve mode: base64 of at least 32 random bytes (the hub never sends unsigned webhooks)")
+		r.fail("KEK", "required in serve mode: base64 of exactly 32 random bytes (the hub never sends unsigned webhooks)")
 	}
 	switch {
 	case r.bad["ADMIN_TOKEN"]:
@@ -376,6 +376,11 @@ type reader struct {
 	warnings []string
 	// fromParts: the database URL was made of the POSTGRES_* parts.
 	fromParts bool
+	// files are the paths values were read from (<name>_FILE), by name.
+	files map[string]string
+	// looseKEKs are KEK files readable by their group or others: a
+	// warning at start, refused with ENV=production (checkKEKFiles).
+	looseKEKs []looseFile
 }
 
 // note records v as the default of name, the first time name is read.
@@ -595,21 +600,19 @@ func (r *reader) key(name string) []byte {
 	if !ok {
 		return nil
 	}
-	return r.decodeKey(name, v)
+	return r.decodeKey(name, v, KEKSize, KEKSize)
 }
 
-// decodeKey decodes a base64 key of at least 32 bytes; the value itself is
-// never echoed in the error.
-func (r *reader) decodeKey(name, v string) []byte {
-	b, err := base64.StdEncoding.DecodeString(v)
+// decodeKey decodes a base64 key of least to most bytes; the value itself
+// is never echoed in the error, which names the file it came from, if any.
+func (r *reader) decodeKey(name, v string, least, most int) []byte {
+	b, err := decodeKey(v, least, most)
 	if err != nil {
-		if b, err = base64.RawURLEncoding.DecodeString(v); err != nil {
-			r.fail(name, "must be base64 (standard or URL alphabet)")
-			return nil
+		if path := r.files[name]; path != "" {
+			r.fail(name, "the file %q: %s", path, err)
+		} else {
+			r.fail(name, "%s", err)
 		}
-	}
-	if len(b) < 32 {
-		r.fail(name, "must decode to at least 32 bytes, got %d", len(b))
 		return nil
 	}
 	return b
@@ -634,8 +637,11 @@ func LoadKeys(getenv func(string) string) (Keys, error) {
 	var previous []string
 	r.list("KEK_PREVIOUS", &previous)
 	for _, p := range previous {
-		k.PreviousKEKs = append(k.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", p))
+		k.PreviousKEKs = append(k.PreviousKEKs, r.decodeKey("KEK_PREVIOUS", p, KEKSize, MaxPreviousKEKSize))
 	}
+	var environment string
+	r.str("ENV", &environment)
+	r.checkKEKFiles(environment)
 	if k.DatabaseURL == "" && !r.bad["DATABASE_URL"] {
 		r.fail("DATABASE_URL", "required (postgres://... or sqlite:///path/to/file.db)")
 	}

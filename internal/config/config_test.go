@@ -88,7 +88,7 @@ func TestLoad_BadValuesNameTheVariable(t *testing.T) {
 		{Dev, map[string]string{"STREAMING_HUB_PULL_RATE": "-1"}, nil, `STREAMING_HUB_PULL_RATE: must be a positive number`},
 		{Dev, map[string]string{"STREAMING_HUB_KAFKA_TOPICS_REGEX": "(("}, nil, `STREAMING_HUB_KAFKA_TOPICS_REGEX: not a valid regular expression`},
 		{Dev, map[string]string{"STREAMING_HUB_DATABASE_URL": "mysql://x"}, nil, `STREAMING_HUB_DATABASE_URL: must start with postgres:// or sqlite://`},
-		{Dev, map[string]string{"STREAMING_HUB_KEK": "c2hvcnQ="}, nil, `STREAMING_HUB_KEK: must decode to at least 32 bytes, got 5`},
+		{Dev, map[string]string{"STREAMING_HUB_KEK": "c2hvcnQ="}, nil, `STREAMING_HUB_KEK: must decode to exactly 32 bytes, got 5`},
 		{Dev, map[string]string{"STREAMING_HUB_KEK": "not base64!"}, nil, `STREAMING_HUB_KEK: must be base64`},
 		{Serve, nil, []string{"STREAMING_HUB_KEK"}, `STREAMING_HUB_KEK: required in serve mode`},
 		{Serve, nil, []string{"STREAMING_HUB_DATABASE_URL"}, `STREAMING_HUB_DATABASE_URL: required`},

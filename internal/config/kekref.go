@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -88,11 +87,12 @@ func (r *reader) kekByRef() ([]byte, KEKSource) {
 		}
 		return k, src
 	case KEKFromFile:
-		b, err := os.ReadFile(src.Ref)
+		b, err := readSecretFile(src.Ref)
 		if err != nil {
 			r.fail("KEK_REF", "cannot read %s: %s", src, readProblem(err))
 			return nil, src
 		}
+		r.noteKEKFile("KEK_REF", src.Ref)
 		k, err := DecodeKEK(b)
 		if err != nil {
 			r.fail("KEK_REF", "%s: %s", src, err)
@@ -103,19 +103,43 @@ func (r *reader) kekByRef() ([]byte, KEKSource) {
 	return nil, src // secretsmanager: fetched at start
 }
 
+// KEKSize is the size of a KEK, decoded: an AES-256 key's.
+const KEKSize = 32
+
+// MaxPreviousKEKSize bounds a previous KEK (KEK_PREVIOUS): up to 64 bytes,
+// so that a longer key the hub took before it asked for exactly 32 can
+// still be opened and rewrapped (docs/security.md#the-kek).
+const MaxPreviousKEKSize = 64
+
 // DecodeKEK reads a KEK as the variables give it: base64 (standard or URL
-// alphabet) of at least 32 bytes, surrounding space and one trailing
+// alphabet) of exactly KEKSize bytes, surrounding space and one trailing
 // newline ignored. The error never shows the value.
 func DecodeKEK(v []byte) ([]byte, error) {
-	s := strings.TrimSpace(string(v))
+	return decodeKey(strings.TrimSpace(string(v)), KEKSize, KEKSize)
+}
+
+// maxKeyText bounds the text of a key that is decoded at all: a value far
+// longer than any key is refused by its length.
+const maxKeyText = 1 << 10
+
+// decodeKey decodes base64 of least to most bytes, without decoding a
+// value far longer than that.
+func decodeKey(s string, least, most int) ([]byte, error) {
+	size, hint := fmt.Sprintf("%d to %d bytes", least, most), ""
+	if least == most {
+		size, hint = fmt.Sprintf("exactly %d bytes", least), fmt.Sprintf(" (`openssl rand -base64 %d` makes one)", least)
+	}
+	if len(s) > maxKeyText {
+		return nil, fmt.Errorf("must decode to %s, got a value of %d characters%s", size, len(s), hint)
+	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		if b, err = base64.RawURLEncoding.DecodeString(s); err != nil {
 			return nil, fmt.Errorf("must be base64 (standard or URL alphabet)")
 		}
 	}
-	if len(b) < 32 {
-		return nil, fmt.Errorf("must decode to at least 32 bytes, got %d", len(b))
+	if len(b) < least || len(b) > most {
+		return nil, fmt.Errorf("must decode to %s, got %d%s", size, len(b), hint)
 	}
 	return b, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,7 @@ func TestLoad_SecretsFromFiles(t *testing.T) {
 func TestLoad_SecretFileProblems(t *testing.T) {
 	secret := "c2VjcmV0LWJ1dC10b28tc2hvcnQ=" // base64 of 20 bytes: too short
 	missing := filepath.Join(t.TempDir(), "nope")
+	short, bad := writeSecret(t, "short", secret+"\n"), writeSecret(t, "bad", "not base64!")
 	cases := []struct {
 		set  map[string]string
 		want string
@@ -83,10 +85,10 @@ func TestLoad_SecretFileProblems(t *testing.T) {
 			"STREAMING_HUB_KEK_FILE: cannot read "},
 		{map[string]string{"STREAMING_HUB_ADMIN_TOKEN": "", "STREAMING_HUB_ADMIN_TOKEN_FILE": writeSecret(t, "empty", "\n")},
 			"STREAMING_HUB_ADMIN_TOKEN_FILE: the file "},
-		{map[string]string{"STREAMING_HUB_KEK": "", "STREAMING_HUB_KEK_FILE": writeSecret(t, "short", secret+"\n")},
-			"STREAMING_HUB_KEK_FILE: must decode to at least 32 bytes, got 20"},
-		{map[string]string{"STREAMING_HUB_KEK_PREVIOUS_FILE": writeSecret(t, "bad", "not base64!")},
-			"STREAMING_HUB_KEK_PREVIOUS_FILE: must be base64"},
+		{map[string]string{"STREAMING_HUB_KEK": "", "STREAMING_HUB_KEK_FILE": short},
+			"STREAMING_HUB_KEK_FILE: the file " + strconv.Quote(short) + ": must decode to exactly 32 bytes, got 20"},
+		{map[string]string{"STREAMING_HUB_KEK_PREVIOUS_FILE": bad},
+			"STREAMING_HUB_KEK_PREVIOUS_FILE: the file " + strconv.Quote(bad) + ": must be base64"},
 		{map[string]string{"STREAMING_HUB_ADMIN_TOKEN": "", "STREAMING_HUB_ADMIN_TOKEN_FILE": writeSecret(t, "short-token", "short\n")},
 			"STREAMING_HUB_ADMIN_TOKEN_FILE: must be at least 16 characters"},
 	}

@@ -25,7 +25,7 @@ type Variable struct {
 // Known reads and this table lacks fails TestVariablesDocumented.
 var variableDocs = map[string]struct{ def, text string }{
 	"ROLE":                         {"", "what this process does: `all`, `ingest` (Kafka into the store) or `delivery` (dispatch and the API)"},
-	"ENV":                          {"", "environment name: the consumer groups' suffix; `production` tightens the checks (TLS to Kafka, auth required)"},
+	"ENV":                          {"", "environment name: the consumer groups' suffix; `production` tightens the checks (TLS to Kafka, auth required, a KEK file readable by the hub alone)"},
 	"HTTP_ADDR":                    {"", "listen address of the API, console, /healthz, /readyz and /metrics"},
 	"HTTP_LISTEN_ADDR":             {"", "Lerian's chart name of HTTP_ADDR; HTTP_ADDR wins when both are set"},
 	"DATABASE_URL":                 {"", "`postgres://...` or `sqlite:///path/to/file.db` (SQLite for dev and single-node only; serve refuses it)"},
@@ -100,11 +100,11 @@ var variableDocs = map[string]struct{ def, text string }{
 	"CONSOLE_SESSION_MAX_AGE":      {"", "a console session's absolute lifetime, however often it is used (beside the fixed 12 h idle limit)"},
 	"ADMIN_TOKEN":                  {"", "bearer token of the admin API; at least 16 characters in serve (dev generates and prints one)"},
 	"ADMIN_TOKEN_FILE":             {"", "file holding ADMIN_TOKEN"},
-	"KEK":                          {"", "key-encryption key, base64 of at least 32 bytes: seals stored secrets; required in serve (dev generates one)"},
+	"KEK":                          {"", "key-encryption key, base64 of exactly 32 bytes (`openssl rand -base64 32`): seals stored secrets; required in serve (dev generates one); its file must be readable by the hub alone ([security.md](security.md#the-kek))"},
 	"KEK_FILE":                     {"", "file holding KEK"},
-	"KEK_PREVIOUS":                 {"", "earlier KEKs, comma-separated, still opened until `streaming-hub rewrap`"},
+	"KEK_PREVIOUS":                 {"", "earlier KEKs, comma-separated, still opened until `streaming-hub rewrap`: base64 of 32 to 64 bytes each (a longer key taken before can be rotated out)"},
 	"KEK_PREVIOUS_FILE":            {"", "file holding KEK_PREVIOUS"},
-	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local or metadata addresses"},
+	"ALLOW_PRIVATE_SINKS":          {"", "allow destinations on loopback, private, link-local, metadata or other special-purpose addresses ([security.md](security.md#destinations-and-the-ssrf-rule))"},
 	"EGRESS_PROXY":                 {"", "`http://` or `https://` proxy (credentials allowed: `http://user:pass@proxy:3128`) every webhook attempt, probe and test event goes through by HTTP CONNECT to the address the hub checked; empty: direct ([security.md](security.md#fixed-egress))"},
 	"EGRESS_PROXY_FILE":            {"", "file holding EGRESS_PROXY"},
 	"AWS_HUB_PRINCIPAL_ARN":        {"", "the hub's own IAM role (or user) ARN, the principal tenants' roles trust for AWS destinations; shown by `GET /v1/aws/setup` and filled into the setup link ([aws.md](aws.md#settings))"},
@@ -123,7 +123,7 @@ var variableDocs = map[string]struct{ def, text string }{
 	"LOG_FORMAT":                   {"", "`json` or `text`"},
 
 	// Single-tenant mode and topic drift (docs/operations.md).
-	"MULTI_TENANT_ENABLED": {"true", "`false`: the hub serves one tenant, TENANT_ID (default `default`), created at start, and rejects records of any other `ce-tenantid` as `tenant_not_served` (also read without the prefix, as lib-commons reads it; [operations.md](operations.md#single-tenant-mode))"},
+	"MULTI_TENANT_ENABLED": {"true", "`false`: the hub serves one tenant, TENANT_ID (default `default`), created at start, and rejects records of any other `ce-tenantid` and API requests about any other tenant as `tenant_not_served` (also read without the prefix, as lib-commons reads it; [operations.md](operations.md#single-tenant-mode))"},
 	"TENANT_ID":            {"", "the one tenant served; set, it makes the hub single-tenant (MULTI_TENANT_ENABLED may then not be `true`)"},
 	"RECONCILER_ENABLED":   {"", "compare the topics on the cluster, those of the consumer group and those producers' manifests declare, and report each difference ([operations.md](operations.md#topic-drift))"},
 	"RECONCILER_INTERVAL":  {"", "seconds between topic-drift checks (one replica at a time); a Go duration such as `5m` is accepted too"},

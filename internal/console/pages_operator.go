@@ -15,7 +15,7 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.show(w, r, s, http.StatusOK, "tenants", "operator", "Tenants", m{"Tenants": data, "Next": next})
+	c.show(w, r, s, http.StatusOK, "tenants", "operator", "Tenants", m{"Tenants": data, "Next": next, "Served": c.deps.API.ServedTenant()})
 }
 
 func (c *Console) createTenant(w http.ResponseWriter, r *http.Request, s *session) {

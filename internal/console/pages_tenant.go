@@ -63,7 +63,8 @@ func (c *Console) tenantOf(w http.ResponseWriter, r *http.Request, s *session, k
 // show renders a page; an admin's tenant pages carry the tenant picker.
 func (c *Console) show(w http.ResponseWriter, r *http.Request, s *session, status int, name, nav, title string, data any) {
 	v := view{S: s, Nav: nav, Title: title, Data: data, Flash: flash(r)}
-	if s.Admin() && nav != "operator" {
+	if s.Admin() && nav != "operator" && c.deps.API.ServedTenant() == "" {
+		// A single-tenant hub offers no other tenant: no picker.
 		var ts struct{ Data []m }
 		if err := c.call(r, s, "GET", "/v1/tenants?limit=500", nil, &ts); err == nil {
 			v.Tenants = ts.Data

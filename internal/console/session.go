@@ -100,10 +100,11 @@ func (c *Console) load(r *http.Request) *session {
 		if t, err := r.Cookie(tenantCookie); err == nil && hub.ValidateTenantID(t.Value) == nil {
 			s.Tenant = t.Value
 		}
-		if s.Tenant == "" {
-			// A single-tenant hub's operator acts on its one tenant
-			// without choosing it.
-			s.Tenant = c.deps.API.ServedTenant()
+		if served := c.deps.API.ServedTenant(); served != "" {
+			// A single-tenant hub's operator acts on its one tenant,
+			// without choosing it and whatever a cookie says: there is
+			// no other (docs/security.md#one-tenant-everywhere).
+			s.Tenant = served
 		}
 		if s.Tenant == "" {
 			// An admin of a hub with one tenant acts on it without
@@ -504,6 +505,10 @@ func (c *Console) actAs(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PostFormValue("tenant")
 	if hub.ValidateTenantID(id) != nil {
 		c.renderError(w, r, s, http.StatusBadRequest, "tenant: not a tenant id")
+		return
+	}
+	if served := c.deps.API.ServedTenant(); served != "" && id != served {
+		c.renderError(w, r, s, http.StatusForbidden, "This hub serves tenant "+served+" only.")
 		return
 	}
 	c.setCookie(w, r, tenantCookie, id, tenantCookieAge)

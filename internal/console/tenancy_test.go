@@ -1,27 +1,34 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 // On a single-tenant hub the operator acts on its one tenant without
-// choosing it: the picker has it selected on the overview, tenant pages
-// show its data, and the API needs no X-Tenant-Id. Another tenant can still
-// be chosen.
-func TestSingleTenant_OperatorActsOnTheServedTenantWithoutChoosing(t *testing.T) {
+// choosing it, and the console offers no other: no tenant picker, no
+// tenant created from the tenants page (which lists the served tenant
+// alone), another tenant's page refused, and a tenant cookie naming
+// another tenant (from before single-tenant mode) changes nothing
+// (docs/security.md#one-tenant-everywhere).
+func TestSingleTenant_OperatorActsOnTheServedTenantAndIsOfferedNoOther(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		h := newHub(t, d, options{servedTenant: "acme"})
 		h.tenant("acme")
-		h.tenant("globex")
+		// globex is in the roster from before the hub served one tenant.
+		if _, err := h.store.CreateTenant(context.Background(), store.CreateTenantParams{ID: "globex", Name: "Globex"}); err != nil {
+			t.Fatal(err)
+		}
 		b := h.signIn(adminToken)
 
 		over := b.get("/console/")
-		if over.status != http.StatusOK || !strings.Contains(over.body, `<option value="acme" selected>`) || strings.Contains(over.body, "— choose —") {
+		if over.status != http.StatusOK || strings.Contains(over.body, `id="tenant-picker"`) || strings.Contains(over.body, "globex") {
 			t.Fatalf("overview: %d\n%s", over.status, over.body)
 		}
 		subs := b.get("/console/subscriptions")
@@ -31,10 +38,27 @@ func TestSingleTenant_OperatorActsOnTheServedTenantWithoutChoosing(t *testing.T)
 		if status, body := h.apiCall("GET", "/v1/subscriptions", "", ""); status != http.StatusOK {
 			t.Fatalf("GET /v1/subscriptions without X-Tenant-Id: %d %s", status, body)
 		}
-
-		b.submit("/console/", "/console/tenant", map[string][]string{"tenant": {"globex"}, "back": {"/console/"}})
-		if p := b.get("/console/"); !strings.Contains(p.body, `<option value="globex" selected>`) {
-			t.Fatalf("after choosing globex:\n%s", p.body)
+		tenants := b.get("/console/tenants")
+		if tenants.status != http.StatusOK || strings.Contains(tenants.body, `action="/console/tenants"`) ||
+			!strings.Contains(tenants.body, "/console/tenants/acme") || strings.Contains(tenants.body, "globex") {
+			t.Fatalf("tenants page: %d\n%s", tenants.status, tenants.body)
+		}
+		if p := b.get("/console/tenants/globex"); p.status != http.StatusForbidden {
+			t.Fatalf("globex's page: %d\n%s", p.status, p.body)
+		}
+		if p := b.submit("/console/tenants", "/console/tenants", map[string][]string{"id": {"evil"}}); p.status != http.StatusForbidden {
+			t.Fatalf("creating a tenant: %d\n%s", p.status, p.body)
+		}
+		if _, err := h.store.GetTenant(context.Background(), "evil"); err == nil {
+			t.Fatal("the console created another tenant")
+		}
+		if p := b.submit("/console/", "/console/tenant", map[string][]string{"tenant": {"globex"}, "back": {"/console/"}}); p.status != http.StatusForbidden {
+			t.Fatalf("choosing globex: %d\n%s", p.status, p.body)
+		}
+		base, _ := url.Parse(h.url + "/console/")
+		b.c.Jar.SetCookies(base, []*http.Cookie{{Name: "hub_console_tenant", Value: "globex", Path: "/console"}})
+		if p := b.get("/console/subscriptions"); p.status != http.StatusOK || strings.Contains(p.body, "globex") {
+			t.Fatalf("subscriptions with a cookie naming globex: %d\n%s", p.status, p.body)
 		}
 	})
 }

@@ -146,38 +146,81 @@ func parseNumber(p string) (uint64, bool) {
 	return v, true
 }
 
-// embeddedIPv4 returns the IPv4 address that an IPv6 address carries and
-// that routers act on: 6to4 (2002::/16) and the deprecated IPv4-compatible
-// form (::a.b.c.d).
-func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
-	if !ip.Is6() || ip.Is4In6() {
-		return netip.Addr{}, false
+// embeddedIPv4 returns the IPv4 addresses an IPv6 address carries, in
+// every form that carries one (docs/security.md#destinations-and-the-ssrf-rule):
+// IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96),
+// IPv4-compatible (::/96), NAT64 (64:ff9b::/96, and 64:ff9b:1::/48 in its
+// /96 form), 6to4 (2002::/16) and Teredo (2001::/32: its server, and its
+// client obfuscated by XOR in the last 32 bits). embeds reports whether ip
+// is one of those forms; addrs are then what it carries, none when where
+// it carries them is the local network's choice (the rest of
+// 64:ff9b:1::/48), so that it cannot be judged.
+func embeddedIPv4(ip netip.Addr) (addrs []netip.Addr, embeds bool) {
+	if !ip.Is6() {
+		return nil, false
 	}
 	b := ip.As16()
-	if b[0] == 0x20 && b[1] == 0x02 {
-		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
-	}
-	for _, x := range b[:12] {
-		if x != 0 {
-			return netip.Addr{}, false
+	last := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	zero := func(from, to int) bool {
+		for _, x := range b[from:to] {
+			if x != 0 {
+				return false
+			}
 		}
+		return true
 	}
-	return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	switch {
+	case zero(0, 10) && b[10] == 0xff && b[11] == 0xff: // ::ffff:a.b.c.d
+		return []netip.Addr{last}, true
+	case zero(0, 8) && b[8] == 0xff && b[9] == 0xff && zero(10, 12): // ::ffff:0:a.b.c.d
+		return []netip.Addr{last}, true
+	case zero(0, 12): // ::a.b.c.d, :: and ::1 among them
+		return []netip.Addr{last}, true
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && zero(4, 12): // 64:ff9b::a.b.c.d
+		return []netip.Addr{last}, true
+	case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && b[5] == 1: // 64:ff9b:1::/48
+		if zero(6, 12) {
+			return []netip.Addr{last}, true
+		}
+		return nil, true
+	case b[0] == 0x20 && b[1] == 0x02: // 6to4
+		return []netip.Addr{netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})}, true
+	case b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0: // Teredo
+		server := netip.AddrFrom4([4]byte{b[4], b[5], b[6], b[7]})
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return []netip.Addr{server, client}, true
+	}
+	return nil, false
 }
 
-// PublicAddr reports whether ip may be dialed as a webhook destination: not
-// loopback, private, link-local, CGNAT, unspecified, multicast, cloud
-// metadata or another special-purpose range.
+// PublicAddr reports whether ip may be dialed as a destination: an
+// address of no range of IANA's IPv4 and IPv6 special-purpose address
+// registries (loopback, private, shared, link-local, documentation,
+// benchmarking, protocol assignments, reserved, ...), nor multicast or a
+// cloud's metadata service; IPv6 only within global unicast (2000::/3); an
+// IPv6 address that carries an IPv4 address (embeddedIPv4) judged by the
+// IPv4 address it carries.
 func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if v4, ok := embeddedIPv4(ip); ok {
-		ip = v4
-	}
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() ||
-		ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+	if !ip.IsValid() {
 		return false
 	}
-	for _, p := range specialPrefixes {
+	// A zone (fe80::1%eth0) would keep the address out of every prefix.
+	ip = ip.WithZone("")
+	if v4s, embeds := embeddedIPv4(ip); embeds {
+		for _, v4 := range v4s {
+			if !publicIPv4(v4) {
+				return false
+			}
+		}
+		return len(v4s) > 0
+	}
+	if ip.Is4() {
+		return publicIPv4(ip)
+	}
+	if !globalUnicast.Contains(ip) {
+		return false
+	}
+	for _, p := range specialIPv6 {
 		if p.Contains(ip) {
 			return false
 		}
@@ -185,27 +228,60 @@ func PublicAddr(ip netip.Addr) bool {
 	return true
 }
 
-var specialPrefixes = func() []netip.Prefix {
-	var ps []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8",          // "this network"
-		"100.64.0.0/10",      // CGNAT
-		"192.0.0.0/24",       // IETF protocol assignments
-		"192.0.2.0/24",       // TEST-NET-1
-		"198.18.0.0/15",      // benchmarking
-		"198.51.100.0/24",    // TEST-NET-2
-		"203.0.113.0/24",     // TEST-NET-3
-		"240.0.0.0/4",        // reserved, and broadcast
-		"64:ff9b::/96",       // NAT64 can reach IPv4 private space
-		"64:ff9b:1::/48",     // local-use NAT64
-		"100::/64",           // discard
-		"2001::/32",          // Teredo: an obfuscated IPv4 inside
-		"2001:db8::/32",      // documentation
-		"fd00:ec2::254/128",  // AWS metadata over IPv6 (also inside fc00::/7)
-		"169.254.169.254/32", // cloud metadata (also link-local)
-		"168.63.129.16/32",   // Azure wire server
-	} {
-		ps = append(ps, netip.MustParsePrefix(s))
+func publicIPv4(ip netip.Addr) bool {
+	for _, p := range specialIPv4 {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// globalUnicast is the only IPv6 space a destination may be in (IANA's
+// IPv6 address space registry): the rest is reserved, unique-local,
+// link-local, site-local (fec0::/10) or multicast.
+var globalUnicast = netip.MustParsePrefix("2000::/3")
+
+// specialIPv4 is IANA's IPv4 special-purpose address registry, every entry
+// (the globally reachable anycast services among them: no webhook lives
+// there), with multicast and the cloud metadata addresses.
+var specialIPv4 = prefixes(
+	"0.0.0.0/8",        // "this network" (0.0.0.0/32 "this host" within)
+	"10.0.0.0/8",       // private use
+	"100.64.0.0/10",    // shared address space (CGNAT)
+	"127.0.0.0/8",      // loopback
+	"169.254.0.0/16",   // link local (cloud metadata 169.254.169.254 within)
+	"172.16.0.0/12",    // private use
+	"192.0.0.0/24",     // IETF protocol assignments (its /29 and /32 entries within)
+	"192.0.2.0/24",     // documentation (TEST-NET-1)
+	"192.31.196.0/24",  // AS112-v4
+	"192.52.193.0/24",  // AMT
+	"192.88.99.0/24",   // deprecated 6to4 relay anycast
+	"192.168.0.0/16",   // private use
+	"192.175.48.0/24",  // direct delegation AS112 service
+	"198.18.0.0/15",    // benchmarking
+	"198.51.100.0/24",  // documentation (TEST-NET-2)
+	"203.0.113.0/24",   // documentation (TEST-NET-3)
+	"224.0.0.0/4",      // multicast
+	"240.0.0.0/4",      // reserved (255.255.255.255 limited broadcast within)
+	"168.63.129.16/32", // Azure's wire server
+)
+
+// specialIPv6 is IANA's IPv6 special-purpose address registry within
+// 2000::/3, less the forms embeddedIPv4 judges (6to4, Teredo). The entries
+// outside 2000::/3 (::1, ::, the IPv4 forms, 100::/64, 100:0:0:1::/64,
+// 5f00::/16, fc00::/7, fe80::/10) fall to globalUnicast.
+var specialIPv6 = prefixes(
+	"2001::/23",         // IETF protocol assignments: benchmarking, AMT, AS112, ORCHID, drone ID, anycast services
+	"2001:db8::/32",     // documentation
+	"2620:4f:8000::/48", // direct delegation AS112 service
+	"3fff::/20",         // documentation
+)
+
+func prefixes(ss ...string) []netip.Prefix {
+	ps := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		ps[i] = netip.MustParsePrefix(s)
 	}
 	return ps
-}()
+}

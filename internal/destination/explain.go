@@ -137,9 +137,10 @@ func Explain(err error, w Written, timeout time.Duration) string {
 	case errors.As(err, &expired):
 		return expired.Error() // a date, not an address
 	case errors.As(err, &proxyErr):
-		// The egress proxy's address is the operator's, not the tenant's:
-		// it is named so that the tenant can tell the hub's egress failed.
-		return proxyErr.describe()
+		// The egress proxy is the operator's: the tenant reads that the
+		// hub's egress failed and how, never where (its address is in
+		// the log).
+		return proxyErr.TenantText()
 	case errors.As(err, &refused):
 		if refused.Host != "" && !w.wrote(refused.Host) && w.Host != "" {
 			return "destination " + w.name("") + ": a broker address it gave resolves to a private address (blocked)"

@@ -28,6 +28,9 @@ type attempt struct {
 	// throttled is when the subscription's next token comes, for a job
 	// made to wait by its rate limit; zero otherwise.
 	throttled time.Time
+	// transformed is how long the transform took, its wait for a worker
+	// included: part of the attempt's duration.
+	transformed time.Duration
 }
 
 // deliver makes exactly one attempt of a claimed job and returns its
@@ -90,7 +93,9 @@ func (d *Dispatcher) prepare(ctx context.Context, c store.Claimed, address strin
 	// The subscription's transform
 	// (docs/filters-and-transforms.md) makes the body;
 	// the headers and the signature cover what it made.
+	start := time.Now()
 	body, contentType, err := d.transforms.Apply(ctx, c.Subscription.Transform, c.Event)
+	a.transformed = time.Since(start)
 	if err != nil {
 		a.err = err
 		return a
@@ -129,6 +134,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	}
 	c, out, now := a.c, a.out, a.now
 	res := destination.Result{Err: a.err}
+	a.rec.Duration = a.transformed
 	if a.err == nil {
 		// The last look before sending: a process that cannot be sure its
 		// jobs are still its own sends nothing (docs/delivery.md,
@@ -146,7 +152,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 		if res.Err != nil && stop.Err() != nil {
 			return d.canceled(a, res)
 		}
-		a.rec.Duration, a.rec.ResponseBody = res.Duration, res.Body
+		a.rec.Duration, a.rec.ResponseBody = a.transformed+res.Duration, res.Body
 		a.rec.RequestHeaders, a.rec.ResponseHeaders = res.Sent, destination.AnswerHeaders(res.Header)
 		if res.Err != nil && res.Status == 0 && a.target.Type == hub.DestinationWebhook {
 			noteTransportError(a.ctx, res.Err)
@@ -183,7 +189,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 // it then sends it), and the receiver's breaker is not told: nothing was
 // learned of it.
 func (d *Dispatcher) canceled(a *attempt, res destination.Result) store.Completion {
-	a.rec.Duration, a.rec.RequestHeaders = res.Duration, res.Sent
+	a.rec.Duration, a.rec.RequestHeaders = a.transformed+res.Duration, res.Sent
 	a.rec.Error = "canceled: this process could not renew its heartbeat in time (docs/delivery.md, crashes)"
 	endAttempt(a.span, 0, res.Err)
 	out := a.out

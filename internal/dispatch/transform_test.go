@@ -111,6 +111,22 @@ func TestTransform_AProgramOverItsTimeLimitFailsTheAttempt(t *testing.T) {
 	})
 }
 
+// An attempt's duration counts its transform, the wait for a worker
+// included (docs/filters-and-transforms.md#fair-workers): a program stopped
+// at its 50 ms took at least those 50 ms of the attempt, although nothing
+// was sent.
+func TestTransform_TheAttemptsDurationCountsItsTransform(t *testing.T) {
+	testkit.Long(t)
+	r := newRig(t, testkit.Drivers[1], rigOptions{})
+	r.withTransform(`def spin: spin; spin`)
+	r.publish(event("acme", "evt-1"))
+	r.step()
+	_, as := r.onlyJob()
+	if len(as) != 1 || !strings.HasPrefix(as[0].Error, "transform: transform_limit: ") || as[0].Duration < hub.TransformTimeout {
+		t.Fatalf("attempts %+v; want one failed by its transform, lasting at least %s", as, hub.TransformTimeout)
+	}
+}
+
 // A program past its memory or its time (docs/filters-and-transforms.md)
 // fails its own attempts with transform_limit, each program in turn, while
 // another tenant's subscription, without a transform, receives each of its

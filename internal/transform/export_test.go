@@ -1,6 +1,9 @@
 package transform
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Worker is a worker process started for a test, outside the pool.
 type Worker struct{ w *worker }
@@ -28,3 +31,7 @@ func (w *Worker) Run(ctx context.Context, src string, in Input) (res Result, err
 
 // Stop kills the worker.
 func (w *Worker) Stop() { w.w.kill() }
+
+// ForgetTenants starts the pool's sharing afresh, as a new process would:
+// a test's tenants, heavy or about, are no one's concern after it.
+func ForgetTenants() { workers.fair = newFair(poolSize, maxWait, time.Now) }

@@ -35,29 +35,28 @@ const (
 )
 
 // workers is the process's pool.
-var workers = &pool{slots: make(chan struct{}, poolSize)}
+var workers = &pool{fair: newFair(poolSize, maxWait, time.Now)}
 
-// pool hands out worker processes, at most cap(slots) at once; a worker
-// that died, or was killed, is replaced in the background while its slot
-// stays taken.
+// pool hands out worker processes, at most poolSize at once, shared
+// fairly between tenants (fair.go); a worker that died, or was killed, is
+// replaced in the background while its slot stays taken, and charged to
+// the tenant whose program it ran.
 type pool struct {
-	slots chan struct{}
-	mu    sync.Mutex
-	idle  []*worker
+	fair *fair
+	mu   sync.Mutex
+	idle []*worker
 }
 
-// run evaluates src on in in a worker.
-func (p *pool) run(ctx context.Context, src string, in Input) (Result, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return Result{}, ctxError(ctx)
+// run evaluates src on in in a worker, for c.
+func (p *pool) run(ctx context.Context, c Caller, src string, in Input) (Result, error) {
+	g, err := p.fair.acquire(ctx, c)
+	if err != nil {
+		return Result{}, err
 	}
 	w := p.take()
 	if w == nil {
-		var err error
 		if w, err = startWorker(ctx); err != nil {
-			<-p.slots
+			g.release()
 			if ctx.Err() != nil {
 				return Result{}, ctxError(ctx)
 			}
@@ -71,22 +70,25 @@ func (p *pool) run(ctx context.Context, src string, in Input) (Result, error) {
 	}
 	if budget <= 0 {
 		p.put(w)
-		<-p.slots
+		g.release()
 		return Result{}, ErrTimeout
 	}
 	q := request{src: src, budget: budget, in: in}.encode()
 	if len(q) > maxRequest {
 		p.put(w)
-		<-p.slots
+		g.release()
 		return Result{}, fmt.Errorf("transform: the event is larger than the %d MiB a transform takes", maxRequest>>20)
 	}
 	res, err, ok := w.do(ctx, q, budget)
+	if errors.Is(err, ErrTimeout) || errors.Is(err, ErrMemory) || !ok && !errors.Is(ctx.Err(), context.Canceled) {
+		g.limit()
+	}
 	if ok {
 		p.put(w)
-		<-p.slots
+		g.release()
 		return res, err
 	}
-	go p.replace()
+	go p.replace(g)
 	return res, err
 }
 
@@ -109,13 +111,13 @@ func (p *pool) put(w *worker) {
 
 // replace starts a worker for a slot whose worker is gone, and frees the
 // slot; one that cannot start leaves the slot to be tried by the next run.
-func (p *pool) replace() {
+func (p *pool) replace(g *grant) {
+	defer g.release()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if w, err := startWorker(ctx); err == nil {
 		p.put(w)
 	}
-	<-p.slots
 }
 
 func ctxError(ctx context.Context) error {

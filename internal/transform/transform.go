@@ -148,9 +148,16 @@ var (
 
 // Run runs p on in, within hub.TransformTimeout (or ctx's deadline, if
 // sooner) and hub.MaxTransformMemory, in a worker process, and returns the
-// body to send.
+// body to send: a delivery of in's tenant (RunAs).
 func (p *Program) Run(ctx context.Context, in Input) (Result, error) {
-	return workers.run(ctx, p.src, in)
+	return p.RunAs(ctx, Caller{Tenant: in.TenantID}, in)
+}
+
+// RunAs is Run on behalf of c: the wait for a worker is c's tenant's, at
+// most maxWait (ErrBusy past it), behind tenants that used the workers
+// less lately (fair.go).
+func (p *Program) RunAs(ctx context.Context, c Caller, in Input) (Result, error) {
+	return workers.run(ctx, c, p.src, in)
 }
 
 // evaluate runs code on v in this process, within ctx: what a worker does
@@ -349,8 +356,14 @@ func (c *Cache) Program(src string) (*Program, error) {
 
 // Apply is what a destination receives of ev under the program src: the
 // event's data and content type unchanged when src is "", else the
-// program's result. Its errors name transform.
+// program's result, run as a delivery of ev's tenant. Its errors name
+// transform.
 func (c *Cache) Apply(ctx context.Context, src string, ev hub.Event) (body []byte, contentType string, err error) {
+	return c.ApplyAs(ctx, Caller{Tenant: ev.TenantID}, src, ev)
+}
+
+// ApplyAs is Apply on behalf of caller.
+func (c *Cache) ApplyAs(ctx context.Context, caller Caller, src string, ev hub.Event) (body []byte, contentType string, err error) {
 	if src == "" {
 		return ev.Data, ev.DataContentType, nil
 	}
@@ -360,7 +373,7 @@ func (c *Cache) Apply(ctx context.Context, src string, ev hub.Event) (body []byt
 		// changed might still refuse one.
 		return nil, "", fmt.Errorf("%s", hub.ErrorMessage(err))
 	}
-	res, err := p.Run(ctx, InputOf(ev))
+	res, err := p.RunAs(ctx, caller, InputOf(ev))
 	if err != nil {
 		return nil, "", err
 	}

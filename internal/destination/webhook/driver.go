@@ -93,13 +93,14 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 	}
 	defer release()
 	var bearer string
+	tc := TokenConfigOf(t)
 	if t.AuthType == hub.AuthOAuth2ClientCredentials {
 		now := m.Time
 		if now.IsZero() {
 			now = time.Now()
 		}
 		start := time.Now()
-		token, err := d.tokens.Token(ctx, client, TokenConfigOf(t), now)
+		token, err := d.tokens.Token(ctx, client, tc, now)
 		if err != nil {
 			return destination.Result{Err: err, Duration: time.Since(start)}
 		}
@@ -108,6 +109,11 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 	req, err := newRequest(ctx, t, m, bearer)
 	if err != nil {
 		return destination.Result{Err: err}
+	}
+	if bearer != "" && (tc.Host == "" || Origin(req.URL.String()) != tc.Host) {
+		// A token goes only where it was fetched for (the cache is
+		// bound to the destination; this holds even if that changed).
+		return destination.Result{Err: errors.New("oauth2: the token was fetched for another destination: not sent")}
 	}
 	sent := sentHeaders(t, req)
 	start := time.Now()
@@ -134,7 +140,7 @@ func (d *Driver) Send(ctx context.Context, t destination.Target, m destination.M
 	res.Body = store.CleanText(string(body), hub.MaxResponseBody)
 	switch {
 	case res.Status == http.StatusUnauthorized && bearer != "":
-		d.tokens.Drop(TokenConfigOf(t), bearer)
+		d.tokens.Drop(tc, bearer)
 		res.Err = fmt.Errorf("destination answered 401: the OAuth 2.0 token is dropped, the next attempt fetches a new one")
 	case res.Status < 200 || res.Status > 299:
 		res.Err = fmt.Errorf("destination answered %d", res.Status)

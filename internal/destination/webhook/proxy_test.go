@@ -90,16 +90,18 @@ func TestEgressProxy_WebhooksGoThroughTinyproxyByCONNECT(t *testing.T) {
 	}
 
 	// Wrong credentials: the proxy refuses (tinyproxy answers CONNECT
-	// with 401), the attempt names it, not them.
+	// with 401), the attempt says so, naming neither the proxy nor them;
+	// the log's detail names the proxy.
 	res = proxiedSend(t, "http://hub:wrong@"+tp.Addr, true, hub.Destination{URL: plain.URL}, "")
-	if res.Err == nil || !strings.Contains(res.Err.Error(), "egress proxy "+tp.Addr+" refused the tunnel: 40") || strings.Contains(res.Err.Error(), "wrong") {
-		t.Fatalf("wrong proxy credentials: %v", res.Err)
+	if res.Err == nil || !strings.HasPrefix(res.Err.Error(), "the egress proxy refused the tunnel (40") || strings.Contains(res.Err.Error(), "wrong") ||
+		!strings.Contains(destination.Detail(res.Err), "egress proxy "+tp.Addr+" refused the tunnel") || strings.Contains(destination.Detail(res.Err), "wrong") {
+		t.Fatalf("wrong proxy credentials: %v (detail %s)", res.Err, destination.Detail(res.Err))
 	}
 	// A port the proxy does not allow CONNECT to.
 	other := httptest.NewServer(handler)
 	defer other.Close()
 	res = proxiedSend(t, proxy, true, hub.Destination{URL: other.URL}, "")
-	if res.Err == nil || !strings.Contains(res.Err.Error(), "egress proxy "+tp.Addr+" refused the tunnel: 403") || len(hosts) != 2 {
+	if res.Err == nil || res.Err.Error() != "the egress proxy refused the tunnel (403)" || len(hosts) != 2 {
 		t.Fatalf("CONNECT to a port the proxy forbids: %v (delivered %d)", res.Err, len(hosts))
 	}
 }
@@ -126,13 +128,78 @@ func TestEgressProxy_AFailingProxyFailsTheAttemptNamingIt(t *testing.T) {
 		}
 	}()
 	res := proxiedSend(t, "http://hub:s3cret@"+ln.Addr().String(), true, hub.Destination{URL: "http://example.test/hook"}, "")
-	if want := "egress proxy " + ln.Addr().String() + " refused the tunnel: 403 Forbidden"; res.Err == nil || res.Err.Error() != want {
+	if want := "the egress proxy refused the tunnel (403)"; res.Err == nil || res.Err.Error() != want {
 		t.Fatalf("got %v, want %q", res.Err, want)
+	}
+	if want := "egress proxy " + ln.Addr().String() + " refused the tunnel to 127.0.0.1:80: 403 Forbidden"; destination.Detail(res.Err) != want {
+		t.Fatalf("the log's detail %q, want %q", destination.Detail(res.Err), want)
 	}
 	closed := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	res = proxiedSend(t, "http://hub:s3cret@"+closed, true, hub.Destination{URL: "https://example.test/hook"}, "")
-	if want := "egress proxy " + closed + ": connect: connection refused"; res.Err == nil || !strings.HasPrefix(res.Err.Error(), want) {
+	if want := "the egress proxy is unreachable (connection refused)"; res.Err == nil || res.Err.Error() != want {
 		t.Fatalf("got %v, want %q", res.Err, want)
+	}
+	if want := "egress proxy " + closed + ": dial tcp " + closed + ": connect: connection refused"; destination.Detail(res.Err) != want {
+		t.Fatalf("the log's detail %q, want %q", destination.Detail(res.Err), want)
+	}
+}
+
+// What a tenant reads of the egress proxy's failures names what failed,
+// never the proxy's address (nor its credentials, nor the address the
+// tunnel was for): a refusal with its status, a proxy that is down, and a
+// proxy that does not speak what its URL says, TLS or plain, named as
+// such rather than as a bare timeout. The server's log has it all.
+func TestEgressProxy_TenantsReadWhatFailedNeverWhere(t *testing.T) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer sink.Close()
+	sp := portOf(t, sink.URL)
+	tp := testkit.StartTinyproxy(t, testkit.TinyproxyOptions{ConnectPorts: []int{sp}, User: "hub", Pass: "s3cret"})
+	// A TLS server where a proxy is expected (Go's: it answers plain
+	// text with a 400 saying so), and one that answers with a TLS alert.
+	tlsProxy := httptest.NewUnstartedServer(http.NotFoundHandler())
+	tlsProxy.Config.ErrorLog = log.New(io.Discard, "", 0)
+	tlsProxy.StartTLS()
+	defer tlsProxy.Close()
+	alert, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alert.Close()
+	go func() {
+		for {
+			c, err := alert.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x0a}) // alert: unexpected_message
+			c.Close()
+		}
+	}()
+	closed := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
+	dest := hub.Destination{URL: "http://localhost:" + strconv.Itoa(sp) + "/hook"}
+	for _, c := range []struct{ proxy, want string }{
+		{"http://hub:wrong@" + tp.Addr, "the egress proxy refused the tunnel (401)"},
+		{"http://hub:s3cret@" + closed, "the egress proxy is unreachable (connection refused)"},
+		{"http://hub:s3cret@" + tlsProxy.Listener.Addr().String(), "the egress proxy speaks TLS but the hub's proxy URL is http:// (the operator must use https://)"},
+		{"http://hub:s3cret@" + alert.Addr().String(), "the egress proxy speaks TLS but the hub's proxy URL is http:// (the operator must use https://)"},
+		{"https://hub:s3cret@" + tp.Addr, "the egress proxy did not answer the TLS handshake: the hub's proxy URL is https://, and a plain proxy (http://) stays silent"},
+	} {
+		res := proxiedSend(t, c.proxy, true, dest, "")
+		u, _ := url.Parse(c.proxy)
+		if res.Err == nil || res.Err.Error() != c.want {
+			t.Errorf("proxy %s: the tenant reads %v, want %q", c.proxy, res.Err, c.want)
+			continue
+		}
+		detail := destination.Detail(res.Err)
+		for _, secret := range []string{u.Host, u.Port(), "127.0.0.1", "s3cret", "wrong"} {
+			if strings.Contains(res.Err.Error(), secret) {
+				t.Errorf("proxy %s: the tenant reads %q, naming %q", c.proxy, res.Err, secret)
+			}
+		}
+		if !strings.Contains(detail, "egress proxy "+u.Host) || strings.Contains(detail, "s3cret") || strings.Contains(detail, "wrong") {
+			t.Errorf("proxy %s: the log's detail %q", c.proxy, detail)
+		}
+		t.Logf("%s: the tenant reads %q; the log %q", c.proxy, res.Err, detail)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -37,22 +38,58 @@ const (
 )
 
 // TokenConfig is what a token is fetched with: a subscription's
-// oauth2_client_credentials settings and client secret.
+// oauth2_client_credentials settings and client secret, and the
+// destination it is for.
 type TokenConfig struct {
 	SubscriptionID string
 	hub.OAuth2
 	ClientSecret string
+	// Host is the origin (scheme://host:port) of the destination the token
+	// is for: the only one it is ever sent to.
+	Host string
+	// Destination identifies the whole destination as the token was
+	// fetched for it (its URL, headers, TLS settings, auth and secrets):
+	// any change of it, not of the auth alone, drops the token.
+	Destination [32]byte
 }
 
 // TokenConfigOf is t's token configuration.
 func TokenConfigOf(t destination.Target) TokenConfig {
-	return TokenConfig{SubscriptionID: t.SubscriptionID, OAuth2: t.OAuth2, ClientSecret: t.Credentials.ClientSecret}
+	return TokenConfig{SubscriptionID: t.SubscriptionID, OAuth2: t.OAuth2, ClientSecret: t.Credentials.ClientSecret,
+		Host: Origin(t.URL), Destination: destinationPrint(t)}
 }
 
-// fingerprint changes with anything the token depends on, so a PATCH of
-// the settings or the secret replaces the cached token.
+// Origin is a URL's scheme, host and port (the scheme's when none is
+// written), lower-cased: where a request to it goes. "" for no URL.
+func Origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port))
+}
+
+// destinationPrint is a digest of everything t's token depends on or goes
+// with: the destination as stored, its opened credentials and client key.
+func destinationPrint(t destination.Target) [32]byte {
+	b, _ := json.Marshal(struct {
+		D   hub.Destination
+		C   hub.Credentials
+		Key string
+	}{t.Destination, t.Credentials, t.ClientKey})
+	return sha256.Sum256(b)
+}
+
+// fingerprint changes with anything the token depends on or goes with, so
+// a PATCH of the settings, the secret or any part of the destination (its
+// URL above all) replaces the cached token.
 func (c TokenConfig) fingerprint() [32]byte {
-	return sha256.Sum256([]byte(strings.Join([]string{c.TokenURL, c.ClientID, c.ClientSecret, c.Scope, c.Audience, c.ClientAuth}, "\x00")))
+	return sha256.Sum256([]byte(strings.Join([]string{c.TokenURL, c.ClientID, c.ClientSecret, c.Scope, c.Audience, c.ClientAuth,
+		c.Host, string(c.Destination[:])}, "\x00")))
 }
 
 // TokenCache holds one token per subscription. Attempts of a subscription that
@@ -65,6 +102,7 @@ type TokenCache struct {
 
 type tokenEntry struct {
 	fp      [32]byte
+	host    string        // the origin it was fetched for (TokenConfig.Host)
 	ready   chan struct{} // closed once the fetch ended
 	token   string
 	expires time.Time
@@ -86,7 +124,7 @@ func NewTokenCache(max int) *TokenCache {
 func (c *TokenCache) Token(ctx context.Context, client *http.Client, cfg TokenConfig, now time.Time) (string, error) {
 	fp := cfg.fingerprint()
 	c.mu.Lock()
-	if e := c.entries[cfg.SubscriptionID]; e != nil && e.fp == fp {
+	if e := c.entries[cfg.SubscriptionID]; e != nil && e.fp == fp && e.host == cfg.Host {
 		select {
 		case <-e.ready:
 			if e.err == nil && now.Before(e.expires) {
@@ -106,7 +144,7 @@ func (c *TokenCache) Token(ctx context.Context, client *http.Client, cfg TokenCo
 			}
 		}
 	}
-	e := &tokenEntry{fp: fp, ready: make(chan struct{})}
+	e := &tokenEntry{fp: fp, host: cfg.Host, ready: make(chan struct{})}
 	c.put(cfg.SubscriptionID, e, now)
 	c.mu.Unlock()
 

@@ -92,3 +92,38 @@ func TestTokenCache_DefaultLifetimeReplacementAndBound(t *testing.T) {
 		t.Fatalf("%d fetches, want 8", n.Load())
 	}
 }
+
+// A token is bound to the destination it was fetched for: the same
+// settings for another host, or for a changed destination, fetch anew.
+func TestTokenCache_ATokenIsForItsDestinationOnly(t *testing.T) {
+	srv, n := endpoint(t, `{"access_token":"tok-%d","expires_in":3600}`)
+	c := webhook.NewTokenCache(0)
+	now := time.Unix(1_800_000_000, 0)
+	token := func(cf webhook.TokenConfig) string {
+		tok, err := c.Token(context.Background(), srv.Client(), cf, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	a := cfg("sub_a", srv.URL)
+	a.Host = webhook.Origin("https://a.example/hook")
+	if token(a) != "tok-1" || token(a) != "tok-1" {
+		t.Fatal("a token was not reused for its own destination")
+	}
+	b := a
+	b.Host = webhook.Origin("https://b.example/hook")
+	if token(b) != "tok-2" {
+		t.Fatal("a token was reused for another host")
+	}
+	b.Destination[0] ^= 1 // anything else of the destination changed
+	if token(b) != "tok-3" || n.Load() != 3 {
+		t.Fatalf("a token was reused for a changed destination (%d fetches)", n.Load())
+	}
+	for raw, want := range map[string]string{"https://A.example/x?q": "https://a.example:443", "http://a.example:8080": "http://a.example:8080",
+		"https://[::1]/": "https://[::1]:443", "/x": ""} {
+		if got := webhook.Origin(raw); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
