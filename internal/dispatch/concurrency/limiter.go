@@ -1,5 +1,6 @@
 // Package concurrency keeps, per destination host, a limit on attempts in
-// flight that follows the receiver's answers (docs/performance.md).
+// flight that follows the receiver's answers (docs/delivery.md, "Concurrency
+// that follows the receiver").
 //
 // # The algorithm
 //
@@ -13,11 +14,12 @@
 //     said so, since they all answer the same flight.
 //   - Latency risen to more than twice the host's best: the limit is
 //     multiplied by 0.9.
-//   - Latency within 1.5 times the best, and the limit was reached in the
-//     window (an attempt found no room, or took the last): the limit grows
-//     by the square root of itself (1, 1, 1, 2, 2, ... at least 1). A host
-//     whose attempts never fill the limit gives no evidence that more would
-//     help: the limit stays where it is.
+//   - Latency within 1.5 times the best, and the limit full (as many
+//     attempts in flight as it allows) for at least half the window: the
+//     limit grows by the square root of itself (1, 1, 1, 2, 2, ...). A
+//     host whose attempts do not fill the limit gives no evidence that
+//     more would help, and a burst that fills it for an instant little:
+//     the limit stays where it is.
 //
 // Between 1.5 and 2 times the best the limit holds. It never leaves
 // [1, ceiling]; the caller sets the ceiling and may change it at any time.
@@ -154,13 +156,17 @@ type Limiter struct {
 	since time.Time
 
 	// The current window.
-	winStart   time.Time
-	winSum     time.Duration // latencies of its successes
-	winOK      int           // its successes
-	freshSum   time.Duration // latencies of its successes sent since l.since
-	freshOK    int           // those successes
-	winBP      int           // its back-pressure answers
-	winReached bool          // an attempt found the limit full or took its last room
+	winStart time.Time
+	winSum   time.Duration // latencies of its successes
+	winOK    int           // its successes
+	freshSum time.Duration // latencies of its successes sent since l.since
+	freshOK  int           // those successes
+	winBP    int           // its back-pressure answers
+	// How long the limit was full (in-flight at the limit, attempts
+	// waiting or not) in the window: fullFor until fullAt, and since
+	// fullAt if it is not zero.
+	fullAt  time.Time
+	fullFor time.Duration
 
 	recent float64 // ns; 0 = none yet
 	best   float64 // ns; 0 = none yet
@@ -193,19 +199,19 @@ func (l *Limiter) TryAcquire() bool {
 	if l.inFlight == 0 && l.winOK == 0 && l.winBP == 0 {
 		// The first attempt after a quiet spell starts the window, so it
 		// does not span the silence.
-		l.winStart = now
+		l.winStart, l.fullFor = now, 0
 	}
 	room := l.limit
 	if l.probing {
 		room = min(room, l.probeCap)
 	}
 	if l.inFlight >= room {
-		l.winReached = true
+		l.markFull(now)
 		return false
 	}
 	l.inFlight++
 	if l.inFlight >= l.limit {
-		l.winReached = true
+		l.markFull(now)
 	}
 	return true
 }
@@ -217,6 +223,10 @@ func (l *Limiter) Release(o Outcome, rtt time.Duration) {
 	l.mu.Lock()
 	if l.inFlight > 0 {
 		l.inFlight--
+	}
+	if !l.fullAt.IsZero() && l.inFlight < l.limit {
+		l.fullFor += now.Sub(l.fullAt)
+		l.fullAt = time.Time{}
 	}
 	l.lastUsed = now
 	switch o {
@@ -257,8 +267,36 @@ func (l *Limiter) Release(o Outcome, rtt time.Duration) {
 // concurrency changed: the window restarts, and only answers to attempts
 // sent from now on judge the limit. l.mu is held.
 func (l *Limiter) restart(now time.Time) {
-	l.since, l.winStart = now, now
+	l.since = now
 	l.freshSum, l.freshOK = 0, 0
+	l.newWindow(now)
+}
+
+// newWindow starts a window at now; l.mu is held.
+func (l *Limiter) newWindow(now time.Time) {
+	l.winStart, l.winSum, l.winOK, l.winBP = now, 0, 0, 0
+	l.fullFor, l.fullAt = 0, time.Time{}
+	if l.inFlight >= l.limit {
+		l.fullAt = now
+	}
+}
+
+// markFull notes that the limit is full from now, if it was not; l.mu is
+// held.
+func (l *Limiter) markFull(now time.Time) {
+	if l.fullAt.IsZero() {
+		l.fullAt = now
+	}
+}
+
+// wasFull reports whether the limit was full for at least half of the
+// window that ends at now; l.mu is held.
+func (l *Limiter) wasFull(now time.Time) bool {
+	full := l.fullFor
+	if !l.fullAt.IsZero() {
+		full += now.Sub(l.fullAt)
+	}
+	return 2*full >= now.Sub(l.winStart)
 }
 
 func (l *Limiter) windowLength() time.Duration {
@@ -302,7 +340,7 @@ func (l *Limiter) endWindow(now time.Time) Change {
 		l.limit, why = cut(l.limit, f), BackPressure
 	case l.freshOK > 0 && fresh > l.best*shrinkAbove+slack:
 		l.limit, why = cut(l.limit, decrease), Slowed
-	case l.freshOK > 0 && l.winReached && !l.probing && fresh <= l.best*growBelow+slack:
+	case l.freshOK > 0 && l.wasFull(now) && !l.probing && fresh <= l.best*growBelow+slack:
 		step := max(1, int(math.Sqrt(float64(l.limit))))
 		l.limit, why = min(l.ceiling, l.limit+step), Grew
 	}
@@ -311,8 +349,8 @@ func (l *Limiter) endWindow(now time.Time) Change {
 		l.probing, l.probeCap, l.probeStart, l.since = true, max(1, l.limit/2), now, now
 		l.probeSum, l.probeN = 0, 0
 	}
-	l.winStart, l.winSum, l.winOK, l.winBP, l.winReached = now, 0, 0, 0, false
 	l.freshSum, l.freshOK = 0, 0
+	l.newWindow(now)
 	if l.limit == from {
 		return Change{}
 	}
