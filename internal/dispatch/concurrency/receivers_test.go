@@ -376,15 +376,24 @@ func TestReceivers_BackPressureCutsTheLimitAndItRecoversAfter(t *testing.T) {
 			mode.Store(bad)
 			d.waitFor(t, "the limit to fall under 4", func(s Snapshot) bool { return s.Limit < 4 })
 			mu.Lock()
+			backPressure := 0
 			for _, c := range changes {
 				if c.To > c.From {
 					continue // growth from answers to attempts sent before
 				}
-				if c.Why != BackPressure || float64(c.To) > math.Max(1, math.Floor(float64(c.From)*0.9)) {
-					t.Errorf("a cut from %d to %d (%s) under %s, want back-pressure, to 0.9 or less", c.From, c.To, c.Why, name)
+				// A slow answer sent before may cut for latency; every cut
+				// is to 0.9 or less.
+				if c.Why == BackPressure {
+					backPressure++
+				}
+				if (c.Why != BackPressure && c.Why != Slowed) || float64(c.To) > math.Max(1, math.Floor(float64(c.From)*0.9)) {
+					t.Errorf("a cut from %d to %d (%s) under %s, want to 0.9 or less", c.From, c.To, c.Why, name)
 				}
 			}
 			mu.Unlock()
+			if backPressure == 0 {
+				t.Errorf("no cut for back-pressure under %s", name)
+			}
 			mode.Store(healthy)
 			d.waitFor(t, "the limit to recover", func(s Snapshot) bool { return s.Limit >= 16 })
 			d.halt()
