@@ -122,13 +122,13 @@ func TestLimiter_DoesNotGrowWithoutDemand(t *testing.T) {
 	// A caller with one attempt at a time against an instant receiver:
 	// the limit takes one step (1 is always full) and stops there.
 	s := newSim(64, 1, flat(200*time.Microsecond))
-	s.run(time.Minute)
+	s.run(5 * time.Second)
 	if got := s.limit(); got > 2 {
 		t.Fatalf("limit %d for a demand of 1, want at most 2", got)
 	}
 	// Demand of 3: it follows to just past 3.
 	s.demand = func() int { return 3 }
-	s.run(time.Minute)
+	s.run(5 * time.Second)
 	if got := s.limit(); got < 3 || got > 5 {
 		t.Fatalf("limit %d for a demand of 3, want 3..5", got)
 	}
