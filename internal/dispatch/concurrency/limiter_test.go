@@ -383,3 +383,22 @@ func TestLimiter_ASaturatingReceiverChangesTheLimitRarely(t *testing.T) {
 		}
 	}
 }
+
+func TestLimiter_AcquireAndReleaseDoNotAllocate(t *testing.T) {
+	clock := testkit.NewClock()
+	h := NewHosts(clock.Now, func(Change) {})
+	l := h.Get("http://receiver:80", 64)
+	allocs := testing.AllocsPerRun(1000, func() {
+		l = h.Get("http://receiver:80", 64)
+		if l.TryAcquire() {
+			clock.Advance(3 * time.Millisecond)
+			l.Release(Success, 3*time.Millisecond)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per attempt, want none", allocs)
+	}
+	if l.Snapshot().Limit < 2 {
+		t.Fatal("the limit never moved: the decisions were not exercised")
+	}
+}
