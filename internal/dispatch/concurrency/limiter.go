@@ -264,12 +264,15 @@ func (l *Limiter) Release(o Outcome, rtt time.Duration) {
 }
 
 // restart starts the judging of the limit again at now, after the
-// concurrency changed: the window restarts, and only answers to attempts
-// sent from now on judge the limit. l.mu is held.
+// concurrency changed: the window restarts (keeping its back-pressure,
+// which counts whenever its attempts were sent), and only answers to
+// attempts sent from now on judge the limit. l.mu is held.
 func (l *Limiter) restart(now time.Time) {
 	l.since = now
 	l.freshSum, l.freshOK = 0, 0
+	bp := l.winBP
 	l.newWindow(now)
+	l.winBP = bp
 }
 
 // newWindow starts a window at now; l.mu is held.

@@ -402,3 +402,21 @@ func TestLimiter_AcquireAndReleaseDoNotAllocate(t *testing.T) {
 		t.Fatal("the limit never moved: the decisions were not exercised")
 	}
 }
+
+func TestLimiter_BackPressureCountsAcrossACeilingChange(t *testing.T) {
+	clock := testkit.NewClock()
+	l := NewLimiter(64, clock.Now)
+	s := &sim{clock: clock, l: l, demand: func() int { return 1000 }, answer: flat(10 * time.Millisecond)}
+	s.run(2 * time.Second)
+	from := l.Snapshot().Limit
+	for l.TryAcquire() {
+	}
+	l.Release(Backpressure, time.Second)
+	l.SetCeiling(from + 10) // changes nothing of the limit, restarts nothing
+	l.SetCeiling(from - 1)  // cuts to from-1 and restarts the window
+	clock.Advance(time.Second)
+	l.Release(Success, 10*time.Millisecond)
+	if got := l.Snapshot().Limit; got > int(float64(from-1)*0.9) {
+		t.Fatalf("limit %d after back-pressure answered across a lower ceiling (%d), want cut to 0.9 of it", got, from-1)
+	}
+}
