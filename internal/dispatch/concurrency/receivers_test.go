@@ -232,7 +232,7 @@ func TestReceivers_AnInstantReceiverGetsFewAttemptsAndAllItsLoad(t *testing.T) {
 	if most := max(8, int(math.Ceil(4*200*d.slowest.Seconds()))); d.peak > most {
 		t.Fatalf("the limit reached %d for a receiver answering at once (slowest latency %v), want at most %d", d.peak, d.slowest, most)
 	}
-	// The limit was not what carried the load: on average the attempts in
+	// The limit did not hold the load back: on average the attempts in
 	// flight used under half of it.
 	if avg := float64(d.inFlight) / float64(d.samples); avg > float64(lim.Snapshot().Limit)/2 {
 		t.Fatalf("on average %.2f attempts in flight for a limit of %d: the limit held the load back", avg, lim.Snapshot().Limit)
