@@ -159,7 +159,7 @@ func TestCompletion_Bash_CompletesCommandsSubcommandsAndOutputs(t *testing.T) {
 		{[]string{"streaming-hub", "tenant", "c"}, "create"},
 		{[]string{"streaming-hub", "key", ""}, "create delete list help"},
 		{[]string{"streaming-hub", "event", "p"}, "pull"},
-		{[]string{"streaming-hub", "rejection", ""}, "list help"},
+		{[]string{"streaming-hub", "rejection", ""}, "list replay help"},
 		{[]string{"streaming-hub", "portal-link", "r"}, "revoke"},
 		{[]string{"streaming-hub", "help", "sub", "ro"}, "rotate-secret"},
 		{[]string{"streaming-hub", "sub", "create", "--nats"}, "--nats-url"},

@@ -48,6 +48,34 @@ type subscriptionHealthJSON struct {
 	Backlog      backlogJSON      `json:"backlog"`
 	BreakerState string           `json:"breaker_state"`
 	FailureSpan  *failureSpanJSON `json:"failure_span"`
+	// DestinationConcurrency is this process's limit on attempts in flight
+	// to the subscription's receiver host (docs/delivery.md, "Concurrency
+	// that follows the receiver"); null when the process has not sent
+	// there lately, or does not deliver.
+	DestinationConcurrency *destinationConcurrencyJSON `json:"destination_concurrency"`
+}
+
+type destinationConcurrencyJSON struct {
+	Limit           int      `json:"limit"`
+	InFlight        int      `json:"in_flight"`
+	Ceiling         int      `json:"ceiling"`
+	RecentLatencyMS *float64 `json:"recent_latency_ms"`
+	BestLatencyMS   *float64 `json:"best_latency_ms"`
+}
+
+// DestinationLimit is a receiver host's adaptive limit in this process,
+// as the dispatcher reports it.
+type DestinationLimit struct {
+	Limit, InFlight, Ceiling   int
+	RecentLatency, BestLatency time.Duration
+}
+
+func millisOrNil(d time.Duration) *float64 {
+	if d <= 0 {
+		return nil
+	}
+	ms := float64(d.Microseconds()) / 1000
+	return &ms
 }
 
 // toHealthJSON is the health over a window labelled label; sub, when not
@@ -153,8 +181,23 @@ func (s *Server) subscriptionHealth(w http.ResponseWriter, r *http.Request) erro
 		Backlog: backlogJSON{Pending: backlog[hub.JobPending], InFlight: backlog[hub.JobInFlight],
 			DeadLettered: backlog[hub.JobDeadLettered]},
 		BreakerState: view.BreakerState, FailureSpan: view.FailureSpan,
+		DestinationConcurrency: s.destinationConcurrency(sub),
 	}))
 	return nil
+}
+
+// destinationConcurrency is the subscription's receiver host's limit in
+// this process, if it has one.
+func (s *Server) destinationConcurrency(sub hub.Subscription) *destinationConcurrencyJSON {
+	if s.deps.DestinationLimit == nil {
+		return nil
+	}
+	l, ok := s.deps.DestinationLimit(sub.Destination.Address())
+	if !ok {
+		return nil
+	}
+	return &destinationConcurrencyJSON{Limit: l.Limit, InFlight: l.InFlight, Ceiling: l.Ceiling,
+		RecentLatencyMS: millisOrNil(l.RecentLatency), BestLatencyMS: millisOrNil(l.BestLatency)}
 }
 
 // catalog is the event types tenantID can subscribe to.

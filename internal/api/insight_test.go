@@ -246,7 +246,7 @@ func TestHealth_HubAndSubscriptionShareFieldsInOneOrder(t *testing.T) {
 		_, _, hubBody := h.admin.do("GET", "/v1/admin/health?window=1h", "")
 		shared := []string{"window", "attempts", "successes", "failures", "success_rate", "latency_ms", "last_success_at", "last_failure_at"}
 		buckets := []string{"bucket_seconds", "buckets"}
-		wantSub := append(append(append([]string{}, shared...), "last_error", "backlog", "breaker_state", "failure_span"), buckets...)
+		wantSub := append(append(append([]string{}, shared...), "last_error", "backlog", "breaker_state", "failure_span", "destination_concurrency"), buckets...)
 		wantHub := append(append([]string{}, shared...), buckets...)
 		if got := topLevelKeys(t, subBody); strings.Join(got, ",") != strings.Join(wantSub, ",") {
 			t.Errorf("subscription health keys %v, want %v", got, wantSub)

@@ -34,6 +34,10 @@ type Deps struct {
 	AWS AWS
 	// BreakerState reports a (tenant, destination) breaker; nil: closed.
 	BreakerState func(tenantID, url string) string
+	// DestinationLimit reports this process's adaptive limit for a
+	// destination address's receiver host; nil: the process does not
+	// deliver.
+	DestinationLimit func(address string) (DestinationLimit, bool)
 	// OnJobs runs after the API created delivery jobs (replays): the
 	// dispatcher's in-process wake-up.
 	OnJobs func()

@@ -312,6 +312,18 @@ func (h *Hub) breakerState(tenantID, url string) string {
 	return h.Breakers.State(tenantID, url)
 }
 
+// destinationLimit is what a subscription's health answer shows as its
+// destination_concurrency: this process's adaptive limit for the
+// receiver host; none in a process that does not deliver.
+func (h *Hub) destinationLimit(address string) (api.DestinationLimit, bool) {
+	if h.Dispatcher == nil {
+		return api.DestinationLimit{}, false
+	}
+	l, ok := h.Dispatcher.HostLimit(address)
+	return api.DestinationLimit{Limit: l.Limit, InFlight: l.InFlight, Ceiling: l.Ceiling,
+		RecentLatency: l.RecentLatency, BestLatency: l.BestLatency}, ok
+}
+
 // verified is what a passing verification probe does to delivery: this
 // process's breaker for the destination closes, and the subscription's
 // waiting jobs are due now (docs/breakers.md).

@@ -230,6 +230,7 @@ func (h *Hub) newServer(ready map[string]func(context.Context) error) error {
 		OnJobs:            h.wakeDispatcher,
 		OnVerified:        h.verified,
 		BreakerState:      h.breakerState,
+		DestinationLimit:  h.destinationLimit,
 		Now:               h.Now,
 		Waiters:           h.Waiters,
 		Pull:              cfg.Pull,

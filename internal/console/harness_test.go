@@ -54,6 +54,9 @@ type options struct {
 	replay func(context.Context, hubpkg.Rejection) (api.ReplayResult, error)
 	// breakerState is the API's breaker for a destination; nil: closed.
 	breakerState func(tenantID, url string) string
+	// destinationLimit is the dispatcher's limit for a receiver host; nil:
+	// a process that does not deliver.
+	destinationLimit func(address string) (api.DestinationLimit, bool)
 }
 
 func newHub(t *testing.T, d testkit.Driver, o options) *hub {
@@ -85,6 +88,7 @@ func serve(t *testing.T, s store.Store, clock *testkit.Clock, o options) *hub {
 		Destinations: probes, AllowPrivateSinks: true, Now: clock.Now, Pull: defaults.Pull,
 		AuthFailureLimit: o.authLimit, HealthWindow: defaults.Housekeeping.HealthWindow, Auth: o.auth,
 		ServedTenant: o.servedTenant, Replay: o.replay, BreakerState: o.breakerState,
+		DestinationLimit: o.destinationLimit,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hubpkg "github.com/lerianstudio/streaming-hub"
+	"github.com/lerianstudio/streaming-hub/internal/api"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
@@ -67,5 +68,37 @@ func TestDelivery_SaysWhyAPendingDeliveryWaits(t *testing.T) {
 	h.clock.Advance(2 * time.Minute)
 	if got := text(); got != "Due 1 min ago: it goes out with the next claim, after this subscription's earlier deliveries (it sends one at a time, in arrival order)." {
 		t.Errorf("due a minute ago, breaker closed: %q", got)
+	}
+}
+
+// A subscription's page says how many attempts its receiver host takes at
+// once from this process and how fast it answers lately
+// (docs/delivery.md, "Concurrency that follows the receiver"); a process
+// that does not deliver says nothing of it.
+func TestSubscription_ShowsItsHostsLimitAndLatency(t *testing.T) {
+	var known atomic.Bool
+	h := newHub(t, testkit.Drivers[1], options{destinationLimit: func(string) (api.DestinationLimit, bool) {
+		return api.DestinationLimit{Limit: 12, InFlight: 3, Ceiling: 64, RecentLatency: 104 * time.Millisecond,
+			BestLatency: 98 * time.Millisecond}, known.Load()
+	}})
+	key := h.tenant("acme")
+	id := h.subscription("acme", "hooks", receiver(t, "ok").URL)
+	b := h.signIn(key)
+	page := func() string {
+		got := b.get("/console/subscriptions/" + id)
+		if got.status != 200 {
+			t.Fatalf("subscription page: %d", got.status)
+		}
+		return regexp.MustCompile(`<[^>]+>`).ReplaceAllString(got.body, "")
+	}
+	if body := page(); strings.Contains(body, "attempts at once") {
+		t.Fatal("a host this process has not sent to lately has a limit on the page")
+	}
+	known.Store(true)
+	body := page()
+	for _, want := range []string{"takes up to 12 attempts at once from this process (3 now, at most 64)", "answering in 104 ms lately", "(best 98 ms)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not say %q", want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/dispatch/concurrency"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -28,6 +29,12 @@ type attempt struct {
 	// throttled is when the subscription's next token comes, for a job
 	// made to wait by its rate limit; zero otherwise.
 	throttled time.Time
+	// outcome and rtt are what the answer says of the receiver's capacity
+	// and how long it took: its host's limit follows them
+	// (docs/delivery.md, "Concurrency that follows the receiver"). Ignore
+	// when nothing was sent.
+	outcome concurrency.Outcome
+	rtt     time.Duration
 	// transformed is how long the transform took, its wait for a worker
 	// included: part of the attempt's duration.
 	transformed time.Duration
@@ -149,6 +156,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 		res = d.cfg.Destinations.Send(actx, a.target, a.msg)
 		unhook()
 		cancel()
+		a.outcome, a.rtt = concurrency.OutcomeOf(res.Status, res.Err), res.Duration
 		if res.Err != nil && stop.Err() != nil {
 			return d.canceled(a, res)
 		}

@@ -16,6 +16,7 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/dispatch/concurrency"
 	"github.com/lerianstudio/streaming-hub/internal/envelope"
 	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
@@ -111,7 +112,7 @@ type Dispatcher struct {
 	// slots is the in-flight set: one token per attempt (or run) awaiting
 	// its answer.
 	slots chan struct{}
-	dests destinations
+	dests *hosts
 	// throttles are the rate-limited subscriptions' token buckets.
 	throttles throttles
 	// transforms are the subscriptions' compiled jq programs
@@ -189,7 +190,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
 		hints:     newHints(),
 		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
-		dests:  newDestinations(cfg.MaxPerDestination, cfg.Now),
+		dests: newHosts(cfg.MaxPerDestination, cfg.Now, func(c concurrency.Change) {
+			cfg.Logger.Debug("destination concurrency limit", "destination", c.Host, "from", c.From, "to", c.To, "why", c.Why,
+				"latency", c.Latency, "best", c.Best)
+		}),
 		leases: newLeaseRegistry(), runs: newRuns(), heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
 		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After,
 		w: cfg.Writer}
@@ -426,3 +430,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // lastTry bounds how long a dispatcher whose context ended waits for its
 // last results to be written.
 const lastTry = 2 * time.Second
+
+// HostLimit is this process's adaptive limit for a destination address's
+// receiver host, and its recent latency (docs/delivery.md, "Concurrency
+// that follows the receiver"); ok is false when this process has not sent
+// there lately.
+func (d *Dispatcher) HostLimit(address string) (HostLimit, bool) {
+	return d.dests.snapshot(destinationOf(address))
+}

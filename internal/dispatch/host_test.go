@@ -44,7 +44,7 @@ func (s *shedCounter) CompleteJobs(ctx context.Context, p store.CompleteParams) 
 // 4: what a tenant cannot send yet waits here, parked at the host, not in
 // the database (no job goes back to wait without an attempt), the host
 // never has more than its hard ceiling in flight, and every event arrives
-// once (docs/performance.md, "One receiver host").
+// once (docs/delivery.md, "One receiver host").
 func TestHost_WorkBeyondAHostsShareWaitsHereNotInTheDatabase(t *testing.T) {
 	testkit.Long(t)
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
@@ -160,5 +160,54 @@ func TestClaim_AnUnannouncedSubscriptionIsFoundWhileNeighboursAreBusy(t *testing
 			t.Fatal("the unannounced jobs waited until the busy neighbour stopped")
 		}
 		testkit.WaitFor(t, "the neighbour done", busyDone.Load)
+	})
+}
+
+// Concurrency follows the receiver (docs/delivery.md, "Concurrency that
+// follows the receiver"): a receiver that answers in 100 ms is given more
+// attempts at once as the backlog keeps its limit full, never more than
+// the ceiling, and its health shows the limit and its latency; one that
+// answers 503 is given fewer.
+func TestHost_TheLimitFollowsTheReceiver(t *testing.T) {
+	testkit.Long(t)
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		const ceiling = 16
+		r := newRig(t, d, rigOptions{maxInFlight: 64, cfg: func(c *dispatch.Config) { c.MaxPerDestination = ceiling }})
+		var inFlight, most atomic.Int32
+		var overloaded atomic.Bool
+		r.sink.script(func(int, *http.Request) (int, http.Header, string) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			if overloaded.Load() {
+				return 503, nil, "busy"
+			}
+			time.Sleep(100 * time.Millisecond)
+			return 200, nil, "ok"
+		})
+		var evs []hub.Event
+		for i := range 400 {
+			evs = append(evs, event("acme", fmt.Sprintf("e-%03d", i)))
+		}
+		r.publish(evs...)
+		r.run()
+		testkit.WaitFor(t, "the limit grown past a few attempts at once", func() bool {
+			l, ok := r.d.HostLimit(r.sub.Destination.Address())
+			return ok && l.Limit >= 4
+		})
+		l, _ := r.d.HostLimit(r.sub.Destination.Address())
+		if l.Ceiling != ceiling || l.RecentLatency < 50*time.Millisecond {
+			t.Errorf("limit %+v: want the ceiling %d and the receiver's ~100 ms latency", l, ceiling)
+		}
+		grown := l.Limit
+		overloaded.Store(true)
+		testkit.WaitFor(t, "the limit cut by the receiver's 503s", func() bool {
+			l, _ := r.d.HostLimit(r.sub.Destination.Address())
+			return l.Limit < grown
+		})
+		if m := most.Load(); m > 2*ceiling {
+			t.Errorf("%d attempts at once at the receiver; the ceiling is %d (twice it for tenants under their fair share)", m, ceiling)
+		}
 	})
 }

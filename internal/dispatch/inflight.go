@@ -96,13 +96,13 @@ func (q *queue) close() []unit {
 // makes the work wait here, parked at the destination, without an
 // attempt or a database write; it starts when an attempt there ends and
 // the tenant has room, and claims leave the tenant's subscriptions there
-// alone meanwhile (docs/performance.md, "One receiver host").
+// alone meanwhile (docs/delivery.md, "One receiver host").
 func (d *Dispatcher) start(ctx context.Context, u unit, flying *sync.WaitGroup) {
 	// A unit is one subscription's: one destination address for all.
 	c := u.first
 	address, tenant := c.Subscription.Destination.Address(), c.Job.TenantID
 	dest := destinationOf(address)
-	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID) {
+	if !d.dests.admit(dest, tenant, c.Job.SubscriptionID, c.Subscription.MaxInFlight) {
 		d.dests.park(dest, tenant, u)
 		return
 	}
@@ -120,7 +120,7 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 		defer flying.Done()
 		defer func() {
 			<-d.slots
-			start, freed := d.dests.leave(dest, tenant)
+			start, freed := d.dests.leave(dest, tenant, a.outcome, a.rtt)
 			if len(freed) > 0 {
 				d.hints.add(freed) // no longer excluded from claims
 			}
@@ -167,6 +167,8 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 			if !ok {
 				return
 			}
+			// The run keeps its slot; the host's limit hears this answer.
+			d.dests.observe(dest, a.outcome, a.rtt)
 			a = d.prepare(ctx, next, address)
 		}
 	}()

@@ -216,6 +216,37 @@ func (l *Limiter) TryAcquire() bool {
 	return true
 }
 
+// Acquire counts one more attempt in flight whatever the limit: for an
+// attempt the caller admits by a rule of its own (a tenant under its fair
+// share of a host, docs/delivery.md, "One receiver host"). It counts
+// toward the limit being full. Each Acquire must be followed by one
+// Release.
+func (l *Limiter) Acquire() {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastUsed = now
+	if l.inFlight == 0 && l.winOK == 0 && l.winBP == 0 {
+		l.winStart, l.fullFor = now, 0
+	}
+	l.inFlight++
+	if l.inFlight >= l.limit {
+		l.markFull(now)
+	}
+}
+
+// Limit is the current limit: the attempts in flight the host is given.
+// While the host's best latency is being measured again, it is the lower
+// cap of that measure.
+func (l *Limiter) Limit() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.probing {
+		return min(l.limit, l.probeCap)
+	}
+	return l.limit
+}
+
 // Release gives back an attempt's room, with what the attempt said: its
 // outcome and, for a Success, how long the answer took.
 func (l *Limiter) Release(o Outcome, rtt time.Duration) {

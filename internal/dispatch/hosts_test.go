@@ -7,17 +7,26 @@ import (
 	hub "github.com/lerianstudio/streaming-hub"
 	"time"
 
+	"github.com/lerianstudio/streaming-hub/internal/dispatch/concurrency"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
 const shared = "https://receiver.example:443"
 
+// fixedHosts is the gate with every host's limit fixed at share: the fair
+// share's rules, apart from the adaptive limit.
+func fixedHosts(share int, now func() time.Time) *hosts {
+	ds := newHosts(share, now, nil)
+	ds.fixed = share
+	return ds
+}
+
 // admitN admits up to n attempts of tenant's subscription sub and says how
 // many were let in.
-func admitN(ds *destinations, tenant, sub string, n int) int {
+func admitN(ds *hosts, tenant, sub string, n int) int {
 	in := 0
 	for range n {
-		if ds.admit(shared, tenant, sub) {
+		if ds.admit(shared, tenant, sub, 64) {
 			in++
 		}
 	}
@@ -26,8 +35,8 @@ func admitN(ds *destinations, tenant, sub string, n int) int {
 
 func TestFairShare_ALoneTenantTakesTheWholeShare(t *testing.T) {
 	clock := testkit.NewClock()
-	ds := newDestinations(8, clock.Now)
-	if got := admitN(&ds, "acme", "sub_a", 20); got != 8 {
+	ds := fixedHosts(8, clock.Now)
+	if got := admitN(ds, "acme", "sub_a", 20); got != 8 {
 		t.Fatalf("a tenant alone at a host got %d attempts, want the whole share of 8", got)
 	}
 	if ex := ds.excluded(); !slices.Equal(ex, []string{"sub_a"}) {
@@ -39,15 +48,15 @@ func TestFairShare_ALoneTenantTakesTheWholeShare(t *testing.T) {
 // every other tenant is still let in up to its fair share.
 func TestFairShare_AnotherTenantsHungAttemptsNeverTakeMyRoom(t *testing.T) {
 	clock := testkit.NewClock()
-	ds := newDestinations(8, clock.Now)
-	if got := admitN(&ds, "hung", "sub_h", 8); got != 8 {
+	ds := fixedHosts(8, clock.Now)
+	if got := admitN(ds, "hung", "sub_h", 8); got != 8 {
 		t.Fatalf("got %d", got)
 	}
 	// Now globex comes: two tenants, a fair share of 4 each.
-	if got := admitN(&ds, "globex", "sub_g", 10); got != 4 {
+	if got := admitN(ds, "globex", "sub_g", 10); got != 4 {
 		t.Fatalf("globex got %d attempts beside a hung tenant holding the share, want its fair share of 4", got)
 	}
-	if got := admitN(&ds, "hung", "sub_h", 1); got != 0 {
+	if got := admitN(ds, "hung", "sub_h", 1); got != 0 {
 		t.Fatal("the hung tenant, over its fair share, took another attempt")
 	}
 	ex := ds.excluded()
@@ -58,10 +67,10 @@ func TestFairShare_AnotherTenantsHungAttemptsNeverTakeMyRoom(t *testing.T) {
 	// One of globex's answers frees its subscription for claims again;
 	// a hung attempt's end frees nothing while the hung tenant is over its
 	// fair share.
-	if _, freed := ds.leave(shared, "hung"); len(freed) != 0 {
+	if _, freed := ds.leave(shared, "hung", concurrency.Success, time.Millisecond); len(freed) != 0 {
 		t.Fatalf("freed %v: the hung tenant is still over its fair share", freed)
 	}
-	if _, freed := ds.leave(shared, "globex"); !slices.Equal(freed, []string{"sub_g"}) {
+	if _, freed := ds.leave(shared, "globex", concurrency.Success, time.Millisecond); !slices.Equal(freed, []string{"sub_g"}) {
 		t.Fatalf("freed %v, want globex's subscription", freed)
 	}
 }
@@ -71,23 +80,23 @@ func TestFairShare_AnotherTenantsHungAttemptsNeverTakeMyRoom(t *testing.T) {
 // not owed.
 func TestFairShare_RoomIsLentOnlyWhenNoActiveTenantIsOwedIt(t *testing.T) {
 	clock := testkit.NewClock()
-	ds := newDestinations(8, clock.Now)
-	admitN(&ds, "quiet", "sub_q", 1)
-	if got := admitN(&ds, "busy", "sub_b", 20); got != 4 {
+	ds := fixedHosts(8, clock.Now)
+	admitN(ds, "quiet", "sub_q", 1)
+	if got := admitN(ds, "busy", "sub_b", 20); got != 4 {
 		t.Fatalf("busy got %d beside a quiet tenant with one attempt, want 4 (the quiet one is owed 3)", got)
 	}
-	ds.leave(shared, "quiet")
+	ds.leave(shared, "quiet", concurrency.Success, time.Millisecond)
 	// quiet stays active (owed its share) for a while after its last
 	// attempt...
-	if got := admitN(&ds, "busy", "sub_b", 1); got != 0 {
+	if got := admitN(ds, "busy", "sub_b", 1); got != 0 {
 		t.Fatal("busy took the room the quiet tenant is owed")
 	}
 	// ...then is forgotten, and busy may take the whole share.
 	clock.Advance(activeFor + time.Second)
-	if _, freed := ds.leave(shared, "busy"); !slices.Equal(freed, []string{"sub_b"}) {
+	if _, freed := ds.leave(shared, "busy", concurrency.Success, time.Millisecond); !slices.Equal(freed, []string{"sub_b"}) {
 		t.Fatalf("freed %v once the quiet tenant was forgotten", freed)
 	}
-	if got := admitN(&ds, "busy", "sub_b", 20); got != 5 {
+	if got := admitN(ds, "busy", "sub_b", 20); got != 5 {
 		t.Fatalf("busy got %d more, want the rest of the share (5)", got)
 	}
 }
@@ -96,21 +105,21 @@ func TestFairShare_RoomIsLentOnlyWhenNoActiveTenantIsOwedIt(t *testing.T) {
 // the share at most.
 func TestFairShare_EveryTenantGetsOneWithinTheCeiling(t *testing.T) {
 	clock := testkit.NewClock()
-	ds := newDestinations(4, clock.Now)
-	admitN(&ds, "hog", "sub_hog", 4)
+	ds := fixedHosts(4, clock.Now)
+	admitN(ds, "hog", "sub_hog", 4)
 	for i := range 4 {
 		tenant := string(rune('a' + i))
-		if !ds.admit(shared, tenant, "sub_"+tenant) {
+		if !ds.admit(shared, tenant, "sub_"+tenant, 64) {
 			t.Fatalf("tenant %s with nothing in flight was refused", tenant)
 		}
 	}
-	if ds.admit(shared, "late", "sub_late") {
+	if ds.admit(shared, "late", "sub_late", 64) {
 		t.Fatal("the ceiling of twice the share was passed")
 	}
 	if ex := ds.excluded(); len(ex) != 6 {
 		t.Fatalf("at the ceiling every tenant's subscriptions wait, got %v", ex)
 	}
-	if _, freed := ds.leave(shared, "hog"); len(freed) == 0 {
+	if _, freed := ds.leave(shared, "hog", concurrency.Success, time.Millisecond); len(freed) == 0 {
 		t.Fatal("below the ceiling again, nobody was freed")
 	}
 }
@@ -118,19 +127,19 @@ func TestFairShare_EveryTenantGetsOneWithinTheCeiling(t *testing.T) {
 // Destinations are counted apart.
 func TestFairShare_OtherDestinationsAreApart(t *testing.T) {
 	clock := testkit.NewClock()
-	ds := newDestinations(2, clock.Now)
-	admitN(&ds, "acme", "sub_a", 2)
-	if !ds.admit("https://other.example:443", "acme", "sub_b") {
+	ds := fixedHosts(2, clock.Now)
+	admitN(ds, "acme", "sub_a", 2)
+	if !ds.admit("https://other.example:443", "acme", "sub_b", 64) {
 		t.Fatal("a full destination held back another one")
 	}
 	for range 2 {
-		ds.leave(shared, "acme")
+		ds.leave(shared, "acme", concurrency.Success, time.Millisecond)
 	}
-	ds.leave("https://other.example:443", "acme")
+	ds.leave("https://other.example:443", "acme", concurrency.Success, time.Millisecond)
 	clock.Advance(activeFor + time.Second)
 	ds.excluded()
-	if len(ds.hosts) != 0 {
-		t.Fatalf("idle destinations are kept: %d", len(ds.hosts))
+	if len(ds.m) != 0 {
+		t.Fatalf("idle destinations are kept: %d", len(ds.m))
 	}
 }
 

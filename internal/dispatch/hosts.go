@@ -5,34 +5,47 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lerianstudio/streaming-hub/internal/dispatch/concurrency"
 )
 
 // activeFor is how long a tenant that asked for a destination counts among
 // the tenants sharing it after its last attempt there ended.
 const activeFor = 10 * time.Second
 
-// destinations counts the attempts in flight to each destination (scheme,
-// host and port). A destination holds at most its share of the in-flight
-// set, divided fairly among the tenants sending there (docs/performance.md):
-// with n tenants active at a destination, each is owed share/n attempts (at
-// least one). A tenant takes more than its fair share only from room no other
-// active tenant is owed, and a tenant under its fair share is admitted even
-// when others' borrowed attempts fill the share (up to twice the share, the
-// hard ceiling). So one tenant's hung attempts never take another tenant's
-// room on a shared host: they hold at most what they borrowed, and only until
-// the delivery timeout. The subscriptions of tenants refused at a destination
-// are remembered: claims leave them alone until their tenant has room there
-// again.
-type destinations struct {
-	share int
-	now   func() time.Time
+// hosts is the gate every unit of work passes before its attempt: it
+// counts the attempts in flight to each receiver host (a destination's
+// scheme, host and port) and admits a unit only within the host's share.
+// The share is the host's adaptive limit (internal/dispatch/concurrency,
+// docs/delivery.md "Concurrency that follows the receiver"), which follows
+// the receiver's answers between 1 and the smaller of
+// STREAMING_HUB_DISPATCH_MAX_PER_DESTINATION and the sum of the
+// max_in_flight of the subscriptions sending there. The share is divided
+// fairly among the tenants sending there (docs/performance.md, "One
+// receiver host"): with n tenants active at a host, each is owed share/n
+// attempts (at least one). A tenant takes more than its fair share only
+// from room no other active tenant is owed, and a tenant under its fair
+// share is admitted even when others' borrowed attempts fill the share (up
+// to twice the share, the hard ceiling). So one tenant's hung attempts
+// never take another tenant's room on a shared host: they hold at most
+// what they borrowed, and only until the delivery timeout. What a tenant
+// cannot send yet is parked here, in order, and starts when an attempt
+// there ends; claims leave its subscriptions alone meanwhile.
+type hosts struct {
+	maxPer int // every host's ceiling: MaxPerDestination
+	fixed  int // tests of the fair share: every host's limit, not adaptive
+	now    func() time.Time
+	limits *concurrency.Hosts
 
-	mu    sync.Mutex
-	hosts map[string]*host
+	mu sync.Mutex
+	m  map[string]*host
 }
 
 // host is one destination's attempts, by tenant.
 type host struct {
+	lim     *concurrency.Limiter
+	fixed   int
+	subMax  map[string]int // max_in_flight of its subscriptions: the ceiling's sum
 	total   int
 	tenants map[string]*tenantShare // tenants active here
 	busy    map[string]*tenantShare // those with attempts in flight
@@ -58,8 +71,40 @@ type parkedUnit struct {
 	dest, tenant string
 }
 
-func newDestinations(share int, now func() time.Time) destinations {
-	return destinations{share: share, now: now, hosts: make(map[string]*host)}
+func newHosts(maxPer int, now func() time.Time, onChange func(concurrency.Change)) *hosts {
+	// The limits follow answers as they come, on the process's own clock:
+	// latency is measured on it, never on the dispatcher's (a test's clock
+	// that stands still would stop every window).
+	return &hosts{maxPer: maxPer, now: now, limits: concurrency.NewHosts(time.Now, onChange), m: make(map[string]*host)}
+}
+
+// newHost is a host with nothing in flight.
+func (ds *hosts) newHost(dest string, now time.Time) *host {
+	h := &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
+		waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), subMax: make(map[string]int), pruned: now}
+	h.lim, h.fixed = ds.limits.Get(dest, 1), ds.fixed
+	ds.m[dest] = h
+	return h
+}
+
+// limit is the host's share: its adaptive limit.
+func (h *host) limit() int {
+	if h.fixed > 0 {
+		return h.fixed
+	}
+	return h.lim.Limit()
+}
+
+// ceiling is the bound of the host's limit: the smaller of maxPer and its
+// subscriptions' max_in_flight summed.
+func (h *host) ceiling(maxPer int) int {
+	sum := 0
+	for _, n := range h.subMax {
+		if sum += n; sum >= maxPer {
+			return maxPer
+		}
+	}
+	return max(1, sum)
 }
 
 // fair is each active tenant's share of the destination.
@@ -89,7 +134,8 @@ func (h *host) canAdmit(t *tenantShare, share int) bool {
 }
 
 // prune forgets tenants idle here for activeFor (at most once a second),
-// so the fair share grows back as tenants leave.
+// so the fair share grows back as tenants leave, and their subscriptions
+// leave the ceiling's sum.
 func (h *host) prune(now time.Time) {
 	if now.Sub(h.pruned) < time.Second {
 		return
@@ -98,23 +144,26 @@ func (h *host) prune(now time.Time) {
 	for id, t := range h.tenants {
 		if t.count == 0 && h.waiting[id] == nil && len(h.parked[id]) == 0 && now.Sub(t.last) >= activeFor {
 			delete(h.tenants, id)
+			for sub := range t.subs {
+				delete(h.subMax, sub)
+			}
 		}
 	}
 }
 
-// admit takes one of dest's slots for tenant's subscription sub, unless
-// the tenant has no room there.
-func (ds *destinations) admit(dest, tenant, sub string) bool {
+// admit takes one of dest's slots for tenant's subscription sub (of
+// max_in_flight maxInFlight), unless the tenant has no room there.
+func (ds *hosts) admit(dest, tenant, sub string, maxInFlight int) bool {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	now := ds.now()
-	h := ds.hosts[dest]
+	h := ds.m[dest]
 	if h == nil {
-		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
-			waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), pruned: now}
-		ds.hosts[dest] = h
+		h = ds.newHost(dest, now)
 	}
 	h.prune(now)
+	h.subMax[sub] = maxInFlight
+	h.lim = ds.limits.Get(dest, h.ceiling(ds.maxPer)) // marks it used; a limiter forgotten while idle comes back
 	t := h.tenants[tenant]
 	if t == nil {
 		t = &tenantShare{subs: make(map[string]bool)}
@@ -124,27 +173,26 @@ func (ds *destinations) admit(dest, tenant, sub string) bool {
 	t.subs[sub] = true
 	// A tenant with work parked here waits behind it: its units start in
 	// the order they came.
-	if len(h.parked[tenant]) > 0 || !h.canAdmit(t, ds.share) {
+	if len(h.parked[tenant]) > 0 || !h.canAdmit(t, h.limit()) {
 		h.waiting[tenant] = t
 		return false
 	}
 	t.count++
 	h.total++
 	h.busy[tenant] = t
+	h.lim.Acquire()
 	return true
 }
 
 // park holds a unit admit refused, at its destination, until room comes
 // (leave starts it): it stays this process's, with no database write, and
 // the tenant's subscriptions are left alone by claims meanwhile.
-func (ds *destinations) park(dest, tenant string, u unit) {
+func (ds *hosts) park(dest, tenant string, u unit) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	h := ds.hosts[dest]
+	h := ds.m[dest]
 	if h == nil { // it was admitted nowhere: cannot be, but never lose it
-		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
-			waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), pruned: ds.now()}
-		ds.hosts[dest] = h
+		h = ds.newHost(dest, ds.now())
 	}
 	if len(h.parked[tenant]) == 0 {
 		h.ring = append(h.ring, tenant)
@@ -157,18 +205,17 @@ func (ds *destinations) park(dest, tenant string, u unit) {
 
 // repark puts back a unit startParked took but that will not start (the
 // process stops): its slot is given back and it waits first in line.
-func (ds *destinations) repark(p parkedUnit) {
+func (ds *hosts) repark(p parkedUnit) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	h := ds.hosts[p.dest]
+	h := ds.m[p.dest]
 	if h == nil {
-		h = &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
-			waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), pruned: ds.now()}
-		ds.hosts[p.dest] = h
+		h = ds.newHost(p.dest, ds.now())
 	}
 	if t := h.tenants[p.tenant]; t != nil && t.count > 0 {
 		t.count--
 		h.total--
+		h.lim.Release(concurrency.Ignore, 0)
 		if t.count == 0 {
 			delete(h.busy, p.tenant)
 		}
@@ -180,11 +227,11 @@ func (ds *destinations) repark(p parkedUnit) {
 }
 
 // unpark takes every parked unit (the process stops, or was taken over).
-func (ds *destinations) unpark() []unit {
+func (ds *hosts) unpark() []unit {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	var out []unit
-	for _, h := range ds.hosts {
+	for _, h := range ds.m {
 		for _, tenant := range h.ring {
 			out = append(out, h.parked[tenant]...)
 		}
@@ -222,6 +269,7 @@ func (h *host) startParked(dest string, share int, now time.Time) (start []parke
 			t.last = now
 			h.total++
 			h.busy[tenant] = t
+			h.lim.Acquire()
 			start = append(start, parkedUnit{u: u, dest: dest, tenant: tenant})
 			progressed = true
 			break
@@ -233,29 +281,43 @@ func (h *host) startParked(dest string, share int, now time.Time) (start []parke
 	return start
 }
 
-// leave gives back one of tenant's slots at dest; it returns the units
-// parked there that now start (their slots taken), and the subscriptions
-// of the refused tenants that now have room there and nothing parked.
-func (ds *destinations) leave(dest, tenant string) (start []parkedUnit, freed []string) {
+// observe tells dest's limit what one attempt of a run said, the run
+// keeping its slot for its next attempt.
+func (ds *hosts) observe(dest string, o concurrency.Outcome, rtt time.Duration) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if h := ds.m[dest]; h != nil {
+		h.lim.Release(o, rtt)
+		h.lim.Acquire()
+	}
+}
+
+// leave gives back one of tenant's slots at dest, with what its last
+// attempt said (its outcome and latency move the host's limit); it returns
+// the units parked there that now start (their slots taken), and the
+// subscriptions of the refused tenants that now have room there and
+// nothing parked.
+func (ds *hosts) leave(dest, tenant string, o concurrency.Outcome, rtt time.Duration) (start []parkedUnit, freed []string) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	now := ds.now()
-	h := ds.hosts[dest]
+	h := ds.m[dest]
 	if h == nil {
 		return nil, nil
 	}
 	if t := h.tenants[tenant]; t != nil && t.count > 0 {
 		t.count--
 		h.total--
+		h.lim.Release(o, rtt)
 		t.last = now
 		if t.count == 0 {
 			delete(h.busy, tenant)
 		}
 	}
 	h.prune(now)
-	start = h.startParked(dest, ds.share, now)
+	start = h.startParked(dest, h.limit(), now)
 	for id, t := range h.waiting {
-		if len(h.parked[id]) == 0 && h.canAdmit(t, ds.share) {
+		if len(h.parked[id]) == 0 && h.canAdmit(t, h.limit()) {
 			for sub := range t.subs {
 				freed = append(freed, sub)
 			}
@@ -263,30 +325,31 @@ func (ds *destinations) leave(dest, tenant string) (start []parkedUnit, freed []
 		}
 	}
 	if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 && len(h.ring) == 0 {
-		delete(ds.hosts, dest)
+		delete(ds.m, dest)
 	}
 	return start, freed
 }
 
 // excluded lists the subscriptions of tenants with no room at a
 // destination they send to.
-func (ds *destinations) excluded() []string {
+func (ds *hosts) excluded() []string {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	now := ds.now()
 	var out []string
-	for dest, h := range ds.hosts {
+	for dest, h := range ds.m {
 		h.prune(now)
 		if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 && len(h.ring) == 0 {
-			delete(ds.hosts, dest)
+			delete(ds.m, dest)
 			continue
 		}
+		share := h.limit()
 		candidates := h.busy // under the ceiling, a tenant with nothing in flight has room
-		if h.total >= 2*ds.share {
+		if h.total >= 2*share {
 			candidates = h.tenants
 		}
 		for id, t := range candidates {
-			if len(h.parked[id]) > 0 || !h.canAdmit(t, ds.share) {
+			if len(h.parked[id]) > 0 || !h.canAdmit(t, share) {
 				h.waiting[id] = t
 				for sub := range t.subs {
 					out = append(out, sub)
@@ -331,4 +394,24 @@ func destinationOf(raw string) string {
 		}
 	}
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// HostLimit is what a subscription's health answer shows of its receiver
+// host in this process (docs/delivery.md, "Concurrency that follows the
+// receiver"): the current limit on attempts in flight there, how many are,
+// and the host's recent and best latency; ok is false when this process
+// has not sent there lately.
+type HostLimit struct {
+	Limit, InFlight, Ceiling   int
+	RecentLatency, BestLatency time.Duration
+}
+
+// snapshot reads dest's limit.
+func (ds *hosts) snapshot(dest string) (HostLimit, bool) {
+	s, ok := ds.limits.Snapshot(dest)
+	if !ok {
+		return HostLimit{}, false
+	}
+	return HostLimit{Limit: s.Limit, InFlight: s.InFlight, Ceiling: s.Ceiling, RecentLatency: s.RecentLatency,
+		BestLatency: s.BestLatency}, true
 }
