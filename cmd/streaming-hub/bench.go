@@ -83,6 +83,7 @@ func benchFlags(args []string, e env) (r benchRun, err error) {
 	fs.DurationVar(&o.Limits, "limits", 0, "before the hub starts, measure this machine's limits for this long each (see above) and report them beside the run")
 	fs.BoolVar(&r.limitsOnly, "limits-only", false, "measure the limits (for -limits, default 5s) and exit: no hub, no load")
 	fs.IntVar(&o.Replicas, "replicas", 1, "`N` hub replicas on one PostgreSQL schema and consumer group: this process's hub and N-1 streaming-hub serve processes (see above)")
+	cgroup := fs.String("cgroup", "", "`cpu=500m,memory=512Mi`: run the hub under test as one streaming-hub serve process held to these limits (cgroup v1; PostgreSQL only; see above)")
 	db := fs.String("database", e.getenv(config.Prefix+"DATABASE_URL"), "postgres://... (a fresh schema is used, then dropped) or empty for a temporary SQLite file")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: streaming-hub bench [flags]
@@ -125,6 +126,16 @@ then from 8 for D: commits per second and their backends' CPU. They are
 printed as a "machine" block with the load average before and after.
 -limits-only measures them (for 5s each unless -limits says) and exits,
 with no hub and no load; it takes only -limits, -database and -cpuprofile.
+
+Under limits (-cgroup cpu=500m,memory=512Mi; PostgreSQL only): the hub
+under test runs as one "streaming-hub serve" process in a cgroup (v1) of
+its own with that CPU quota and memory limit, as Lerian's chart holds mode
+all; the bench's own hub only serves the broker and the API (it ingests and
+delivers nothing), and PostgreSQL, the broker, the producer and the
+receivers run outside the limits. The result adds the process's peak
+memory against the limit, how often its CPU quota ran out, and its CPU and
+its backends' per delivery (docs/performance.md, "Under the chart's
+resources").
 
 Replicas (-replicas N, default 1; PostgreSQL only): N hubs run the load
 on the one schema, the embedded broker and its consumer group, each of
@@ -232,6 +243,14 @@ Examples:
 			o.Progress = 10 * time.Second
 		}
 	}
+	if *cgroup != "" {
+		if o.Replicas > 1 {
+			return r, badProfile{fmt.Errorf("cgroup: runs one hub process under the limits; give no -replicas")}
+		}
+		if o.Cgroup, err = loadtest.ParseCgroup(*cgroup); err != nil {
+			return r, badProfile{err}
+		}
+	}
 	if err := replicaCommand(o); err != nil {
 		return r, badProfile{err}
 	}
@@ -248,7 +267,7 @@ func replicaCommand(o *loadtest.Options) error {
 	if o.Replicas < 1 {
 		return fmt.Errorf("replicas %d: want 1 or more", o.Replicas)
 	}
-	if o.Replicas == 1 {
+	if o.Replicas == 1 && o.Cgroup.MilliCPU == 0 {
 		return nil
 	}
 	exe, err := os.Executable()

@@ -104,7 +104,16 @@ type Options struct {
 	// serve mode with its configuration from the environment, as
 	// `streaming-hub serve` does.
 	ReplicaCommand []string
+	// Cgroup, when set, runs the hub under test as one process of
+	// ReplicaCommand held to these limits (cgroup v1 cpu and memory), as
+	// Lerian's chart holds mode all; the bench's own hub then only serves
+	// the broker and the API, and ingests and delivers nothing
+	// (Result.Cgroup has what the process used).
+	Cgroup CgroupLimits
 }
+
+// limited reports whether the hub under test runs under Cgroup's limits.
+func (o Options) limited() bool { return o.Cgroup.MilliCPU > 0 }
 
 // Normalize fills in the defaults and checks the profile.
 func (o Options) Normalize() (Options, error) {
@@ -166,6 +175,18 @@ func (o Options) Normalize() (Options, error) {
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
+	}
+	if o.limited() {
+		switch {
+		case o.Replicas > 2: // 2 once normalized: the bench's own hub and the process
+			return o, fmt.Errorf("cgroup: runs one hub process under the limits; give no replicas")
+		case o.DatabaseURL == "" || strings.HasPrefix(o.DatabaseURL, "sqlite://"):
+			return o, fmt.Errorf("cgroup needs PostgreSQL (-database postgres://...): the process under the limits shares the bench's database")
+		case o.Soak > 0 || o.Idle > 0 || o.Statements > 0:
+			return o, fmt.Errorf("cgroup: give no soak, idle or statements: they watch the bench's own hub")
+		}
+		// The bench's own hub and the one process under the limits.
+		o.Replicas = 2
 	}
 	if o.Limits != 0 && o.Limits < MinLimits { // negatives too
 		return o, fmt.Errorf("limits %v: want %v or more for each measurement (0: none)", o.Limits, MinLimits)
@@ -305,7 +326,24 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	for k, v := range o.Set {
 		vars[k] = v
 	}
-	cfg, err := config.Load(config.Dev, func(k string) string { return vars[k] })
+	// The group the hubs under test consume in (the replicas').
+	group, err := config.Load(config.Dev, func(k string) string { return vars[k] })
+	if err != nil {
+		return Result{}, err
+	}
+	own := vars
+	if o.limited() {
+		// Under the limits, the bench's own hub serves the broker and the
+		// API only: it ingests no topic and delivers nothing.
+		own = make(map[string]string, len(vars)+3)
+		for k, v := range vars {
+			own[k] = v
+		}
+		own["STREAMING_HUB_ROLE"] = "ingest"
+		own["STREAMING_HUB_KAFKA_TOPICS_REGEX"] = "^streaming-hub-bench-none$"
+		own["STREAMING_HUB_KAFKA_GROUP"] = "streaming-hub-bench-front"
+	}
+	cfg, err := config.Load(config.Dev, func(k string) string { return own[k] })
 	if err != nil {
 		return Result{}, err
 	}
@@ -328,7 +366,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	}
 	// Deferred before the receivers' stop, so it runs after it: a hung
 	// request is released before a replica's shutdown waits for it.
+	var cg *cgroupV1
+	if o.limited() {
+		if cg, err = newCgroup(o.Cgroup); err != nil {
+			return Result{}, err
+		}
+		defer cg.remove() // after the process stopped (deferred below)
+	}
 	reps := newReplicas(h, db)
+	reps.limits = cg
 	defer reps.stop()
 
 	// The receivers stop before the hub does (deferred after it): a hung
@@ -372,11 +418,18 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	if err := reps.start(ctx, o.Replicas, o.ReplicaCommand, vars, db, h.KafkaAddrs()); err != nil {
 		return Result{}, err
 	}
-	if err := waitForGroup(ctx, h.Broker, cfg.Ingest.Group, o.Replicas, o.Partitions); err != nil {
+	members := o.Replicas
+	if o.limited() {
+		members = 1
+	}
+	if err := waitForGroup(ctx, h.Broker, group.Ingest.Group, members, o.Partitions); err != nil {
 		return Result{}, err
 	}
 	if o.Replicas > 1 {
 		fmt.Fprintf(out, "bench: %s\n", reps.describe(ctx))
+	}
+	if o.limited() {
+		fmt.Fprintf(out, "bench: the hub under test is replica 2, a serve process held to %s (cgroup v1); the bench's own hub ingests and delivers nothing\n", o.Cgroup)
 	}
 
 	var pg *pgCPU
@@ -405,7 +458,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 	defer prod.Close()
 
 	r := &run{o: o, h: h, db: db, rec: rec, settings: settings, expected: o.expected(), cpu0: cpuTime(), load0: loadAverage(),
-		pg: pg, stmts: stmts, idle: idle, limits: limits}
+		pg: pg, stmts: stmts, idle: idle, limits: limits, cg: cg}
 	if o.Replicas > 1 {
 		r.reps = reps
 		reps.begin()
@@ -477,6 +530,7 @@ type run struct {
 	idle       *IdleResult
 	limits     *Limits      // nil without Options.Limits
 	reps       *replicas    // nil with one replica
+	cg         *cgroupV1    // nil without Options.Cgroup
 	produced   atomic.Int64 // events the broker acknowledged
 	lastSent   atomic.Int64 // unix ns of the latest send
 	produceErr atomic.Value
@@ -557,6 +611,10 @@ func (r *run) result(lastIngest time.Time) Result {
 	}
 	got, errs := r.reps.settle(res.Delivered + res.Duplicates)
 	res.Replicas = r.reps.results(got, errs, r.measureDB(&res))
+	if r.cg != nil {
+		u := r.cg.usage(r.o.Cgroup)
+		res.Cgroup = &u
+	}
 	return res
 }
 

@@ -80,6 +80,8 @@ type counts struct {
 type replicas struct {
 	list   []*replica
 	client *http.Client
+	// limits, when set, holds the processes it starts (Options.Cgroup).
+	limits *cgroupV1
 }
 
 func newReplicas(h *app.Hub, db string) *replicas {
@@ -118,6 +120,11 @@ func (rs *replicas) start(ctx context.Context, n int, command []string, vars map
 			return fmt.Errorf("bench: start replica %d: %w", i, err)
 		}
 		rs.list = append(rs.list, r)
+		if rs.limits != nil {
+			if err := rs.limits.add(r.cmd.Process.Pid); err != nil {
+				return err
+			}
+		}
 	}
 	for _, r := range rs.procs() {
 		if err := rs.waitReady(ctx, r); err != nil {

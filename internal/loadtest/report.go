@@ -41,6 +41,8 @@ type Result struct {
 	// Replicas has each hub replica's part of the load when several ran
 	// it (Options.Replicas); nil with one.
 	Replicas []ReplicaResult
+	// Cgroup is what the hub under the limits used (Options.Cgroup).
+	Cgroup *CgroupResult
 }
 
 // SinkProfile is what the receivers were told to do.
@@ -104,6 +106,7 @@ func reportTotals(w io.Writer, res Result) {
 			ms(res.PGCPUPerEvent), res.PGCPU.Round(10*time.Millisecond), 100*res.PGCPU.Seconds()/res.Elapsed.Seconds(), res.PGBackends)
 	}
 	reportReplicas(w, res)
+	reportCgroup(w, res)
 	fmt.Fprintf(w, "  peak RSS        %d MB\n", res.PeakRSS>>20)
 	reportDB(w, res)
 	if res.LoadAverage[0] != "" {
@@ -293,3 +296,22 @@ func reportReplicas(w io.Writer, res Result) {
 			r.Replica, r.Delivered, fmt.Sprintf("%.1f%%", 100*r.Share), r.Share*res.DeliveryRate, r.Attempts, r.Partitions, r.Ingested, proc, pg, failed)
 	}
 }
+
+// reportCgroup prints what the hub held to the chart's limits used: its
+// peak memory against the limit, how often its CPU quota ran out, and its
+// CPU (and its PostgreSQL backends') per delivery.
+func reportCgroup(w io.Writer, res Result) {
+	c := res.Cgroup
+	if c == nil || len(res.Replicas) < 2 {
+		return
+	}
+	r := res.Replicas[1]
+	fmt.Fprintf(w, "under %s: peak memory %d MiB of %d MiB; CPU quota used up in %d of %d periods (waited %v)\n",
+		c.Limits, c.PeakMemory>>20, c.Limits.Memory>>20, c.Throttled, c.Periods, c.ThrottledTime.Round(time.Millisecond))
+	if n := r.Delivered; n > 0 {
+		fmt.Fprintf(w, "  CPU per delivery: hub %.3f ms + its PostgreSQL backends %.3f ms = %.3f ms\n",
+			msOf(r.CPU)/float64(n), msOf(r.PGCPU)/float64(n), (msOf(r.CPU)+msOf(r.PGCPU))/float64(n))
+	}
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
