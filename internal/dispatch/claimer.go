@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -66,7 +67,8 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			d.waitForWork() // claims nothing it might not keep
 			continue
 		}
-		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.heart.id()}
+		p := store.ClaimParams{Batch: min(d.cfg.ClaimBatch, room), Lease: d.heldLease(), Run: d.cfg.RunLength, Owner: d.heart.id(),
+			Token: hub.NewID("lease", d.now())}
 		// The safety poll runs on time even while targeted claims keep the
 		// loop busy: a subscription whose announcement was lost (or whose
 		// targeted claim found its row held by another process) is found
@@ -93,12 +95,18 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		d.placing.RLock() // births wait until these jobs are queued (Born)
 		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
 		cancel()
+		if err != nil {
+			// Its answer may be what was lost: what the claim took after
+			// all is held before anything else is placed (births wait), or
+			// an ordered subscription's later jobs would pass it.
+			claimed = d.reclaim(ctx, p.Token)
+		}
 		done()
 		if err != nil && !d.isStopping() {
 			d.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
-		if err == nil && p.Owner != d.heart.id() {
+		if p.Owner != d.heart.id() && len(claimed) > 0 {
 			// Taken over meanwhile: the jobs are under the old name.
 			d.release(claimed)
 			claimed = nil
@@ -179,5 +187,26 @@ func (d *Dispatcher) offer(q *queue, units []unit) {
 		d.release(rest)
 		d.hints.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
 		d.answered(len(rest))
+	}
+}
+
+// reclaim finds what a claim whose answer was lost took after all
+// (store.Reclaim), trying until the database answers or ctx ends.
+func (d *Dispatcher) reclaim(ctx context.Context, token string) []store.Claimed {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		jobs, err := d.cfg.Store.Reclaim(rctx, token)
+		cancel()
+		if err == nil {
+			if len(jobs) > 0 {
+				d.cfg.Logger.Warn("a claim whose answer was lost had taken jobs after all: they are held here", "jobs", len(jobs))
+			}
+			return jobs
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
 	}
 }

@@ -33,6 +33,7 @@ type Store interface {
 	ReleaseJobs(ctx context.Context, leases []store.JobLease) error
 	Heartbeat(ctx context.Context, id string, register bool) (bool, error)
 	Deregister(ctx context.Context, id string) error
+	Reclaim(ctx context.Context, token string) ([]store.Claimed, error)
 	LeasedTo(ctx context.Context, owner string, before time.Time) ([]store.LeasedJob, error)
 	WakeJobs(ctx context.Context, subscriptionIDs []string) (int, error)
 	RecoverLeases(ctx context.Context, p store.RecoverParams) (store.RecoverResult, error)

@@ -192,9 +192,9 @@ func TestHost_TheLimitFollowsTheReceiver(t *testing.T) {
 		}
 		r.publish(evs...)
 		r.run()
-		testkit.WaitFor(t, "the limit grown past a few attempts at once", func() bool {
+		testkit.WaitFor(t, "the limit grown to its ceiling", func() bool {
 			l, ok := r.d.HostLimit(r.sub.Destination.Address())
-			return ok && l.Limit >= 4
+			return ok && l.Limit == ceiling
 		})
 		l, _ := r.d.HostLimit(r.sub.Destination.Address())
 		if l.Ceiling != ceiling || l.RecentLatency < 50*time.Millisecond {

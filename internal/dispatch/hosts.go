@@ -9,6 +9,12 @@ import (
 	"github.com/lerianstudio/streaming-hub/internal/dispatch/concurrency"
 )
 
+// initialLimit is where a host's limit starts: a first burst to a new
+// host goes out a few at a time at once, and the limit moves from there
+// (receivers that answer at once use few of them: the limit grows only
+// with demand, and a host with little to send never fills it).
+const initialLimit = 8
+
 // activeFor is how long a tenant that asked for a destination counts among
 // the tenants sharing it after its last attempt there ended.
 const activeFor = 10 * time.Second
@@ -75,14 +81,17 @@ func newHosts(maxPer int, now func() time.Time, onChange func(concurrency.Change
 	// The limits follow answers as they come, on the process's own clock:
 	// latency is measured on it, never on the dispatcher's (a test's clock
 	// that stands still would stop every window).
-	return &hosts{maxPer: maxPer, now: now, limits: concurrency.NewHosts(time.Now, onChange), m: make(map[string]*host)}
+	limits := concurrency.NewHosts(time.Now, onChange)
+	limits.SetInitial(initialLimit)
+	return &hosts{maxPer: maxPer, now: now, limits: limits, m: make(map[string]*host)}
 }
 
-// newHost is a host with nothing in flight.
-func (ds *hosts) newHost(dest string, now time.Time) *host {
+// newHost is a host with nothing in flight, its limit's ceiling ceiling
+// until its subscriptions say more.
+func (ds *hosts) newHost(dest string, now time.Time, ceiling int) *host {
 	h := &host{tenants: make(map[string]*tenantShare), busy: make(map[string]*tenantShare),
 		waiting: make(map[string]*tenantShare), parked: make(map[string][]unit), subMax: make(map[string]int), pruned: now}
-	h.lim, h.fixed = ds.limits.Get(dest, 1), ds.fixed
+	h.lim, h.fixed = ds.limits.Get(dest, max(1, min(ceiling, ds.maxPer))), ds.fixed
 	ds.m[dest] = h
 	return h
 }
@@ -159,7 +168,7 @@ func (ds *hosts) admit(dest, tenant, sub string, maxInFlight int) bool {
 	now := ds.now()
 	h := ds.m[dest]
 	if h == nil {
-		h = ds.newHost(dest, now)
+		h = ds.newHost(dest, now, maxInFlight)
 	}
 	h.prune(now)
 	h.subMax[sub] = maxInFlight
@@ -192,7 +201,7 @@ func (ds *hosts) park(dest, tenant string, u unit) {
 	defer ds.mu.Unlock()
 	h := ds.m[dest]
 	if h == nil { // it was admitted nowhere: cannot be, but never lose it
-		h = ds.newHost(dest, ds.now())
+		h = ds.newHost(dest, ds.now(), ds.maxPer)
 	}
 	if len(h.parked[tenant]) == 0 {
 		h.ring = append(h.ring, tenant)
@@ -210,7 +219,7 @@ func (ds *hosts) repark(p parkedUnit) {
 	defer ds.mu.Unlock()
 	h := ds.m[p.dest]
 	if h == nil {
-		h = ds.newHost(p.dest, ds.now())
+		h = ds.newHost(p.dest, ds.now(), ds.maxPer)
 	}
 	if t := h.tenants[p.tenant]; t != nil && t.count > 0 {
 		t.count--
@@ -351,18 +360,27 @@ func (ds *hosts) excluded() []string {
 		for id, t := range candidates {
 			if len(h.parked[id]) > 0 || !h.canAdmit(t, share) {
 				h.waiting[id] = t
-				for sub := range t.subs {
-					out = append(out, sub)
-				}
+				out = h.unordered(t, out)
 			}
 		}
 		// A tenant with work parked here gets no more until it started.
 		for id := range h.parked {
 			if t := h.tenants[id]; t != nil && candidates[id] == nil {
-				for sub := range t.subs {
-					out = append(out, sub)
-				}
+				out = h.unordered(t, out)
 			}
+		}
+	}
+	return out
+}
+
+// unordered appends t's unordered subscriptions here to out. An ordered
+// subscription (max_in_flight 1) is never left alone: its new jobs join
+// the run it has here, which holds one slot for all of them, or wait as
+// one parked unit.
+func (h *host) unordered(t *tenantShare, out []string) []string {
+	for sub := range t.subs {
+		if h.subMax[sub] > 1 {
+			out = append(out, sub)
 		}
 	}
 	return out

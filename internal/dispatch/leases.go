@@ -130,5 +130,8 @@ func (d *Dispatcher) sweepLeases(ctx context.Context) error {
 }
 
 // sweepAfter is how long a job must have been leased here before the
-// sweep may give it back.
-const sweepAfter = time.Minute
+// sweep may give it back: longer than any hand-over takes (a claim holds
+// births back for at most its 10 s timeout), short enough that a job a
+// failed give-back left in flight waits seconds, not a minute (an ordered
+// subscription's later jobs wait behind it).
+const sweepAfter = 15 * time.Second

@@ -37,8 +37,10 @@ func (d *Dispatcher) HandOff(batch []store.Completion) (store.CompleteParams, fu
 		return p, func([]store.Claimed, bool) {}
 	}
 	// A hand-off may take a whole run of an ordered subscription.
+	// Its own token: if the batch's answer is lost, the writer finds
+	// with it what the hand-off took (store.Reclaim).
 	next := store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.heldLease(), Subscriptions: subs,
-		Run: d.cfg.RunLength, Exclude: d.dests.excluded(), Owner: d.heart.id()}
+		Run: d.cfg.RunLength, Exclude: d.dests.excluded(), Owner: d.heart.id(), Token: hub.NewID("lease", d.now())}
 	p.Next = &next
 	seq := d.hints.now()
 	// Births wait until the jobs it takes are queued (placing).

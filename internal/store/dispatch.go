@@ -60,6 +60,13 @@ type Dispatch interface {
 	// or born) before before: the process gives back those it does not
 	// hold.
 	LeasedTo(ctx context.Context, owner string, before time.Time) ([]LeasedJob, error)
+	// Reclaim returns, with their events and subscriptions and in arrival
+	// order, the jobs in flight under a lease token: what a claim, a
+	// hand-off or a birth whose transaction's answer was lost took after
+	// all (none when it did not commit). The caller holds them as if the
+	// answer had come: a job leased to a process that does not know it
+	// would stand, unsent, ahead of its ordered subscription's later jobs.
+	Reclaim(ctx context.Context, token string) ([]Claimed, error)
 	// WakeJobs makes the waiting (pending) jobs of these subscriptions due
 	// now and lifts their holds: their destination was found healthy again
 	// (a passing verification, a breaker that closed), so they need not
@@ -119,6 +126,10 @@ type ClaimParams struct {
 	// ordered subscription whose jobs it claims is marked leased by it, so
 	// that ingest may append new jobs behind them, born leased to it.
 	Owner string
+	// Token, when set, is the lease token the claimed jobs get (the store
+	// makes one otherwise): a caller whose claim failed with an unknown
+	// outcome (its answer lost) finds with Reclaim what it took after all.
+	Token string
 }
 
 // BirthOffer is what this process's dispatcher offers an ingest

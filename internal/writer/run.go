@@ -149,11 +149,21 @@ func (w *Writer) write(ctx context.Context, b batch) {
 		w.answer(b.records, parts, res.Ingest, nil)
 		return
 	}
-	// Nothing was written (or it is not known what): each part goes on
-	// alone, so one the database refuses holds up no other.
-	placed(nil, false)
+	// Nothing was written, or it is not known what (the answer was lost
+	// around the COMMIT): what the batch leased, born or handed off, is
+	// first found by its tokens and handed over, so that no job stays
+	// leased to this process unknown to it (an ordered subscription's
+	// later jobs would pass it). Then each part goes on alone, so one the
+	// database refuses holds up no other.
+	if p.Complete.Next != nil {
+		claimed, ok := w.reclaim(ctx, p.Complete.Next.Token)
+		placed(claimed, ok && len(claimed) > 0)
+	} else {
+		placed(nil, false)
+	}
 	if p.Offer != nil {
-		d.Born(p.Offer, nil)
+		born, _ := w.reclaim(ctx, p.Offer.Token)
+		d.Born(p.Offer, born)
 	}
 	if !b.stats.Empty() {
 		w.regather(b.stats)
@@ -162,7 +172,7 @@ func (w *Writer) write(ctx context.Context, b batch) {
 		w.resultsFailed(b.results, err)
 	}
 	if len(b.records) > 0 && (len(b.results) > 0 || !b.stats.Empty() || len(b.records) > 1) {
-		w.alone(b.records)
+		w.alone(ctx, b.records)
 		return
 	}
 	w.answer(b.records, parts, store.IngestResult{}, err)
@@ -181,7 +191,7 @@ const writeTimeout = 30 * time.Second
 
 // alone writes each batch of records in a transaction of its own, after
 // a merged batch failed: each gets its own outcome.
-func (w *Writer) alone(rs []*records) {
+func (w *Writer) alone(ctx context.Context, rs []*records) {
 	for _, r := range rs {
 		p := store.WriteParams{Ingest: r.p, DeferStats: true}
 		var offer *store.BirthOffer
@@ -192,6 +202,8 @@ func (w *Writer) alone(rs []*records) {
 		res, err := w.try(p)
 		if err == nil {
 			w.gather(p, res)
+		} else if offer != nil {
+			res.Born, _ = w.reclaim(ctx, offer.Token)
 		}
 		if offer != nil {
 			w.cfg.Delivery.Born(offer, res.Born)
@@ -272,5 +284,33 @@ func (w *Writer) abandon() {
 		if d := w.cfg.Delivery; d != nil {
 			d.GivenUp(cs)
 		}
+	}
+}
+
+// reclaim finds the jobs a failed batch leased under token after all
+// (store.Reclaim), trying until the database answers or ctx ends (then
+// ok is false: the jobs, if any, are given back by the lease sweep).
+func (w *Writer) reclaim(ctx context.Context, token string) (jobs []store.Claimed, ok bool) {
+	if token == "" {
+		return nil, true
+	}
+	wait := firstWait
+	for {
+		rctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		jobs, err := w.cfg.Store.Reclaim(rctx, token)
+		cancel()
+		if err == nil {
+			if len(jobs) > 0 {
+				w.cfg.Logger.Warn("a batch whose answer was lost had leased jobs after all: they are handed over", "jobs", len(jobs))
+			}
+			return jobs, true
+		}
+		w.cfg.Logger.Warn("finding what a failed batch leased failed; retrying", "err", err, "next_try_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxWait)
 	}
 }

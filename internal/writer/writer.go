@@ -22,6 +22,7 @@ import (
 type Store interface {
 	Write(ctx context.Context, p store.WriteParams) (store.WriteResult, error)
 	ResultsRecorded(ctx context.Context, cs []store.Completion) ([]string, error)
+	Reclaim(ctx context.Context, token string) ([]store.Claimed, error)
 }
 
 // Delivery is the delivering side of the process (its dispatcher), told

@@ -334,3 +334,85 @@ func TestWriter_AFailedBatchIsSplitIntoItsParts(t *testing.T) {
 		}
 	})
 }
+
+// lostAnswer commits a Write and then answers an error, as a connection
+// cut right after the COMMIT does, once.
+type lostAnswer struct {
+	store.Store
+	lose atomic.Bool
+}
+
+func (l *lostAnswer) Write(ctx context.Context, p store.WriteParams) (store.WriteResult, error) {
+	res, err := l.Store.Write(ctx, p)
+	if err == nil && l.lose.CompareAndSwap(true, false) {
+		return store.WriteResult{}, errors.New("read tcp: connection reset by peer")
+	}
+	return res, err
+}
+
+// births is a dispatcher that offers room and keeps what it is born.
+type births struct {
+	fakeDelivery
+	mu   sync.Mutex
+	born []store.Claimed
+	n    int
+}
+
+func (b *births) Offer() *store.BirthOffer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n++
+	return &store.BirthOffer{Owner: "proc", Token: fmt.Sprintf("lease_offer_%d", b.n), Lease: time.Minute, Room: 10, Exclude: []string{}}
+}
+
+func (b *births) Born(_ *store.BirthOffer, jobs []store.Claimed) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.born = append(b.born, jobs...)
+}
+
+// A batch whose answer is lost may have committed: the jobs it leased at
+// birth are found by the offer's token and handed over all the same, so
+// none stays leased to the process unknown to it (an ordered
+// subscription's later jobs would pass it).
+func TestWriter_JobsBornInABatchWhoseAnswerWasLostAreHandedOver(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		clock := testkit.NewClock()
+		lost := &lostAnswer{Store: d.Open(t, store.Options{Now: clock.Now})}
+		ctx := context.Background()
+		if _, err := lost.CreateTenant(ctx, store.CreateTenantParams{ID: "acme", Name: "Acme"}); err != nil {
+			t.Fatal(err)
+		}
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState = hub.VerificationActive
+		if _, err := lost.CreateSubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		del := &births{}
+		w, err := writer.New(writer.Config{FlushSize: 256, FlushInterval: time.Hour, StatsInterval: time.Hour, Store: lost,
+			Metrics: metrics.New(), Now: clock.Now, Delivery: del})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(rctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		lost.lose.Store(true)
+		if _, err := w.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "e-1")}}); err == nil {
+			t.Fatal("the batch's lost answer was not an error to its partition")
+		}
+		// The partition tries again: the record is a duplicate of the one the
+		// lost answer's batch committed.
+		res, err := w.Ingest(ctx, store.IngestParams{Events: []hub.Event{storetest.NewEvent("acme", "e-1")}})
+		if err != nil || len(res.Outcomes) != 1 || res.Outcomes[0].Reason != hub.ReasonDuplicate {
+			t.Fatalf("outcomes %+v, %v; want the record found already stored", res.Outcomes, err)
+		}
+		del.mu.Lock()
+		born := del.born
+		del.mu.Unlock()
+		if len(born) != 1 || born[0].Event.ID != "e-1" || born[0].LeaseToken != "lease_offer_1" {
+			t.Fatalf("born %+v; want the job the lost batch leased, handed over with its token", born)
+		}
+	})
+}

@@ -22,6 +22,7 @@ const (
 type Hosts struct {
 	now      func() time.Time
 	onChange func(Change)
+	initial  int // a new limiter's limit (at most its ceiling); 1 unless set
 
 	mu     sync.RWMutex
 	m      map[string]*Limiter
@@ -33,6 +34,16 @@ type Hosts struct {
 // limit: the debug log line of limit changes.
 func NewHosts(now func() time.Time, onChange func(Change)) *Hosts {
 	return &Hosts{now: now, onChange: onChange, m: make(map[string]*Limiter), pruned: now()}
+}
+
+// SetInitial makes new limiters start at n (at most their ceiling)
+// rather than 1: a host first seen with a burst does not take it one
+// attempt at a time while its first windows measure it. It applies to the
+// limiters made from now on.
+func (h *Hosts) SetInitial(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.initial = n
 }
 
 // Get returns host's limiter, creating it at limit 1 if it is not kept,
@@ -52,6 +63,9 @@ func (h *Hosts) Get(host string, ceiling int) *Limiter {
 		}
 		if l = h.m[host]; l == nil {
 			l = NewLimiter(ceiling, h.now)
+			if h.initial > 1 {
+				l.limit = min(h.initial, l.ceiling)
+			}
 			l.host, l.onChange = host, h.onChange
 			h.m[host] = l
 		}

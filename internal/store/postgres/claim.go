@@ -168,7 +168,10 @@ func (db *DB) ClaimJobs(ctx context.Context, p store.ClaimParams) (_ []store.Cla
 // queueClaim queues the claim of p in b; the claimed jobs land in *out as
 // the batch's results are read.
 func queueClaim(b *pgx.Batch, p store.ClaimParams, now time.Time, out *[]store.Claimed) {
-	token := hub.NewID("lease", now)
+	token := p.Token
+	if token == "" {
+		token = hub.NewID("lease", now)
+	}
 	var q *pgx.QueuedQuery
 	// Never NULL: "NOT (id = ANY(NULL))" would exclude everything.
 	exclude := append([]string{}, p.Exclude...)

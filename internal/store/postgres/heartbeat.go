@@ -71,3 +71,20 @@ UNION ALL
 (SELECT id FROM delivery_jobs j WHERE j.status = 'in_flight' AND j.lease_expires_at < coalesce($2::timestamptz, now())
 	AND (j.leased_by IS NULL OR NOT EXISTS (SELECT 1 FROM dispatchers d WHERE d.id = j.leased_by))
 	ORDER BY j.lease_expires_at LIMIT $3)`
+
+// Reclaim: see store.Dispatch.
+func (db *DB) Reclaim(ctx context.Context, token string) (_ []store.Claimed, err error) {
+	defer wrap(&err, "Reclaim")
+	defer db.budgets.use(ctx, store.BudgetDispatch)()
+	rows, err := db.pool.Query(ctx, `SELECT `+prefixed("c.", jobColumns)+`, `+prefixed("e.", eventSelect)+`, `+
+		prefixed("s.", subscriptionColumns)+`, s.healed_at
+		FROM delivery_jobs c
+		JOIN events e ON e.tenant_id = c.tenant_id AND e.sequence = c.event_sequence
+		JOIN subscriptions s ON s.id = c.subscription_id
+		WHERE c.status = 'in_flight' AND c.lease_token = $1
+		ORDER BY c.event_sequence, c.id`, token)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Claimed, error) { return scanClaimed(r, token) })
+}

@@ -68,7 +68,10 @@ func claim(ctx context.Context, tx *sql.Tx, p store.ClaimParams, now time.Time) 
 	if p.Subscriptions != nil && len(p.Subscriptions) == 0 {
 		return nil, nil // targeted at nothing
 	}
-	token := hub.NewID("lease", now)
+	token := p.Token
+	if token == "" {
+		token = hub.NewID("lease", now)
+	}
 	args := []any{micros(now), p.Batch, token, micros(now.Add(p.Lease)), p.Run}
 	for _, id := range p.Subscriptions {
 		args = append(args, id)

@@ -55,3 +55,23 @@ func (db *DB) LeasedTo(ctx context.Context, owner string, before time.Time) (_ [
 		return j, err
 	})
 }
+
+// Reclaim: see store.Dispatch.
+func (db *DB) Reclaim(ctx context.Context, token string) (_ []store.Claimed, err error) {
+	defer wrap(&err, "Reclaim")
+	var out []store.Claimed
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM delivery_jobs
+			WHERE status = 'in_flight' AND lease_token = ? ORDER BY event_sequence, id`, token)
+		if err != nil {
+			return err
+		}
+		jobs, err := collect(rows, scanJob)
+		if err != nil {
+			return err
+		}
+		out, err = loadClaimed(ctx, tx, jobs, token)
+		return err
+	})
+	return out, err
+}

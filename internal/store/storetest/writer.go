@@ -222,6 +222,35 @@ func testHeartbeats(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("ReclaimFindsWhatAClaimOrABirthWhoseAnswerWasLostTook", func(t *testing.T) {
+		e := setup(t, open, store.Options{})
+		e.tenant(t, "acme", "")
+		e.subscribe(t, "acme", "sub_o", 1)
+		e.subscribe(t, "acme", "sub_u", 8)
+		e.publish(t, "acme", "e", 2)
+		c := e.claimWith(t, store.ClaimParams{Batch: 8, Run: 8, Owner: "proc", Token: "lease_lost_answer"})
+		if len(c) != 4 {
+			t.Fatalf("claimed %s", ids(c))
+		}
+		got, err := e.store.Reclaim(e.ctx, "lease_lost_answer")
+		if err != nil || ids(got) != ids(c) || got[0].Event.ID == "" || got[0].Subscription.ID == "" || got[0].LeaseToken != "lease_lost_answer" {
+			t.Fatalf("Reclaim = %s, %v; want the claimed jobs, whole, in arrival order", ids(got), err)
+		}
+		e.complete(t, e.succeeded(c[0]))
+		if got, _ := e.store.Reclaim(e.ctx, "lease_lost_answer"); len(got) != 3 {
+			t.Fatalf("Reclaim after a result = %s; want the 3 still in flight", ids(got))
+		}
+		if got, _ := e.store.Reclaim(e.ctx, "lease_never_used"); len(got) != 0 {
+			t.Fatalf("an unknown token reclaimed %s", ids(got))
+		}
+		res := e.write(t, store.WriteParams{Ingest: store.IngestParams{Events: []hub.Event{NewEvent("acme", "born")}},
+			Offer: &store.BirthOffer{Owner: "proc", Token: "lease_born_lost", Lease: time.Minute, Room: 10, Exclude: []string{}}})
+		got, err = e.store.Reclaim(e.ctx, "lease_born_lost")
+		if err != nil || ids(got) != ids(res.Born) || len(got) == 0 {
+			t.Fatalf("Reclaim of a birth = %s, %v; want %s", ids(got), err, ids(res.Born))
+		}
+	})
+
 	t.Run("LeasedToListsAProcesssJobsLeasedBeforeAnInstant", func(t *testing.T) {
 		e := setup(t, open, store.Options{})
 		e.tenant(t, "acme", "")
