@@ -84,7 +84,10 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		}
 	}
 	d.leases.hold(jobs)
-	if s, ok := seq.(uint64); ok {
+	if s, ok := seq.(uint64); ok && len(jobs) < o.Room {
+		// Room left over: every job of the batch that its ordered
+		// subscription could take was born. A full offer may have cut a
+		// subscription's jobs short, the rest pending: not drained.
 		d.hints.born(ordered, s)
 	}
 	if len(back) > 0 {

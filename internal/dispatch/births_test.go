@@ -163,3 +163,29 @@ func TestBirths_LittleRoomKeepsAnOrderedSubscriptionsFirstReceiptsInOrder(t *tes
 		}
 	})
 }
+
+// A backlog of one ordered subscription bigger than the room a birth is
+// offered: the jobs that did not fit stay pending, so the subscription is
+// not drained, and each run's results hand the next run over at once.
+// Nothing here waits for the claim loop's idle poll (it never fires): the
+// bench saw one ordered tenant's backlog go at one run of 64 per second
+// (the idle interval) once its first birth had marked it drained.
+func TestBirths_ABacklogBiggerThanTheRoomOfferedIsHandedOverRunByRun(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
+			c.Dispatch.MaxInFlight = 6 // the room of a birth offer
+			c.Dispatch.RunLength = 4
+			c.Dispatch.IdleInterval = time.Hour // no safety poll either
+		}})
+		idle := noIdlePoll(r)
+		runUntilDone(t, r)
+		waitIdle(t, idle)
+		ids := r.publishBatch("evt", 40) // one transaction: 6 born, 34 pending
+		waitRequests(t, r.sink, len(ids), "a backlog waited for the idle poll after its birth")
+		for i, q := range r.sink.got()[:len(ids)] {
+			if got := q.header.Get("X-Lerian-Event-Id"); got != ids[i] {
+				t.Fatalf("request %d was %s, want %s: out of order", i, got, ids[i])
+			}
+		}
+	})
+}

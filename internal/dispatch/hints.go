@@ -85,8 +85,9 @@ func (h *hints) take() []string {
 
 // claimed marks drained the ordered subscriptions a claim took fewer jobs
 // of than a run may hold: it took every job they had due (at its
-// snapshot). A claim that filled its batch, or that a hint overlapped
-// (seq is now() before it), marks nothing.
+// snapshot); one it took a whole run of is drained no longer. A claim
+// that filled its batch, or that a hint overlapped (seq is now() before
+// it), marks nothing.
 func (h *hints) claimed(claimed []store.Claimed, p store.ClaimParams, seq uint64) {
 	if len(claimed) == 0 || len(claimed) >= p.Batch {
 		return
@@ -105,6 +106,8 @@ func (h *hints) claimed(claimed []store.Claimed, p store.ClaimParams, seq uint64
 	for id, k := range n {
 		if k < p.Run {
 			h.drained[id] = struct{}{}
+		} else {
+			delete(h.drained, id) // a whole run: more may wait behind it
 		}
 	}
 }

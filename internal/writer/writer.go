@@ -181,9 +181,11 @@ func (w *Writer) Result(c store.Completion) {
 		w.oldest = time.Now()
 	}
 	w.results = append(w.results, c)
-	full := len(w.results) >= w.cfg.FlushSize
+	// The first result of a batch wakes an idle writer to time its
+	// FlushInterval; a full batch is written at once.
+	wake := len(w.results) == 1 || len(w.results) >= w.cfg.FlushSize
 	w.mu.Unlock()
-	if full {
+	if wake {
 		w.signal()
 	}
 }

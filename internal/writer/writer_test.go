@@ -256,6 +256,27 @@ func TestWriter_ResultsAloneWaitForTheirFlush(t *testing.T) {
 	})
 }
 
+// A lone result reaching an idle writer is written once FlushInterval
+// passed, not at the next tick of anything else: an ordered
+// subscription's next run is handed over with it. (It once waited for the
+// statistics' interval, a second: one ordered tenant's backlog went at a
+// run a second.)
+func TestWriter_ALoneResultWakesAnIdleWriter(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		del := &fakeDelivery{}
+		r := newRig(t, d, writer.Config{FlushSize: 256, FlushInterval: time.Millisecond, StatsInterval: time.Hour, Delivery: del})
+		sub := storetest.NewSubscription("acme", "sub_1")
+		sub.VerificationState, sub.MaxInFlight = hub.VerificationActive, 8
+		if _, err := r.store.CreateSubscription(r.ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		a := r.claimOne("e-1")
+		time.Sleep(20 * time.Millisecond) // the writer is idle, waiting for nothing in particular
+		r.w.Result(succeeded(a, r.clock.Now()))
+		testkit.WaitFor(t, "the lone result written", func() bool { w, _ := del.counts(); return w == 1 })
+	})
+}
+
 // Statistics are not written per batch but gathered and written every
 // StatsInterval, and at Close.
 func TestWriter_StatisticsAreWrittenPerIntervalNotPerEvent(t *testing.T) {
