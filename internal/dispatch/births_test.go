@@ -165,17 +165,19 @@ func TestBirths_LittleRoomKeepsAnOrderedSubscriptionsFirstReceiptsInOrder(t *tes
 }
 
 // A backlog of one ordered subscription bigger than the room a birth is
-// offered: the jobs that did not fit stay pending, so the subscription is
-// not drained, and each run's results hand the next run over at once.
-// Nothing here waits for the claim loop's idle poll (it never fires): the
-// bench saw one ordered tenant's backlog go at one run of 64 per second
-// (the idle interval) once its first birth had marked it drained.
+// offered: the jobs that did not fit stay pending, and each run's results
+// hand the next run over as they are written. Nothing here waits for the
+// claim loop's idle poll or the statistics' tick (neither fires within the
+// test): the bench saw one ordered tenant's backlog go at one run of 64 a
+// second, each run's results waiting for the statistics' tick to wake the
+// writer.
 func TestBirths_ABacklogBiggerThanTheRoomOfferedIsHandedOverRunByRun(t *testing.T) {
 	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
 		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
 			c.Dispatch.MaxInFlight = 6 // the room of a birth offer
 			c.Dispatch.RunLength = 4
-			c.Dispatch.IdleInterval = time.Hour // no safety poll either
+			c.Dispatch.IdleInterval = time.Hour       // no safety poll
+			c.Dispatch.StatsFlushInterval = time.Hour // no statistics' tick
 		}})
 		idle := noIdlePoll(r)
 		runUntilDone(t, r)

@@ -198,3 +198,21 @@ func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
 		t.Fatalf("t's run %v, want t30..t33 in order", got)
 	}
 }
+
+// A claim that took fewer jobs of an ordered subscription than a run
+// holds took all it had: drained, no hand-off is made for it. One that
+// took a whole run may have left more behind it: drained no longer, even
+// if it was marked so before (a birth's offer may have been cut short by
+// its room).
+func TestHints_AWholeRunUndrainsASubscription(t *testing.T) {
+	h := newHints()
+	p := store.ClaimParams{Batch: 256, Run: 2}
+	h.claimed([]store.Claimed{job("j1", "sub", 1)}, p, h.now())
+	if got := h.undrained([]string{"sub"}); len(got) != 0 {
+		t.Fatalf("a claim of less than a run left %v undrained", got)
+	}
+	h.claimed([]store.Claimed{job("j2", "sub", 2), job("j3", "sub", 3)}, p, h.now())
+	if got := h.undrained([]string{"sub"}); !slices.Equal(got, []string{"sub"}) {
+		t.Fatal("a claim of a whole run left the subscription drained: its next run would wait for the idle poll")
+	}
+}
