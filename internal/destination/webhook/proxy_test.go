@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -182,11 +183,15 @@ func TestEgressProxy_TenantsReadWhatFailedNeverWhere(t *testing.T) {
 		{"http://hub:s3cret@" + closed, "the egress proxy is unreachable (connection refused)"},
 		{"http://hub:s3cret@" + tlsProxy.Listener.Addr().String(), "the egress proxy speaks TLS but the hub's proxy URL is http:// (the operator must use https://)"},
 		{"http://hub:s3cret@" + alert.Addr().String(), "the egress proxy speaks TLS but the hub's proxy URL is http:// (the operator must use https://)"},
-		{"https://hub:s3cret@" + tp.Addr, "the egress proxy did not answer the TLS handshake: the hub's proxy URL is https://, and a plain proxy (http://) stays silent"},
+		// A plain proxy given a ClientHello mostly waits for a request
+		// line; when the hello's random bytes hold a newline, tinyproxy
+		// answers it with an HTTP error instead. Either answer names the fix.
+		{"https://hub:s3cret@" + tp.Addr, "the egress proxy did not answer the TLS handshake: the hub's proxy URL is https://, and a plain proxy (http://) stays silent" +
+			"|the egress proxy does not speak TLS but the hub's proxy URL is https:// (the operator must use http://)"},
 	} {
 		res := proxiedSend(t, c.proxy, true, dest, "")
 		u, _ := url.Parse(c.proxy)
-		if res.Err == nil || res.Err.Error() != c.want {
+		if res.Err == nil || !slices.Contains(strings.Split(c.want, "|"), res.Err.Error()) {
 			t.Errorf("proxy %s: the tenant reads %v, want %q", c.proxy, res.Err, c.want)
 			continue
 		}
