@@ -206,9 +206,14 @@ func (c *DLQConsumer) persist(ctx context.Context, recs []*kgo.Record) bool {
 }
 
 // DLQRecordOf is what is kept of a record of a DLQ topic: the first headers
-// (names lower-cased, the first of a repeated name), the
-// source coordinates lib-streaming stamped (nil when absent or not a
-// number), the ce-id and ce-tenantid, and the first 4 KiB of the value.
+// (names lower-cased, the first of a repeated name, but the last of a
+// repeated x-lerian-dlq-* name), the source coordinates lib-streaming
+// stamped (nil when absent or not a number), the ce-id and ce-tenantid, and
+// the first 4 KiB of its value. lib-streaming writes the quarantined
+// record's own headers verbatim and its x-lerian-dlq-* headers after them,
+// so on a record that already carried some (a DLQ copy republished to its
+// topic and quarantined again) the last one is the quarantine's, the first
+// a stale one naming another record (docs/lerian-platform.md#producer-dlq-topics).
 // The store cleans it as it stores it (store.SafeDLQRecord), once: whatever
 // bytes it carries, the row is one the database accepts.
 func DLQRecordOf(r *kgo.Record) store.DLQRecord {
@@ -218,37 +223,41 @@ func DLQRecordOf(r *kgo.Record) store.DLQRecord {
 		Offset:    r.Offset,
 		Headers:   make(map[string]string, min(len(r.Headers), store.MaxRejectionHeaders)),
 	}
-	first := map[string]string{} // the wanted headers, first occurrence, raw
+	wanted := map[string]string{} // the wanted headers, raw: ce-* the first, x-lerian-dlq-* the last
 	for _, h := range r.Headers {
 		name := strings.ToLower(h.Key)
+		last := strings.HasPrefix(name, "x-lerian-dlq-")
 		switch name {
 		case "ce-id", "ce-tenantid", HeaderDLQSourceTopic, HeaderDLQSourcePartition, HeaderDLQSourceOffset, HeaderDLQPayloadOmitted:
-			if _, dup := first[name]; !dup {
-				first[name] = string(h.Value)
+			if _, dup := wanted[name]; !dup || last {
+				wanted[name] = string(h.Value)
 			}
 		}
-		if len(d.Headers) == store.MaxRejectionHeaders {
+		if _, dup := d.Headers[name]; dup {
+			if last {
+				d.Headers[name] = string(h.Value)
+			}
 			continue
 		}
-		if _, dup := d.Headers[name]; !dup {
+		if len(d.Headers) < store.MaxRejectionHeaders {
 			d.Headers[name] = string(h.Value)
 		}
 	}
-	d.CEID = first["ce-id"]
-	d.TenantID = first["ce-tenantid"]
-	d.SourceTopic = first[HeaderDLQSourceTopic]
-	if v, ok := first[HeaderDLQSourcePartition]; ok {
+	d.CEID = wanted["ce-id"]
+	d.TenantID = wanted["ce-tenantid"]
+	d.SourceTopic = wanted[HeaderDLQSourceTopic]
+	if v, ok := wanted[HeaderDLQSourcePartition]; ok {
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil {
 			p := int32(n)
 			d.SourcePartition = &p
 		}
 	}
-	if v, ok := first[HeaderDLQSourceOffset]; ok {
+	if v, ok := wanted[HeaderDLQSourceOffset]; ok {
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
 			d.SourceOffset = &n
 		}
 	}
-	d.PayloadOmitted = strings.EqualFold(strings.TrimSpace(first[HeaderDLQPayloadOmitted]), "true")
+	d.PayloadOmitted = strings.EqualFold(strings.TrimSpace(wanted[HeaderDLQPayloadOmitted]), "true")
 	d.ValueExcerpt = string(r.Value[:min(len(r.Value), store.MaxDLQValueBytes)])
 	return d // cleaned once, where it is stored (store.SafeDLQRecord)
 }

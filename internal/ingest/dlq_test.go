@@ -167,3 +167,46 @@ func TestConsumer_NeverReadsDLQOrCommandsWhateverTheRegex(t *testing.T) {
 		t.Fatalf("inbox = %s: the consumer read an excluded topic", got)
 	}
 }
+
+// A consumer quarantine as lib-streaming v3 writes it: the quarantined
+// record's own headers verbatim, then its x-lerian-dlq-* headers
+// (docs/lerian-platform.md#producer-dlq-topics). When the quarantined
+// record already carried x-lerian-dlq-* headers (a DLQ copy republished to
+// its topic and refused again), the stale ones come first: what the hub
+// keeps must name the record this quarantine is about, the last ones.
+func TestDLQRecordOf_TheQuarantinesOwnHeadersWinOverStaleOnes(t *testing.T) {
+	h := func(k, v string) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: []byte(v)} }
+	r := &kgo.Record{Topic: dlqTopic, Partition: 1, Offset: 9, Value: []byte(`{"a":5}`), Headers: []kgo.RecordHeader{
+		h("ce-id", "evt-1"), h("ce-tenantid", "acme"), h("ce-id", "evt-other"),
+		// what the republished copy carried from its first quarantine
+		h("x-lerian-dlq-source-topic", "lerian.streaming.old"),
+		h("x-lerian-dlq-source-partition", "7"),
+		h("x-lerian-dlq-source-offset", "12345"),
+		h("x-lerian-dlq-payload-omitted", "true"),
+		h("x-lerian-dlq-cause-kind", "handler"),
+		// this quarantine's, in lib-streaming's order
+		h("x-lerian-dlq-source-topic", "lerian.streaming.ledger"),
+		h("x-lerian-dlq-error-class", "broker_unavailable"),
+		h("x-lerian-dlq-error-message", "streaming: missing required CloudEvents header: ce-type"),
+		h("x-lerian-dlq-retry-count", "0"),
+		h("x-lerian-dlq-first-failure-at", "2026-12-07T21:08:10.760689083Z"),
+		h("x-lerian-dlq-producer-id", "ledger-consumer"),
+		h("x-lerian-dlq-source-partition", "0"),
+		h("x-lerian-dlq-source-offset", "4"),
+		h("X-Lerian-DLQ-Cause-Kind", "codec"),
+		h("x-lerian-dlq-payload-omitted", "false"),
+	}}
+	d := ingest.DLQRecordOf(r)
+	if d.SourceTopic != "lerian.streaming.ledger" || d.SourcePartition == nil || *d.SourcePartition != 0 ||
+		d.SourceOffset == nil || *d.SourceOffset != 4 || d.PayloadOmitted {
+		t.Fatalf("source %q/%s/%s payload omitted %v: want lerian.streaming.ledger/0/4, false (the last headers)",
+			d.SourceTopic, d.Headers["x-lerian-dlq-source-partition"], d.Headers["x-lerian-dlq-source-offset"], d.PayloadOmitted)
+	}
+	if d.Headers["x-lerian-dlq-cause-kind"] != "codec" || d.Headers["x-lerian-dlq-source-offset"] != "4" {
+		t.Fatalf("headers kept: cause kind %q, source offset %q; want codec, 4",
+			d.Headers["x-lerian-dlq-cause-kind"], d.Headers["x-lerian-dlq-source-offset"])
+	}
+	if d.CEID != "evt-1" || d.Headers["ce-id"] != "evt-1" || d.TenantID != "acme" {
+		t.Fatalf("ce-id %q (headers %q), tenant %q: want the first ce-id, evt-1, and acme", d.CEID, d.Headers["ce-id"], d.TenantID)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -84,6 +85,10 @@ type quarantiner struct {
 	cl       *kgo.Client
 	m        *metrics.Metrics
 	now      func() time.Time
+	// alone is held exclusively while a record is produced alone, shared
+	// while the partitions' quarantines produce their batches: no other
+	// record of cl can then share its produce request.
+	alone sync.RWMutex
 }
 
 // newQuarantiner is nil when topic is empty (no quarantine). conn are the
@@ -148,10 +153,14 @@ func (q *quarantiner) record(r refusal, now time.Time) *kgo.Record {
 }
 
 // send produces the refusals not yet done (sent[i] false) and waits for
-// every acknowledgement, marking each one taken. A record the broker
-// finds too large is sent again once without its value, marked
-// x-lerian-dlq-payload-omitted: true (a replay reads the value at its
-// source). It answers the first refusal of the broker.
+// every acknowledgement, marking each one taken. The broker's
+// max.message.bytes bounds a produce request's batch of records, not a
+// record: when it finds a batch too large, each of its records is sent
+// again alone, and only a record too large alone is sent without its
+// value, marked x-lerian-dlq-payload-omitted: true (a replay reads the
+// value at its source), as lib-streaming v3 quarantines one record at a
+// time (docs/wire-contract.md#quarantine-on-kafka). It answers the first
+// refusal of the broker.
 func (q *quarantiner) send(ctx context.Context, rs []refusal, sent []bool) error {
 	now := q.now()
 	type pending struct {
@@ -164,46 +173,58 @@ func (q *quarantiner) send(ctx context.Context, rs []refusal, sent []bool) error
 			todo = append(todo, pending{i, q.record(r, now)})
 		}
 	}
-	var firstErr error
-	for range 2 {
-		if len(todo) == 0 {
-			break
-		}
-		recs := make([]*kgo.Record, len(todo))
-		for i, p := range todo {
-			recs[i] = p.rec
-		}
-		results := q.cl.ProduceSync(ctx, recs...)
-		var tooLarge []pending
-		for i, res := range results {
-			p := todo[i]
-			switch {
-			case res.Err == nil:
-				sent[p.i] = true
-				q.m.ConsumerDLQ.WithLabelValues(rs[p.i].out.causeKind()).Inc()
-			case errors.Is(res.Err, kerr.MessageTooLarge) && p.rec.Value != nil:
-				slim := *p.rec
-				slim.Value = nil
-				slim.Headers = append(append([]kgo.RecordHeader{}, p.rec.Headers...),
-					kgo.RecordHeader{Key: HeaderDLQPayloadOmitted, Value: []byte("true")},
-					kgo.RecordHeader{Key: HeaderDLQPayloadBytes, Value: []byte(strconv.Itoa(len(p.rec.Value)))})
-				tooLarge = append(tooLarge, pending{p.i, &slim})
-			default:
-				q.m.ConsumerDLQFailed.Inc()
-				if firstErr == nil {
-					firstErr = res.Err
-				}
-			}
-		}
-		todo = tooLarge
+	if len(todo) == 0 {
+		return nil
 	}
-	if firstErr == nil && len(todo) > 0 {
-		firstErr = kerr.MessageTooLarge // unreachable: the slim copy has no value
+	var firstErr error
+	done := func(p pending, err error) {
+		if err == nil {
+			sent[p.i] = true
+			q.m.ConsumerDLQ.WithLabelValues(rs[p.i].out.causeKind()).Inc()
+			return
+		}
+		q.m.ConsumerDLQFailed.Inc()
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	recs := make([]*kgo.Record, len(todo))
+	for i, p := range todo {
+		recs[i] = p.rec
+	}
+	q.alone.RLock()
+	results := q.cl.ProduceSync(ctx, recs...)
+	q.alone.RUnlock()
+	var tooLarge []pending
+	for i, res := range results {
+		if errors.Is(res.Err, kerr.MessageTooLarge) {
+			tooLarge = append(tooLarge, todo[i])
+			continue
+		}
+		done(todo[i], res.Err)
+	}
+	for _, p := range tooLarge {
+		// Fresh records: one a produce failed is not produced again.
+		r := p.rec
+		err := q.produceAlone(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers})
+		if errors.Is(err, kerr.MessageTooLarge) && r.Value != nil {
+			err = q.produceAlone(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Headers: append(append([]kgo.RecordHeader{}, r.Headers...),
+				kgo.RecordHeader{Key: HeaderDLQPayloadOmitted, Value: []byte("true")},
+				kgo.RecordHeader{Key: HeaderDLQPayloadBytes, Value: []byte(strconv.Itoa(len(r.Value)))})})
+		}
+		done(p, err)
 	}
 	if firstErr != nil {
 		return fmt.Errorf("quarantine topic %s refused a record: %w", q.topic, firstErr)
 	}
 	return nil
+}
+
+// produceAlone produces r in a produce request of its own.
+func (q *quarantiner) produceAlone(ctx context.Context, r *kgo.Record) error {
+	q.alone.Lock()
+	defer q.alone.Unlock()
+	return q.cl.ProduceSync(ctx, r).FirstErr()
 }
 
 // quarantine produces the batch's refused records to the quarantine topic

@@ -263,6 +263,66 @@ func TestQuarantine_PastTheBrokersSizeTheValueIsOmitted(t *testing.T) {
 	}
 }
 
+// The broker's max.message.bytes bounds a produce request's batch, not a
+// record: refused records read together, each of which fits the quarantine
+// topic alone, keep their values even when together they do not fit, and
+// only the one that does not fit alone goes without its value, as
+// lib-streaming v3 quarantines one record at a time
+// (docs/wire-contract.md#quarantine-on-kafka). Their partition goes on.
+func TestQuarantine_OnlyARecordTooLargeAloneLosesItsValue(t *testing.T) {
+	testkit.Long(t)
+	s := testkit.OpenSQLite(t, store.Options{})
+	tenants(t, s, "acme")
+	kafka := testkit.Kafka(t, 1, topic)
+	prod := testkit.Producer(t, kafka)
+	ctx := context.Background()
+	if _, err := kadm.NewClient(prod).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": kadm.StringPtr("2600")}, quarantineTopic); err != nil {
+		t.Fatal(err)
+	}
+	cfg := consumerConfig(kafka.ListenAddrs(), s)
+	noise := rand.NewChaCha8([32]byte{2}) // incompressible values: the producer compresses
+	refused := func(id string, n int) *kgo.Record {
+		r := testkit.CERecord(topic, 0, "acme", id)
+		r.Headers = r.Headers[:3] // refused: codec
+		r.Value = make([]byte, n)
+		noise.Read(r.Value)
+		return r
+	}
+	// Six copies of about 2 KiB: each fits alone, no two fit together.
+	var recs []*kgo.Record
+	for i := range 6 {
+		recs = append(recs, refused(fmt.Sprintf("small-%d", i), 1500))
+	}
+	recs = append(recs, refused("big-1", 20_000), testkit.CERecord(topic, 0, "acme", "ok-1"))
+	testkit.Produce(t, prod, recs...) // one produce: read in one batch
+	startConsumer(t, cfg)
+	testkit.WaitFor(t, "every offset committed", func() bool {
+		return testkit.CommittedOffsets(t, prod, "streaming-hub.test", topic)[0] == int64(len(recs))
+	})
+	got := readTopic(t, kafka, quarantineTopic, 7)
+	for _, q := range got {
+		id, _ := header(q, "ce-id")
+		omitted, _ := header(q, "x-lerian-dlq-payload-omitted")
+		off, _ := header(q, "x-lerian-dlq-source-offset")
+		switch {
+		case id == "big-1":
+			if omitted != "true" || len(q.Value) != 0 || off != "6" {
+				t.Errorf("%s: payload omitted %q, %d value bytes, source offset %s; want true, none, 6", id, omitted, len(q.Value), off)
+			}
+		case strings.HasPrefix(id, "small-"):
+			if omitted != "" || len(q.Value) != 1500 || off != id[len("small-"):] {
+				t.Errorf("%s: payload omitted %q, %d value bytes, source offset %s; want its 1500 bytes, no mark, %s",
+					id, omitted, len(q.Value), off, id[len("small-"):])
+			}
+		default:
+			t.Errorf("quarantined %q", id)
+		}
+	}
+	if got := ids(inbox(t, s, "acme")); got != "[ok-1#1]" {
+		t.Errorf("inbox = %s", got)
+	}
+}
+
 // refuseProduce makes kafka refuse every produce to topic while refusing
 // is set (TOPIC_AUTHORIZATION_FAILED: an ACL that does not let the hub
 // write its quarantine), and counts the refusals.
