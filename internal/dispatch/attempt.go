@@ -216,5 +216,5 @@ func (d *Dispatcher) wakeShed(subs []string) {
 		d.cfg.Logger.Warn("could not make shed jobs due after their breaker closed; they wait out their shed time", "err", err)
 		return
 	}
-	d.hints.add(subs)
+	d.ledger.hints.add(subs)
 }

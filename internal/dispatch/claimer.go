@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -32,7 +31,7 @@ func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
 				d.Wake()
 				return
 			}
-			d.hints.add(subs)
+			d.ledger.hints.add(subs)
 		},
 		OnLost: func(err error) {
 			d.cfg.Logger.Warn("listening for new jobs failed; dialing again (meanwhile the idle poll finds them)", "err", err)
@@ -51,15 +50,15 @@ func (d *Dispatcher) listen(ctx context.Context, listening chan<- struct{}) {
 // a job put back to wait here becomes due, and on the slow idle poll
 // (IdleInterval), the safety net for jobs made due by time elsewhere.
 func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
-	d.fullWanted.Store(true)
+	d.ledger.fullWanted.Store(true)
 	more := false // the last full claim filled its batch
 	var lastFull time.Time
 	for !d.isStopping() {
-		room := d.room()
+		room := d.ledger.room()
 		if room <= 0 {
 			select {
 			case <-d.stopping:
-			case <-d.roomFreed:
+			case <-d.ledger.roomFreed:
 			}
 			continue
 		}
@@ -73,12 +72,12 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		// loop busy: a subscription whose announcement was lost (or whose
 		// targeted claim found its row held by another process) is found
 		// within IdleInterval however busy its neighbours are.
-		full := d.fullWanted.Swap(false) || more || time.Since(lastFull) >= d.cfg.IdleInterval
+		full := d.ledger.fullWanted.Swap(false) || more || time.Since(lastFull) >= d.cfg.IdleInterval
 		if full {
 			lastFull = time.Now()
 		}
 		if !full {
-			if p.Subscriptions = d.hints.take(); len(p.Subscriptions) == 0 {
+			if p.Subscriptions = d.ledger.hints.take(); len(p.Subscriptions) == 0 {
 				d.waitForWork()
 				continue
 			}
@@ -88,11 +87,11 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		if !ok {
 			return
 		}
-		seq := d.hints.now()
+		seq := d.ledger.hints.now()
 		// Not canceled by the stop: a claim cut off after the database
 		// committed it would strand its jobs until their leases expire.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		d.placing.RLock() // births wait until these jobs are queued (Born)
+		d.ledger.placing.RLock() // births wait until these jobs are queued (Born)
 		claimed, err := d.cfg.Store.ClaimJobs(cctx, p)
 		cancel()
 		if err != nil {
@@ -103,23 +102,23 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 		}
 		done()
 		if err != nil && !d.isStopping() {
-			d.storeFailed()
+			d.ledger.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
 		if p.Owner != d.heart.id() && len(claimed) > 0 {
 			// Taken over meanwhile: the jobs are under the old name.
-			d.release(claimed)
+			d.ledger.release(claimed)
 			claimed = nil
 		}
 		if err == nil {
-			d.hints.claimed(claimed, p, seq)
+			d.ledger.hints.claimed(claimed, p, seq)
 		}
-		d.enqueue(q, claimed)
-		d.placing.RUnlock()
+		d.ledger.enqueue(q, claimed)
+		d.ledger.placing.RUnlock()
 		// A claim that filled its batch may have left more: go on.
 		more = full && err == nil && len(claimed) == p.Batch
 		if !full && err == nil && len(claimed) == p.Batch {
-			d.hints.add(p.Subscriptions)
+			d.ledger.hints.add(p.Subscriptions)
 		}
 		if err != nil {
 			d.waitForWork()
@@ -133,60 +132,17 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 // poll, whichever is first (a full claim).
 func (d *Dispatcher) waitForWork() {
 	wait := d.cfg.IdleInterval
-	if next, ok := d.due.next(); ok {
+	if next, ok := d.ledger.due.next(); ok {
 		wait = min(wait, max(next.Sub(d.now()), 0))
 	}
 	select {
 	case <-d.stopping:
 	case <-d.wake:
-		d.fullWanted.Store(true)
+		d.ledger.fullWanted.Store(true)
 	case <-d.idleAfter(wait):
-		d.due.pass(d.now())
-		d.fullWanted.Store(true)
-	case <-d.hints.ready:
-	}
-}
-
-// enqueue queues claimed jobs, oldest first so a tenant's jobs start in
-// arrival order, and gives back what does not fit. The jobs of an ordered
-// subscription (a run) go as one unit, attempted one at a time in order,
-// or join its run here if it has one.
-func (d *Dispatcher) enqueue(q *queue, claimed []store.Claimed) {
-	if len(claimed) == 0 {
-		return
-	}
-	sort.SliceStable(claimed, func(i, j int) bool { return claimed[i].Job.EventSequence < claimed[j].Job.EventSequence })
-	d.leases.hold(claimed)
-	d.local.Add(int64(len(claimed)))
-	var units []unit
-	for _, g := range bySubscription(claimed) {
-		if g[0].Subscription.MaxInFlight <= 1 {
-			d.runs.reclaimed(g) // a claim takes pending jobs oldest first
-		}
-		switch {
-		case g[0].Subscription.MaxInFlight > 1:
-			for _, c := range g {
-				units = append(units, unit{first: c})
-			}
-		case d.runs.join(g[0].Job.SubscriptionID, g):
-		default:
-			units = append(units, d.runs.begin(g[0].Job.SubscriptionID, g))
-		}
-	}
-	d.offer(q, units)
-}
-
-// offer queues units held here and gives back what does not fit.
-func (d *Dispatcher) offer(q *queue, units []unit) {
-	var rest []store.Claimed
-	for _, u := range q.offer(units) {
-		rest = append(rest, d.runs.jobs(u)...)
-	}
-	if len(rest) > 0 {
-		d.runs.giveBack(rest)
-		d.release(rest)
-		d.hints.undrain(store.SubscriptionsOfClaimed(rest)) // their jobs are pending again
-		d.answered(len(rest))
+		d.ledger.due.pass(d.now())
+		d.ledger.fullWanted.Store(true)
+	case <-d.ledger.hints.ready:
 	}
 }
 

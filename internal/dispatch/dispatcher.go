@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -99,16 +98,10 @@ func (c Config) check() error {
 type Dispatcher struct {
 	cfg  Config
 	wake chan struct{} // new jobs may exist anywhere: claim across all subscriptions
-	// fullWanted is set when a claim across all subscriptions is due (new
-	// jobs, the idle poll): until it has run, completions hand off
-	// nothing, so hand-offs to busy subscriptions never starve the claim
-	// that finds another tenant's new job.
-	fullWanted atomic.Bool
 
-	// local counts the jobs claimed here and not yet answered or given
-	// back; claims keep it within MaxInFlight, which bounds memory.
-	local     atomic.Int64
-	roomFreed chan struct{}
+	// ledger is what the parts share of the work held here: counts,
+	// leases, runs, the local queue, hints.
+	ledger *ledger
 
 	// slots is the in-flight set: one token per attempt (or run) awaiting
 	// its answer.
@@ -120,28 +113,13 @@ type Dispatcher struct {
 	// (docs/filters-and-transforms.md).
 	transforms transform.Cache
 
-	// leases are the jobs held here, until each one's result is written
-	// or it is given back; they are this process's while its heartbeat is
-	// fresh.
-	leases leaseRegistry
-	heart  *heart
+	heart *heart
 	// w is the writer results go to; ownWriter is set when the dispatcher
 	// made it (and runs it).
 	w         *writer.Writer
 	ownWriter bool
-	// runs are the ordered subscriptions' runs held here; q is Run's local
-	// queue (nil when not running), where born jobs are queued too.
-	runs runs
-	q    atomic.Pointer[queue]
 
-	// placing orders births after claims: a claim holds it (read) from
-	// before its store call until its jobs are queued, and Born (write)
-	// places born jobs only between claims, so a job born behind an
-	// ordered subscription's claimed jobs finds their run here.
-	placing sync.RWMutex
-	// hints are the claimer's knowledge of subscriptions between claims;
 	// offerSeq is hints.now() at each birth offer (by token).
-	hints    *hints
 	offerSeq sync.Map
 
 	randMu sync.Mutex
@@ -158,18 +136,9 @@ type Dispatcher struct {
 	stopped  bool
 	fenced   chan struct{}
 
-	// lastStoreFailure is when a store call last failed here (since
-	// processStart; 0: never): recovery waits a lease after it (Maintain).
-	lastStoreFailure atomic.Int64
-
 	// after is the clock's timer for retry waits, idleAfter the claim
 	// loop's (time.After unless a test replaces them).
 	after, idleAfter func(time.Duration) <-chan time.Time
-
-	// due holds when the jobs this process put back to wait (retries,
-	// throttled and shed jobs) become due: the claim loop wakes then
-	// instead of polling.
-	due dueTimes
 }
 
 // New returns a dispatcher; Run starts it.
@@ -189,13 +158,13 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		hints:     newHints(),
-		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
+		ledger: newLedger(cfg.MaxInFlight, cfg.Lease, giveBackTo(cfg.Store, cfg.Logger)),
+		slots:  make(chan struct{}, cfg.MaxInFlight),
 		dests: newHosts(cfg.MaxPerDestination, cfg.Now, func(c concurrency.Change) {
 			cfg.Logger.Debug("destination concurrency limit", "destination", c.Host, "from", c.From, "to", c.To, "why", c.Why,
 				"latency", c.Latency, "best", c.Best)
 		}),
-		leases: newLeaseRegistry(), runs: newRuns(), heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
+		heart:    newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
 		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After,
 		w: cfg.Writer}
 	if d.w == nil {
@@ -271,8 +240,8 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 // Wake tells an idle dispatcher new jobs may exist anywhere: it claims
 // across all subscriptions.
 func (d *Dispatcher) Wake() {
-	d.hints.wake()
-	d.fullWanted.Store(true)
+	d.ledger.hints.wake()
+	d.ledger.fullWanted.Store(true)
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -344,7 +313,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	} else {
 		close(writerDone)
 	}
-	d.q.Store(q)
+	d.ledger.q.Store(q)
 
 	var workers, flying sync.WaitGroup
 	var unstartedMu sync.Mutex
@@ -356,7 +325,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			for u := range q.ch {
 				if d.isStopping() {
 					unstartedMu.Lock()
-					unstarted = append(unstarted, d.runs.jobs(u)...)
+					unstarted = append(unstarted, d.ledger.runs.jobs(u)...)
 					unstartedMu.Unlock()
 					continue
 				}
@@ -387,18 +356,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.Stop(context.Background()) // no hand-off claims from here on
 	var left []store.Claimed
 	for _, u := range q.close() {
-		left = append(left, d.runs.jobs(u)...)
+		left = append(left, d.ledger.runs.jobs(u)...)
 	}
-	d.release(left)
+	d.ledger.release(left)
 	workers.Wait()
-	d.release(unstarted)
+	d.ledger.release(unstarted)
 	flying.Wait()
 	var parked []store.Claimed // waiting for room at their destination
 	for _, u := range d.dests.unpark() {
-		parked = append(parked, d.runs.jobs(u)...)
+		parked = append(parked, d.ledger.runs.jobs(u)...)
 	}
-	d.release(parked)
-	d.answered(len(parked))
+	d.ledger.release(parked)
+	d.ledger.answered(len(parked))
 	<-maintDone
 	// The results of the last attempts are written while the heartbeat
 	// still says their jobs are this process's: for as long as ctx lasts,

@@ -118,7 +118,7 @@ func (d *Dispatcher) sweepLeases(ctx context.Context) error {
 	}
 	var lost []store.JobLease
 	for _, j := range found {
-		if !d.leases.held(j.JobID, j.LeaseToken) {
+		if !d.ledger.leases.held(j.JobID, j.LeaseToken) {
 			lost = append(lost, j.JobLease)
 		}
 	}

@@ -21,11 +21,11 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 		var err error
 		if tick%passEvery == 0 {
 			err = d.Maintain(ctx)
-		} else if d.recoveryAllowed() {
+		} else if d.ledger.recoveryAllowed() {
 			err = d.recover(ctx, false)
 		}
 		if err != nil && ctx.Err() == nil {
-			d.storeFailed()
+			d.ledger.storeFailed()
 			d.cfg.Logger.Error("dispatch maintenance failed", "err", err)
 		}
 		select {
@@ -51,7 +51,7 @@ func (d *Dispatcher) maintainLoop(ctx context.Context) {
 // (flush never gives them up), so only the leases of processes that died
 // are recovered, and an answered job is not attempted again.
 func (d *Dispatcher) Maintain(ctx context.Context) error {
-	if d.recoveryAllowed() {
+	if d.ledger.recoveryAllowed() {
 		if err := d.recover(ctx, true); err != nil {
 			return err
 		}
@@ -131,20 +131,4 @@ func (d *Dispatcher) recover(ctx context.Context, reconcile bool) error {
 		d.Wake()
 	}
 	return nil
-}
-
-// storeFailed notes that a call to the store failed just now (on the
-// process's own monotonic clock).
-func (d *Dispatcher) storeFailed() { d.lastStoreFailure.Store(int64(time.Since(processStart))) }
-
-// processStart is the origin of the process's monotonic readings.
-var processStart = time.Now()
-
-// recoveryAllowed reports whether the store has answered for a whole lease
-// since it last failed here (or never failed): after an outage every live
-// process renews its heartbeat first (within a fifth of a lease), so only
-// the jobs of processes that died are taken over.
-func (d *Dispatcher) recoveryAllowed() bool {
-	last := d.lastStoreFailure.Load()
-	return last == 0 || time.Since(processStart)-time.Duration(last) >= d.cfg.Lease
 }

@@ -27,10 +27,12 @@ var _ writer.Delivery = (*Dispatcher)(nil)
 // queues the jobs the hand-off took, after the commit.
 func (d *Dispatcher) HandOff(batch []store.Completion) (store.CompleteParams, func([]store.Claimed, bool)) {
 	p := store.CompleteParams{AutoDisable: d.cfg.AutoDisable}
-	subs, room := d.hints.undrained(handOffTargets(batch)), d.room()
-	if len(subs) == 0 || room <= 0 || d.fullWanted.Load() || !d.heart.alive() {
+	subs, room := d.ledger.hints.undrained(handOffTargets(batch)), d.ledger.room()
+	if len(subs) == 0 || room <= 0 || d.ledger.fullWanted.Load() || !d.heart.alive() {
 		// Their next jobs are for the next claim (unless known drained).
-		return p, func([]store.Claimed, bool) { d.hints.add(d.hints.undrained(store.SubscriptionsOf(batch))) }
+		return p, func([]store.Claimed, bool) {
+			d.ledger.hints.add(d.ledger.hints.undrained(store.SubscriptionsOf(batch)))
+		}
 	}
 	done, ok := d.mayClaim()
 	if !ok {
@@ -42,23 +44,23 @@ func (d *Dispatcher) HandOff(batch []store.Completion) (store.CompleteParams, fu
 	next := store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.heldLease(), Subscriptions: subs,
 		Run: d.cfg.RunLength, Exclude: d.dests.excluded(), Owner: d.heart.id(), Token: hub.NewID("lease", d.now())}
 	p.Next = &next
-	seq := d.hints.now()
+	seq := d.ledger.hints.now()
 	// Births wait until the jobs it takes are queued (placing).
-	d.placing.RLock()
+	d.ledger.placing.RLock()
 	return p, func(claimed []store.Claimed, written bool) {
 		done()
-		defer d.placing.RUnlock()
+		defer d.ledger.placing.RUnlock()
 		if !written {
-			d.hints.add(d.hints.undrained(store.SubscriptionsOf(batch)))
+			d.ledger.hints.add(d.ledger.hints.undrained(store.SubscriptionsOf(batch)))
 			return
 		}
-		q := d.q.Load()
+		q := d.ledger.q.Load()
 		if q == nil || next.Owner != d.heart.id() {
-			d.release(claimed) // taken over meanwhile, or not running
+			d.ledger.release(claimed) // taken over meanwhile, or not running
 			return
 		}
-		d.hints.claimed(claimed, next, seq)
-		d.enqueue(q, claimed)
+		d.ledger.hints.claimed(claimed, next, seq)
+		d.ledger.enqueue(q, claimed)
 	}
 }
 
@@ -72,7 +74,7 @@ func (d *Dispatcher) Written(cs []store.Completion, res store.CompleteResult) {
 // GivenUp forgets results that will not be written: the database refused
 // one for good, or the process stops. Their jobs are still this process's
 // in the database; the lease sweep gives them back (sweepLeases).
-func (d *Dispatcher) GivenUp(cs []store.Completion) { d.forgetAll(cs) }
+func (d *Dispatcher) GivenUp(cs []store.Completion) { d.ledger.forgetAll(cs) }
 
 // Unwritten is the readiness check named results (docs/operations.md,
 // "Results that cannot be written").
@@ -95,7 +97,7 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 // the claim loop learns when the waiting ones come due, and the metrics
 // count them.
 func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
-	d.forgetAll(cs) // written (or fenced): nothing left to renew
+	d.ledger.forgetAll(cs) // written (or fenced): nothing left to renew
 	fenced := make(map[string]bool, len(fencedIDs))
 	for _, id := range fencedIDs {
 		fenced[id] = true
@@ -107,9 +109,9 @@ func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
 			continue
 		}
 		if c.Status == hub.JobPending {
-			d.hints.undrain([]string{c.SubscriptionID}) // it has a job again
+			d.ledger.hints.undrain([]string{c.SubscriptionID}) // it has a job again
 			if c.NextAttemptAt.After(now) {
-				d.due.add(c.NextAttemptAt) // the claim loop wakes then
+				d.ledger.due.add(c.NextAttemptAt) // the claim loop wakes then
 			}
 		}
 		switch c.Status {
@@ -127,15 +129,6 @@ func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
 		m.CompletionsFenced.Add(float64(len(fencedIDs)))
 		d.cfg.Logger.Info("results not recorded: the job had been taken over by another process", "jobs", fencedIDs)
 	}
-}
-
-// forgetAll stops renewing the leases of a batch of results.
-func (d *Dispatcher) forgetAll(cs []store.Completion) {
-	leases := make([]store.JobLease, len(cs))
-	for i, c := range cs {
-		leases[i] = c.JobLease
-	}
-	d.leases.forget(leases...)
 }
 
 // observeSuccess and observeFailure record an attempt's metrics.
