@@ -114,6 +114,9 @@ type Dispatcher struct {
 	transforms transform.Cache
 
 	heart *heart
+	// maint is the maintainer: recovery, the lease sweep, auto-disable,
+	// orphans, backfills.
+	maint *maintainer
 	// w is the writer results go to; ownWriter is set when the dispatcher
 	// made it (and runs it).
 	w         *writer.Writer
@@ -175,6 +178,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		}
 		d.w, d.ownWriter = w, true
 	}
+	d.maint = &maintainer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
+		stopping: d.stopping, wake: d.Wake, metrics: cfg.Metrics, log: cfg.Logger, now: d.now}
 	d.w.SetDelivery(d)
 	return d, nil
 }
@@ -336,7 +341,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}()
 	}
 	maintDone := make(chan struct{})
-	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
+	go func() { defer close(maintDone); d.maint.loop(ctx) }()
 	listenCtx, stopListening := context.WithCancel(ctx)
 	listenDone, listening := make(chan struct{}), make(chan struct{})
 	go func() { defer close(listenDone); d.listen(listenCtx, listening) }()
@@ -396,6 +401,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Maintain runs one maintenance pass (maintainer.Maintain).
+func (d *Dispatcher) Maintain(ctx context.Context) error { return d.maint.Maintain(ctx) }
 
 // lastTry bounds how long a dispatcher whose context ended waits for its
 // last results to be written.

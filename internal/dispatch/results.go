@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/writer"
 )
@@ -68,7 +70,7 @@ func (d *Dispatcher) HandOff(batch []store.Completion) (store.CompleteParams, fu
 // lease lost) and the subscriptions auto-disable turned off.
 func (d *Dispatcher) Written(cs []store.Completion, res store.CompleteResult) {
 	d.account(cs, res.Fenced)
-	d.disabled(res.Disabled)
+	reportDisabled(d.cfg.Metrics, d.cfg.Logger, res.Disabled)
 }
 
 // GivenUp forgets results that will not be written: the database refused
@@ -88,7 +90,7 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 		return res, err
 	}
 	d.account(cs, res.Fenced)
-	d.disabled(res.Disabled)
+	reportDisabled(d.cfg.Metrics, d.cfg.Logger, res.Disabled)
 	return res, nil
 }
 
@@ -165,11 +167,11 @@ func handOffTargets(batch []store.Completion) []string {
 	return out
 }
 
-// disabled accounts for subscriptions auto-disabled.
-func (d *Dispatcher) disabled(subs []store.Disabled) {
+// reportDisabled accounts for subscriptions auto-disabled.
+func reportDisabled(m *metrics.Metrics, log *slog.Logger, subs []store.Disabled) {
 	for _, s := range subs {
-		d.cfg.Metrics.AutoDisables.Inc()
-		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
+		m.AutoDisables.Inc()
+		log.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
 			"its waiting deliveries are dead-lettered as subscription_disabled; POST /v1/subscriptions/{id}/verify re-enables it",
 			"subscription", s.SubscriptionID, "reason", s.Reason)
 	}
