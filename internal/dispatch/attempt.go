@@ -218,3 +218,19 @@ func (d *Dispatcher) wakeShed(subs []string) {
 	}
 	d.ledger.hints.add(subs)
 }
+
+// observeSuccess and observeFailure record an attempt's metrics.
+func (d *Dispatcher) observeSuccess(c store.Claimed, a *hub.Attempt) {
+	m := d.cfg.Metrics
+	m.Attempts.WithLabelValues("success").Inc()
+	m.AttemptDuration.WithLabelValues("success").Observe(a.Duration.Seconds())
+	m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
+}
+
+func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt, err error) {
+	m := d.cfg.Metrics
+	m.Attempts.WithLabelValues("failure").Inc()
+	m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
+	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
+		"attempt", c.Job.Attempts+1, "error", a.Error, "detail", destination.Detail(err))
+}

@@ -16,7 +16,7 @@ const maxBirths = 512
 // reserves room for jobs born leased to this dispatcher, unless it is not
 // running, is stopping, or has no room.
 func (d *Dispatcher) Offer() *store.BirthOffer {
-	if d.ledger.q.Load() == nil || d.isStopping() || !d.heart.alive() {
+	if d.ledger.q.Load() == nil || d.gate.isStopping() || !d.heart.alive() {
 		return nil
 	}
 	n := d.ledger.reserve(maxBirths)
@@ -57,7 +57,7 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		}
 		c := g[0]
 		switch {
-		case q == nil || d.isStopping() || o.Owner != d.heart.id():
+		case q == nil || d.gate.isStopping() || o.Owner != d.heart.id():
 			// Not running, or born to this process's old name (taken over
 			// meanwhile): given back.
 			back = append(back, g...)

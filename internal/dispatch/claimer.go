@@ -53,11 +53,11 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 	d.ledger.fullWanted.Store(true)
 	more := false // the last full claim filled its batch
 	var lastFull time.Time
-	for !d.isStopping() {
+	for !d.gate.isStopping() {
 		room := d.ledger.room()
 		if room <= 0 {
 			select {
-			case <-d.stopping:
+			case <-d.gate.stopping:
 			case <-d.ledger.roomFreed:
 			}
 			continue
@@ -83,7 +83,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			}
 		}
 		p.Exclude = d.dests.excluded()
-		done, ok := d.mayClaim()
+		done, ok := d.gate.mayClaim()
 		if !ok {
 			return
 		}
@@ -101,7 +101,7 @@ func (d *Dispatcher) claimLoop(ctx context.Context, q *queue) {
 			claimed = d.reclaim(ctx, p.Token)
 		}
 		done()
-		if err != nil && !d.isStopping() {
+		if err != nil && !d.gate.isStopping() {
 			d.ledger.storeFailed()
 			d.cfg.Logger.Error("claiming jobs failed; retrying", "err", err)
 		}
@@ -136,7 +136,7 @@ func (d *Dispatcher) waitForWork() {
 		wait = min(wait, max(next.Sub(d.now()), 0))
 	}
 	select {
-	case <-d.stopping:
+	case <-d.gate.stopping:
 	case <-d.wake:
 		d.ledger.fullWanted.Store(true)
 	case <-d.idleAfter(wait):

@@ -117,6 +117,9 @@ type Dispatcher struct {
 	// maint is the maintainer: recovery, the lease sweep, auto-disable,
 	// orphans, backfills.
 	maint *maintainer
+	// results is the completer: hand-offs, and the accounting of the
+	// results written.
+	results *completer
 	// w is the writer results go to; ownWriter is set when the dispatcher
 	// made it (and runs it).
 	w         *writer.Writer
@@ -128,16 +131,8 @@ type Dispatcher struct {
 	randMu sync.Mutex
 	rand   *mrand.Rand
 
-	// stopping is closed when the stop begins: Run's loops stop waiting.
-	// Every claim of Run (the claim loop's and the completers' hand-offs)
-	// holds claimMu for reading and starts only while stopped is false;
-	// Stop sets it under the write lock, so once fenced is closed no claim
-	// is in progress and none will start.
-	stopOnce sync.Once
-	stopping chan struct{}
-	claimMu  sync.RWMutex
-	stopped  bool
-	fenced   chan struct{}
+	// gate fences claims off once the stop begins.
+	gate *stopGate
 
 	// after is the clock's timer for retry waits, idleAfter the claim
 	// loop's (time.After unless a test replaces them).
@@ -167,8 +162,8 @@ func New(cfg Config) (*Dispatcher, error) {
 			cfg.Logger.Debug("destination concurrency limit", "destination", c.Host, "from", c.From, "to", c.To, "why", c.Why,
 				"latency", c.Latency, "best", c.Best)
 		}),
-		heart:    newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
-		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After,
+		heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
+		gate:  newStopGate(), after: time.After, idleAfter: time.After,
 		w: cfg.Writer}
 	if d.w == nil {
 		w, err := writer.New(writer.Config{FlushSize: cfg.FlushSize, FlushInterval: cfg.FlushInterval,
@@ -179,7 +174,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		d.w, d.ownWriter = w, true
 	}
 	d.maint = &maintainer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
-		stopping: d.stopping, wake: d.Wake, metrics: cfg.Metrics, log: cfg.Logger, now: d.now}
+		stopping: d.gate.stopping, wake: d.Wake, metrics: cfg.Metrics, log: cfg.Logger, now: d.now}
+	d.results = &completer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
+		gate: d.gate, excluded: d.dests.excluded, metrics: cfg.Metrics, log: cfg.Logger, now: d.now}
 	d.w.SetDelivery(d)
 	return d, nil
 }
@@ -193,27 +190,47 @@ func (d *Dispatcher) Writer() *writer.Writer { return d.w }
 // writes their results and returns. Shutdown calls it first, so a stopping
 // process takes on no new work (docs/operations.md). A dispatcher runs once:
 // Step, the synchronous form, is not fenced.
-func (d *Dispatcher) Stop(ctx context.Context) error {
-	d.stopOnce.Do(func() {
-		close(d.stopping)
+func (d *Dispatcher) Stop(ctx context.Context) error { return d.gate.stop(ctx) }
+
+// stopGate is the stop's fence on claims. stopping is closed when the
+// stop begins: Run's loops stop waiting. Every claim of Run (the claim
+// loop's and the completer's hand-offs) holds mu for reading and starts
+// only while stopped is false; stop sets it under the write lock, so once
+// fenced is closed no claim is in progress and none will start.
+type stopGate struct {
+	once     sync.Once
+	stopping chan struct{}
+	mu       sync.RWMutex
+	stopped  bool
+	fenced   chan struct{}
+}
+
+func newStopGate() *stopGate {
+	return &stopGate{stopping: make(chan struct{}), fenced: make(chan struct{})}
+}
+
+// stop begins the stop and waits for the claims in progress (or ctx).
+func (g *stopGate) stop(ctx context.Context) error {
+	g.once.Do(func() {
+		close(g.stopping)
 		go func() {
-			d.claimMu.Lock() // waits for the claims in progress
-			d.stopped = true
-			d.claimMu.Unlock()
-			close(d.fenced)
+			g.mu.Lock() // waits for the claims in progress
+			g.stopped = true
+			g.mu.Unlock()
+			close(g.fenced)
 		}()
 	})
 	select {
-	case <-d.fenced:
+	case <-g.fenced:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("dispatch: stop claiming: %w", ctx.Err())
 	}
 }
 
-func (d *Dispatcher) isStopping() bool {
+func (g *stopGate) isStopping() bool {
 	select {
-	case <-d.stopping:
+	case <-g.stopping:
 		return true
 	default:
 		return false
@@ -221,14 +238,14 @@ func (d *Dispatcher) isStopping() bool {
 }
 
 // mayClaim reports whether a claim may start; when it may, done must be
-// called once the claim has finished (Stop waits for it).
-func (d *Dispatcher) mayClaim() (done func(), ok bool) {
-	d.claimMu.RLock()
-	if d.stopped || d.isStopping() {
-		d.claimMu.RUnlock()
+// called once the claim has finished (stop waits for it).
+func (g *stopGate) mayClaim() (done func(), ok bool) {
+	g.mu.RLock()
+	if g.stopped || g.isStopping() {
+		g.mu.RUnlock()
 		return nil, false
 	}
-	return d.claimMu.RUnlock, true
+	return g.mu.RUnlock, true
 }
 
 // sleep waits for wait on the dispatcher's clock; it returns false if ctx
@@ -276,7 +293,7 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
-	_, err = d.complete(ctx, results, nil)
+	_, err = d.results.complete(ctx, results, nil)
 	return len(claimed), err
 }
 
@@ -328,7 +345,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		go func() {
 			defer workers.Done()
 			for u := range q.ch {
-				if d.isStopping() {
+				if d.gate.isStopping() {
 					unstartedMu.Lock()
 					unstarted = append(unstarted, d.ledger.runs.jobs(u)...)
 					unstartedMu.Unlock()

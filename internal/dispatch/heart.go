@@ -129,7 +129,7 @@ func (d *Dispatcher) register(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-d.stopping:
+		case <-d.gate.stopping:
 			return errors.New("dispatch: stopped before the heartbeat was registered")
 		case <-time.After(wait):
 		}

@@ -106,7 +106,7 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 				d.ledger.hints.add(freed) // no longer excluded from claims
 			}
 			for _, p := range start {
-				if d.isStopping() || !d.heart.alive() {
+				if d.gate.isStopping() || !d.heart.alive() {
 					// Not started after all: given back with the rest
 					// parked, when the stop ends (or dropped, when taken
 					// over).
@@ -124,7 +124,7 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 			if u.run == nil {
 				return
 			}
-			if d.isStopping() {
+			if d.gate.isStopping() {
 				rest := d.ledger.runs.drain(u.run)
 				d.ledger.release(rest)
 				d.ledger.answered(len(rest))
