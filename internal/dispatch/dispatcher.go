@@ -96,8 +96,7 @@ func (c Config) check() error {
 
 // Dispatcher claims, attempts and completes delivery jobs.
 type Dispatcher struct {
-	cfg  Config
-	wake chan struct{} // new jobs may exist anywhere: claim across all subscriptions
+	cfg Config
 
 	// ledger is what the parts share of the work held here: counts,
 	// leases, runs, the local queue, hints.
@@ -117,6 +116,8 @@ type Dispatcher struct {
 	// maint is the maintainer: recovery, the lease sweep, auto-disable,
 	// orphans, backfills.
 	maint *maintainer
+	// claims is the claimer: the claim loop and what wakes it.
+	claims *claimer
 	// results is the completer: hand-offs, and the accounting of the
 	// results written.
 	results *completer
@@ -134,9 +135,9 @@ type Dispatcher struct {
 	// gate fences claims off once the stop begins.
 	gate *stopGate
 
-	// after is the clock's timer for retry waits, idleAfter the claim
-	// loop's (time.After unless a test replaces them).
-	after, idleAfter func(time.Duration) <-chan time.Time
+	// after is the clock's timer for retry waits (time.After unless a
+	// test replaces it).
+	after func(time.Duration) <-chan time.Time
 }
 
 // New returns a dispatcher; Run starts it.
@@ -155,7 +156,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		rand.Read(seed[:])
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
+	d := &Dispatcher{cfg: cfg, rand: cfg.Rand,
 		ledger: newLedger(cfg.MaxInFlight, cfg.Lease, giveBackTo(cfg.Store, cfg.Logger)),
 		slots:  make(chan struct{}, cfg.MaxInFlight),
 		dests: newHosts(cfg.MaxPerDestination, cfg.Now, func(c concurrency.Change) {
@@ -163,7 +164,7 @@ func New(cfg Config) (*Dispatcher, error) {
 				"latency", c.Latency, "best", c.Best)
 		}),
 		heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
-		gate:  newStopGate(), after: time.After, idleAfter: time.After,
+		gate:  newStopGate(), after: time.After,
 		w: cfg.Writer}
 	if d.w == nil {
 		w, err := writer.New(writer.Config{FlushSize: cfg.FlushSize, FlushInterval: cfg.FlushInterval,
@@ -173,10 +174,13 @@ func New(cfg Config) (*Dispatcher, error) {
 		}
 		d.w, d.ownWriter = w, true
 	}
+	now := func() time.Time { return cfg.Now().UTC() } // the parts' clock
+	d.claims = &claimer{cfg: cfg.Dispatch, store: cfg.Store, ledger: d.ledger, heart: d.heart, gate: d.gate,
+		excluded: d.dests.excluded, log: cfg.Logger, now: now, wakeCh: make(chan struct{}, 1), idleAfter: time.After}
 	d.maint = &maintainer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
-		stopping: d.gate.stopping, wake: d.Wake, metrics: cfg.Metrics, log: cfg.Logger, now: d.now}
+		stopping: d.gate.stopping, wake: d.claims.wake, metrics: cfg.Metrics, log: cfg.Logger, now: now}
 	d.results = &completer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
-		gate: d.gate, excluded: d.dests.excluded, metrics: cfg.Metrics, log: cfg.Logger, now: d.now}
+		gate: d.gate, excluded: d.dests.excluded, metrics: cfg.Metrics, log: cfg.Logger, now: now}
 	d.w.SetDelivery(d)
 	return d, nil
 }
@@ -261,14 +265,7 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 
 // Wake tells an idle dispatcher new jobs may exist anywhere: it claims
 // across all subscriptions.
-func (d *Dispatcher) Wake() {
-	d.ledger.hints.wake()
-	d.ledger.fullWanted.Store(true)
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
+func (d *Dispatcher) Wake() { d.claims.wake() }
 
 func (d *Dispatcher) now() time.Time { return d.cfg.Now().UTC() }
 
@@ -361,7 +358,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	go func() { defer close(maintDone); d.maint.loop(ctx) }()
 	listenCtx, stopListening := context.WithCancel(ctx)
 	listenDone, listening := make(chan struct{}), make(chan struct{})
-	go func() { defer close(listenDone); d.listen(listenCtx, listening) }()
+	go func() { defer close(listenDone); d.claims.listen(listenCtx, listening) }()
 	// The first claim (across all subscriptions) starts once new jobs are
 	// told: nothing falls between the two.
 	select {
@@ -370,7 +367,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 
-	d.claimLoop(ctx, q)
+	d.claims.loop(ctx, q)
 	stopListening()
 	<-listenDone
 
