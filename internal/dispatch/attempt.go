@@ -216,5 +216,21 @@ func (d *Dispatcher) wakeShed(subs []string) {
 		d.cfg.Logger.Warn("could not make shed jobs due after their breaker closed; they wait out their shed time", "err", err)
 		return
 	}
-	d.hints.add(subs)
+	d.ledger.hints.add(subs)
+}
+
+// observeSuccess and observeFailure record an attempt's metrics.
+func (d *Dispatcher) observeSuccess(c store.Claimed, a *hub.Attempt) {
+	m := d.cfg.Metrics
+	m.Attempts.WithLabelValues("success").Inc()
+	m.AttemptDuration.WithLabelValues("success").Observe(a.Duration.Seconds())
+	m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
+}
+
+func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt, err error) {
+	m := d.cfg.Metrics
+	m.Attempts.WithLabelValues("failure").Inc()
+	m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
+	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
+		"attempt", c.Job.Attempts+1, "error", a.Error, "detail", destination.Detail(err))
 }

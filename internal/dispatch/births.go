@@ -16,22 +16,17 @@ const maxBirths = 512
 // reserves room for jobs born leased to this dispatcher, unless it is not
 // running, is stopping, or has no room.
 func (d *Dispatcher) Offer() *store.BirthOffer {
-	if d.q.Load() == nil || d.isStopping() || !d.heart.alive() {
+	if d.ledger.q.Load() == nil || d.gate.isStopping() || !d.heart.alive() {
 		return nil
 	}
-	for {
-		held := d.local.Load()
-		n := min(int64(d.cfg.MaxInFlight)-held, maxBirths)
-		if n <= 0 {
-			return nil
-		}
-		if d.local.CompareAndSwap(held, held+n) {
-			o := &store.BirthOffer{Owner: d.heart.id(), Token: hub.NewID("lease", d.now()), Lease: d.heldLease(),
-				Room: int(n), Exclude: d.dests.excluded()}
-			d.offerSeq.Store(o.Token, d.hints.now())
-			return o
-		}
+	n := d.ledger.reserve(maxBirths)
+	if n <= 0 {
+		return nil
 	}
+	o := &store.BirthOffer{Owner: d.heart.id(), Token: hub.NewID("lease", d.now()), Lease: d.heldLease(),
+		Room: int(n), Exclude: d.dests.excluded()}
+	d.offerSeq.Store(o.Token, d.ledger.hints.now())
+	return o
 }
 
 // Born takes the jobs the committed ingest transaction leased to this
@@ -43,16 +38,16 @@ func (d *Dispatcher) Offer() *store.BirthOffer {
 // of an ordered subscription of which this process gave a job back is
 // given back too: sent now, it could overtake that one.
 func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
-	d.answered(o.Room - len(jobs)) // the room not used
+	d.ledger.answered(o.Room - len(jobs)) // the room not used
 	seq, _ := d.offerSeq.LoadAndDelete(o.Token)
 	if len(jobs) == 0 {
 		return
 	}
 	crashpoint.Reach(crashpoint.Born)
 	d.cfg.Metrics.JobsBorn.Add(float64(len(jobs)))
-	d.placing.Lock() // no claim is between its commit and its queueing
-	defer d.placing.Unlock()
-	q := d.q.Load()
+	d.ledger.placing.Lock() // no claim is between its commit and its queueing
+	defer d.ledger.placing.Unlock()
+	q := d.ledger.q.Load()
 	var units []unit
 	var back []store.Claimed
 	var ordered []string
@@ -62,11 +57,11 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 		}
 		c := g[0]
 		switch {
-		case q == nil || d.isStopping() || o.Owner != d.heart.id():
+		case q == nil || d.gate.isStopping() || o.Owner != d.heart.id():
 			// Not running, or born to this process's old name (taken over
 			// meanwhile): given back.
 			back = append(back, g...)
-		case c.Subscription.MaxInFlight <= 1 && d.runs.released(c.Job.SubscriptionID):
+		case c.Subscription.MaxInFlight <= 1 && d.ledger.runs.released(c.Job.SubscriptionID):
 			// An earlier job of it was given back: it goes first.
 			back = append(back, g...)
 			ordered = ordered[:len(ordered)-1]
@@ -74,38 +69,33 @@ func (d *Dispatcher) Born(o *store.BirthOffer, jobs []store.Claimed) {
 			for _, c := range g {
 				units = append(units, unit{first: c})
 			}
-		case d.runs.join(c.Job.SubscriptionID, g):
+		case d.ledger.runs.join(c.Job.SubscriptionID, g):
 		default:
 			// First of its subscription here, or behind jobs all sent
 			// already (their results written, or being written): no
 			// claim of them is between its commit and its queueing
 			// (placing), and none was given back (released).
-			units = append(units, d.runs.begin(c.Job.SubscriptionID, g))
+			units = append(units, d.ledger.runs.begin(c.Job.SubscriptionID, g))
 		}
 	}
-	d.leases.hold(jobs)
+	d.ledger.leases.hold(jobs)
 	if s, ok := seq.(uint64); ok && len(jobs) < o.Room {
 		// Room left over: every job of the batch that its ordered
 		// subscription could take was born. A full offer may have cut a
 		// subscription's jobs short, the rest pending: not drained.
-		d.hints.born(ordered, s)
+		d.ledger.hints.born(ordered, s)
 	}
-	if len(back) > 0 {
-		d.runs.giveBack(back)
-		d.release(back)
-		d.hints.undrain(store.SubscriptionsOfClaimed(back))
-		d.answered(len(back))
-	}
+	d.ledger.returned(back)
 	if q != nil {
-		d.offer(q, units)
+		d.ledger.offer(q, units)
 	} else if len(units) > 0 {
 		var rest []store.Claimed
 		for _, u := range units {
-			rest = append(rest, d.runs.jobs(u)...)
+			rest = append(rest, d.ledger.runs.jobs(u)...)
 		}
-		d.runs.giveBack(rest)
-		d.release(rest)
-		d.answered(len(rest))
+		d.ledger.runs.giveBack(rest)
+		d.ledger.release(rest)
+		d.ledger.answered(len(rest))
 	}
 }
 

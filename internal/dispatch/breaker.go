@@ -252,7 +252,7 @@ func (d *Dispatcher) Verified(ctx context.Context, sub hub.Subscription) error {
 	if _, err := d.cfg.Store.WakeJobs(ctx, woken); err != nil {
 		return err
 	}
-	d.hints.add(woken)
+	d.ledger.hints.add(woken)
 	d.Wake()
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -97,18 +96,11 @@ func (c Config) check() error {
 
 // Dispatcher claims, attempts and completes delivery jobs.
 type Dispatcher struct {
-	cfg  Config
-	wake chan struct{} // new jobs may exist anywhere: claim across all subscriptions
-	// fullWanted is set when a claim across all subscriptions is due (new
-	// jobs, the idle poll): until it has run, completions hand off
-	// nothing, so hand-offs to busy subscriptions never starve the claim
-	// that finds another tenant's new job.
-	fullWanted atomic.Bool
+	cfg Config
 
-	// local counts the jobs claimed here and not yet answered or given
-	// back; claims keep it within MaxInFlight, which bounds memory.
-	local     atomic.Int64
-	roomFreed chan struct{}
+	// ledger is what the parts share of the work held here: counts,
+	// leases, runs, the local queue, hints.
+	ledger *ledger
 
 	// slots is the in-flight set: one token per attempt (or run) awaiting
 	// its answer.
@@ -120,56 +112,32 @@ type Dispatcher struct {
 	// (docs/filters-and-transforms.md).
 	transforms transform.Cache
 
-	// leases are the jobs held here, until each one's result is written
-	// or it is given back; they are this process's while its heartbeat is
-	// fresh.
-	leases leaseRegistry
-	heart  *heart
+	heart *heart
+	// maint is the maintainer: recovery, the lease sweep, auto-disable,
+	// orphans, backfills.
+	maint *maintainer
+	// claims is the claimer: the claim loop and what wakes it.
+	claims *claimer
+	// results is the completer: hand-offs, and the accounting of the
+	// results written.
+	results *completer
 	// w is the writer results go to; ownWriter is set when the dispatcher
 	// made it (and runs it).
 	w         *writer.Writer
 	ownWriter bool
-	// runs are the ordered subscriptions' runs held here; q is Run's local
-	// queue (nil when not running), where born jobs are queued too.
-	runs runs
-	q    atomic.Pointer[queue]
 
-	// placing orders births after claims: a claim holds it (read) from
-	// before its store call until its jobs are queued, and Born (write)
-	// places born jobs only between claims, so a job born behind an
-	// ordered subscription's claimed jobs finds their run here.
-	placing sync.RWMutex
-	// hints are the claimer's knowledge of subscriptions between claims;
 	// offerSeq is hints.now() at each birth offer (by token).
-	hints    *hints
 	offerSeq sync.Map
 
 	randMu sync.Mutex
 	rand   *mrand.Rand
 
-	// stopping is closed when the stop begins: Run's loops stop waiting.
-	// Every claim of Run (the claim loop's and the completers' hand-offs)
-	// holds claimMu for reading and starts only while stopped is false;
-	// Stop sets it under the write lock, so once fenced is closed no claim
-	// is in progress and none will start.
-	stopOnce sync.Once
-	stopping chan struct{}
-	claimMu  sync.RWMutex
-	stopped  bool
-	fenced   chan struct{}
+	// gate fences claims off once the stop begins.
+	gate *stopGate
 
-	// lastStoreFailure is when a store call last failed here (since
-	// processStart; 0: never): recovery waits a lease after it (Maintain).
-	lastStoreFailure atomic.Int64
-
-	// after is the clock's timer for retry waits, idleAfter the claim
-	// loop's (time.After unless a test replaces them).
-	after, idleAfter func(time.Duration) <-chan time.Time
-
-	// due holds when the jobs this process put back to wait (retries,
-	// throttled and shed jobs) become due: the claim loop wakes then
-	// instead of polling.
-	due dueTimes
+	// after is the clock's timer for retry waits (time.After unless a
+	// test replaces it).
+	after func(time.Duration) <-chan time.Time
 }
 
 // New returns a dispatcher; Run starts it.
@@ -188,15 +156,15 @@ func New(cfg Config) (*Dispatcher, error) {
 		rand.Read(seed[:])
 		cfg.Rand = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), rand: cfg.Rand,
-		hints:     newHints(),
-		roomFreed: make(chan struct{}, 1), slots: make(chan struct{}, cfg.MaxInFlight),
+	d := &Dispatcher{cfg: cfg, rand: cfg.Rand,
+		ledger: newLedger(cfg.MaxInFlight, cfg.Lease, giveBackTo(cfg.Store, cfg.Logger)),
+		slots:  make(chan struct{}, cfg.MaxInFlight),
 		dests: newHosts(cfg.MaxPerDestination, cfg.Now, func(c concurrency.Change) {
 			cfg.Logger.Debug("destination concurrency limit", "destination", c.Host, "from", c.From, "to", c.To, "why", c.Why,
 				"latency", c.Latency, "best", c.Best)
 		}),
-		leases: newLeaseRegistry(), runs: newRuns(), heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
-		stopping: make(chan struct{}), fenced: make(chan struct{}), after: time.After, idleAfter: time.After,
+		heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
+		gate:  newStopGate(), after: time.After,
 		w: cfg.Writer}
 	if d.w == nil {
 		w, err := writer.New(writer.Config{FlushSize: cfg.FlushSize, FlushInterval: cfg.FlushInterval,
@@ -206,6 +174,13 @@ func New(cfg Config) (*Dispatcher, error) {
 		}
 		d.w, d.ownWriter = w, true
 	}
+	now := func() time.Time { return cfg.Now().UTC() } // the parts' clock
+	d.claims = &claimer{cfg: cfg.Dispatch, store: cfg.Store, ledger: d.ledger, heart: d.heart, gate: d.gate,
+		excluded: d.dests.excluded, log: cfg.Logger, now: now, wakeCh: make(chan struct{}, 1), idleAfter: time.After}
+	d.maint = &maintainer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
+		stopping: d.gate.stopping, wake: d.claims.wake, metrics: cfg.Metrics, log: cfg.Logger, now: now}
+	d.results = &completer{cfg: cfg.Dispatch, autoDisable: cfg.AutoDisable, store: cfg.Store, ledger: d.ledger, heart: d.heart,
+		gate: d.gate, excluded: d.dests.excluded, metrics: cfg.Metrics, log: cfg.Logger, now: now}
 	d.w.SetDelivery(d)
 	return d, nil
 }
@@ -219,27 +194,47 @@ func (d *Dispatcher) Writer() *writer.Writer { return d.w }
 // writes their results and returns. Shutdown calls it first, so a stopping
 // process takes on no new work (docs/operations.md). A dispatcher runs once:
 // Step, the synchronous form, is not fenced.
-func (d *Dispatcher) Stop(ctx context.Context) error {
-	d.stopOnce.Do(func() {
-		close(d.stopping)
+func (d *Dispatcher) Stop(ctx context.Context) error { return d.gate.stop(ctx) }
+
+// stopGate is the stop's fence on claims. stopping is closed when the
+// stop begins: Run's loops stop waiting. Every claim of Run (the claim
+// loop's and the completer's hand-offs) holds mu for reading and starts
+// only while stopped is false; stop sets it under the write lock, so once
+// fenced is closed no claim is in progress and none will start.
+type stopGate struct {
+	once     sync.Once
+	stopping chan struct{}
+	mu       sync.RWMutex
+	stopped  bool
+	fenced   chan struct{}
+}
+
+func newStopGate() *stopGate {
+	return &stopGate{stopping: make(chan struct{}), fenced: make(chan struct{})}
+}
+
+// stop begins the stop and waits for the claims in progress (or ctx).
+func (g *stopGate) stop(ctx context.Context) error {
+	g.once.Do(func() {
+		close(g.stopping)
 		go func() {
-			d.claimMu.Lock() // waits for the claims in progress
-			d.stopped = true
-			d.claimMu.Unlock()
-			close(d.fenced)
+			g.mu.Lock() // waits for the claims in progress
+			g.stopped = true
+			g.mu.Unlock()
+			close(g.fenced)
 		}()
 	})
 	select {
-	case <-d.fenced:
+	case <-g.fenced:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("dispatch: stop claiming: %w", ctx.Err())
 	}
 }
 
-func (d *Dispatcher) isStopping() bool {
+func (g *stopGate) isStopping() bool {
 	select {
-	case <-d.stopping:
+	case <-g.stopping:
 		return true
 	default:
 		return false
@@ -247,14 +242,14 @@ func (d *Dispatcher) isStopping() bool {
 }
 
 // mayClaim reports whether a claim may start; when it may, done must be
-// called once the claim has finished (Stop waits for it).
-func (d *Dispatcher) mayClaim() (done func(), ok bool) {
-	d.claimMu.RLock()
-	if d.stopped || d.isStopping() {
-		d.claimMu.RUnlock()
+// called once the claim has finished (stop waits for it).
+func (g *stopGate) mayClaim() (done func(), ok bool) {
+	g.mu.RLock()
+	if g.stopped || g.isStopping() {
+		g.mu.RUnlock()
 		return nil, false
 	}
-	return d.claimMu.RUnlock, true
+	return g.mu.RUnlock, true
 }
 
 // sleep waits for wait on the dispatcher's clock; it returns false if ctx
@@ -270,14 +265,7 @@ func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 
 // Wake tells an idle dispatcher new jobs may exist anywhere: it claims
 // across all subscriptions.
-func (d *Dispatcher) Wake() {
-	d.hints.wake()
-	d.fullWanted.Store(true)
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
+func (d *Dispatcher) Wake() { d.claims.wake() }
 
 func (d *Dispatcher) now() time.Time { return d.cfg.Now().UTC() }
 
@@ -302,7 +290,7 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
-	_, err = d.complete(ctx, results, nil)
+	_, err = d.results.complete(ctx, results, nil)
 	return len(claimed), err
 }
 
@@ -344,7 +332,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	} else {
 		close(writerDone)
 	}
-	d.q.Store(q)
+	d.ledger.q.Store(q)
 
 	var workers, flying sync.WaitGroup
 	var unstartedMu sync.Mutex
@@ -354,9 +342,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		go func() {
 			defer workers.Done()
 			for u := range q.ch {
-				if d.isStopping() {
+				if d.gate.isStopping() {
 					unstartedMu.Lock()
-					unstarted = append(unstarted, d.runs.jobs(u)...)
+					unstarted = append(unstarted, d.ledger.runs.jobs(u)...)
 					unstartedMu.Unlock()
 					continue
 				}
@@ -367,10 +355,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}()
 	}
 	maintDone := make(chan struct{})
-	go func() { defer close(maintDone); d.maintainLoop(ctx) }()
+	go func() { defer close(maintDone); d.maint.loop(ctx) }()
 	listenCtx, stopListening := context.WithCancel(ctx)
 	listenDone, listening := make(chan struct{}), make(chan struct{})
-	go func() { defer close(listenDone); d.listen(listenCtx, listening) }()
+	go func() { defer close(listenDone); d.claims.listen(listenCtx, listening) }()
 	// The first claim (across all subscriptions) starts once new jobs are
 	// told: nothing falls between the two.
 	select {
@@ -379,7 +367,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 
-	d.claimLoop(ctx, q)
+	d.claims.loop(ctx, q)
 	stopListening()
 	<-listenDone
 
@@ -387,18 +375,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.Stop(context.Background()) // no hand-off claims from here on
 	var left []store.Claimed
 	for _, u := range q.close() {
-		left = append(left, d.runs.jobs(u)...)
+		left = append(left, d.ledger.runs.jobs(u)...)
 	}
-	d.release(left)
+	d.ledger.release(left)
 	workers.Wait()
-	d.release(unstarted)
+	d.ledger.release(unstarted)
 	flying.Wait()
 	var parked []store.Claimed // waiting for room at their destination
 	for _, u := range d.dests.unpark() {
-		parked = append(parked, d.runs.jobs(u)...)
+		parked = append(parked, d.ledger.runs.jobs(u)...)
 	}
-	d.release(parked)
-	d.answered(len(parked))
+	d.ledger.release(parked)
+	d.ledger.answered(len(parked))
 	<-maintDone
 	// The results of the last attempts are written while the heartbeat
 	// still says their jobs are this process's: for as long as ctx lasts,
@@ -427,6 +415,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Maintain runs one maintenance pass (maintainer.Maintain).
+func (d *Dispatcher) Maintain(ctx context.Context) error { return d.maint.Maintain(ctx) }
 
 // lastTry bounds how long a dispatcher whose context ended waits for its
 // last results to be written.

@@ -129,7 +129,7 @@ func (d *Dispatcher) register(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-d.stopping:
+		case <-d.gate.stopping:
 			return errors.New("dispatch: stopped before the heartbeat was registered")
 		case <-time.After(wait):
 		}
@@ -180,7 +180,7 @@ func (d *Dispatcher) heartLoop(stop <-chan struct{}) {
 				switch {
 				case err != nil:
 					d.cfg.Metrics.Heartbeats.WithLabelValues("error").Inc()
-					d.storeFailed()
+					d.ledger.storeFailed()
 					if failed++; failed >= 2 {
 						d.cfg.Logger.Warn("renewing this process's heartbeat keeps failing", "rounds", failed, "err", err)
 					}
@@ -218,8 +218,8 @@ func (d *Dispatcher) takenOver(old string) {
 	d.heart.renamed(owner)
 	d.cfg.Logger.Error("this process's heartbeat had lapsed and its jobs were taken over by another process; "+
 		"it drops what it held and starts again as a new one", "was", old, "now", owner)
-	dropped := d.dropAll()
-	d.answered(dropped)
+	dropped := d.ledger.dropAll(d.dests.unpark())
+	d.ledger.answered(dropped)
 	ctx, cancel := context.WithTimeout(context.Background(), d.heart.lapse)
 	defer cancel()
 	sent := time.Now()

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
@@ -52,24 +51,6 @@ func (q *queue) takeAll() []unit {
 			return out
 		}
 	}
-}
-
-// dropAll drops everything held here that no attempt is working on (the
-// process was taken over: it is another's now), without giving it back,
-// and returns how many jobs that was.
-func (d *Dispatcher) dropAll() int {
-	n := 0
-	if q := d.q.Load(); q != nil {
-		for _, u := range q.takeAll() {
-			n += len(d.runs.jobs(u))
-		}
-	}
-	for _, u := range d.dests.unpark() {
-		n += len(d.runs.jobs(u))
-	}
-	n += d.runs.dropAll()
-	d.leases.clear()
-	return n
 }
 
 // close stops offers and returns what no worker took.
@@ -122,10 +103,10 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 			<-d.slots
 			start, freed := d.dests.leave(dest, tenant, a.outcome, a.rtt)
 			if len(freed) > 0 {
-				d.hints.add(freed) // no longer excluded from claims
+				d.ledger.hints.add(freed) // no longer excluded from claims
 			}
 			for _, p := range start {
-				if d.isStopping() || !d.heart.alive() {
+				if d.gate.isStopping() || !d.heart.alive() {
 					// Not started after all: given back with the rest
 					// parked, when the stop ends (or dropped, when taken
 					// over).
@@ -139,14 +120,14 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 			// The result is written behind, in a batch: the next job of a
 			// run does not wait for it.
 			d.result(d.await(a))
-			d.answered(1)
+			d.ledger.answered(1)
 			if u.run == nil {
 				return
 			}
-			if d.isStopping() {
-				rest := d.runs.drain(u.run)
-				d.release(rest)
-				d.answered(len(rest))
+			if d.gate.isStopping() {
+				rest := d.ledger.runs.drain(u.run)
+				d.ledger.release(rest)
+				d.ledger.answered(len(rest))
 				return
 			}
 			if a.out.Shed {
@@ -155,15 +136,15 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 				// order (a later job must not be the token's or the
 				// probe's, and get there first), and so do the jobs born
 				// here after it until a claim takes it again.
-				rest := d.runs.drain(u.run)
-				d.runs.giveBack(append([]store.Claimed{a.c}, rest...))
+				rest := d.ledger.runs.drain(u.run)
+				d.ledger.runs.giveBack(append([]store.Claimed{a.c}, rest...))
 				for _, c := range rest {
 					d.result(d.waitWith(c, a))
 				}
-				d.answered(len(rest))
+				d.ledger.answered(len(rest))
 				return
 			}
-			next, ok := d.runs.take(u.run)
+			next, ok := d.ledger.runs.take(u.run)
 			if !ok {
 				return
 			}
@@ -192,32 +173,3 @@ func (d *Dispatcher) waitWith(c store.Claimed, a *attempt) store.Completion {
 
 // result hands one job's result to the writer, written behind.
 func (d *Dispatcher) result(c store.Completion) { d.w.Result(c) }
-
-// answered accounts for n jobs no longer waiting here for an answer.
-func (d *Dispatcher) answered(n int) {
-	d.local.Add(-int64(n))
-	select {
-	case d.roomFreed <- struct{}{}:
-	default:
-	}
-}
-
-// room is how many more jobs may be claimed.
-func (d *Dispatcher) room() int { return d.cfg.MaxInFlight - int(d.local.Load()) }
-
-// release gives back leases of claimed jobs no worker started.
-func (d *Dispatcher) release(cs []store.Claimed) {
-	if len(cs) == 0 {
-		return
-	}
-	leases := make([]store.JobLease, len(cs))
-	for i, c := range cs {
-		leases[i] = store.JobLease{JobID: c.Job.ID, LeaseToken: c.LeaseToken}
-	}
-	d.leases.forget(leases...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.cfg.Store.ReleaseJobs(ctx, leases); err != nil {
-		d.cfg.Logger.Warn("could not give back leases; they will expire and be recovered", "jobs", len(leases), "err", err)
-	}
-}

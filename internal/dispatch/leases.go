@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -97,41 +96,3 @@ func (r *leaseRegistry) held(id, token string) bool {
 
 // heldLease is how far ahead a claim or a birth sets a job's own lease end.
 func (d *Dispatcher) heldLease() time.Duration { return d.heart.lapse }
-
-// recoverEvery is how often lapsed heartbeats and expired leases are
-// looked for.
-func (d *Dispatcher) recoverEvery() time.Duration {
-	return min(d.cfg.MaintenanceInterval, max(d.cfg.Lease/20, 100*time.Millisecond))
-}
-
-// sweepLeases gives back the jobs in flight under this process's name
-// that it no longer holds (a hand-over lost with its commit's answer, a
-// give-back that failed, a result given up): with heartbeats nothing else
-// would ever free them while the process lives. Only jobs leased a while
-// ago are looked at, so none is caught between its commit and its
-// hand-over.
-func (d *Dispatcher) sweepLeases(ctx context.Context) error {
-	owner := d.heart.id()
-	found, err := d.cfg.Store.LeasedTo(ctx, owner, d.now().Add(-sweepAfter))
-	if err != nil || len(found) == 0 {
-		return err
-	}
-	var lost []store.JobLease
-	for _, j := range found {
-		if !d.leases.held(j.JobID, j.LeaseToken) {
-			lost = append(lost, j.JobLease)
-		}
-	}
-	if len(lost) == 0 {
-		return nil
-	}
-	d.cfg.Logger.Warn("jobs in flight under this process's name that it no longer held are given back", "jobs", len(lost))
-	return d.cfg.Store.ReleaseJobs(ctx, lost)
-}
-
-// sweepAfter is how long a job must have been leased here before the
-// sweep may give it back: longer than any hand-over takes (a claim holds
-// births back for at most its 10 s timeout), short enough that a job a
-// failed give-back left in flight waits seconds, not a minute (an ordered
-// subscription's later jobs wait behind it).
-const sweepAfter = 15 * time.Second

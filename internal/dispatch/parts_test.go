@@ -165,10 +165,10 @@ func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &queue{ch: make(chan unit, 1)} // room for one unit
-	d.q.Store(q)
+	d.ledger.q.Store(q)
 	born := func(c store.Claimed) {
 		c.Behind = true
-		d.local.Add(1)
+		d.ledger.local.Add(1)
 		d.Born(&store.BirthOffer{Owner: d.heart.id(), Token: c.LeaseToken, Room: 1}, []store.Claimed{c})
 	}
 	born(job("s12", "s", 12)) // its earlier jobs all sent: it begins a run, the queue is full
@@ -184,14 +184,14 @@ func TestBorn_AJobGivenBackIsNotOvertakenByALaterBirth(t *testing.T) {
 		t.Fatalf("released %v, want t30, t31, t32", st.released)
 	}
 	// A claim takes t's pending jobs again, t30 first: later births join.
-	d.enqueue(q, []store.Claimed{job("t30", "t", 30), job("t31", "t", 31), job("t32", "t", 32)})
+	d.ledger.enqueue(q, []store.Claimed{job("t30", "t", 30), job("t31", "t", 31), job("t32", "t", 32)})
 	born(job("t33", "t", 33))
 	if len(st.released) != 3 {
 		t.Fatalf("released %v after the claim took t30 back", st.released)
 	}
 	u := <-q.ch
 	var got []string
-	for c, ok := u.first, true; ok; c, ok = d.runs.take(u.run) {
+	for c, ok := u.first, true; ok; c, ok = d.ledger.runs.take(u.run) {
 		got = append(got, c.Job.ID)
 	}
 	if !slices.Equal(got, []string{"t30", "t31", "t32", "t33"}) {

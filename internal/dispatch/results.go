@@ -2,9 +2,12 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
-	"github.com/lerianstudio/streaming-hub/internal/destination"
+	"github.com/lerianstudio/streaming-hub/internal/config"
+	"github.com/lerianstudio/streaming-hub/internal/metrics"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/writer"
 )
@@ -14,9 +17,34 @@ import (
 // and are written behind, with the records ingest took, in one
 // transaction per batch; the writer asks here what to claim with them
 // (HandOff) and tells what was written (Written) or given up (GivenUp).
+// The Dispatcher answers it through its completer.
 var _ writer.Delivery = (*Dispatcher)(nil)
 
-// HandOff is what to write with a batch of results: the auto-disable
+// completeStore is the part of the store the completer uses.
+type completeStore interface {
+	CompleteJobs(ctx context.Context, p store.CompleteParams) (store.CompleteResult, error)
+}
+
+// completer is the dispatcher's part that takes results in
+// (docs/architecture.md, "The dispatcher's parts"): it says what to
+// claim with a batch of results (the hand-off), and accounts for what
+// was written, fenced or given up, in the ledger (leases forgotten,
+// subscriptions undrained, due times) and the metrics. It reads nothing
+// of the claimer's: what both need is in the ledger.
+type completer struct {
+	cfg         config.Dispatch
+	autoDisable *store.AutoDisable // nil: auto-disable off
+	store       completeStore
+	ledger      *ledger
+	heart       *heart
+	gate        *stopGate
+	excluded    func() []string // subscriptions whose destination has no room (hosts.excluded)
+	metrics     *metrics.Metrics
+	log         *slog.Logger
+	now         func() time.Time // UTC
+}
+
+// handOff is what to write with a batch of results: the auto-disable
 // gates and, while running, the claim of the next jobs of the
 // subscriptions they free (as many as the local queue has room for): a
 // busy subscription goes from one job to the next without a separate
@@ -25,68 +53,64 @@ var _ writer.Delivery = (*Dispatcher)(nil)
 // to a subscription known drained (the claim would find nothing), nor
 // once the stop began (Stop waits for a hand-off in progress). placed
 // queues the jobs the hand-off took, after the commit.
-func (d *Dispatcher) HandOff(batch []store.Completion) (store.CompleteParams, func([]store.Claimed, bool)) {
-	p := store.CompleteParams{AutoDisable: d.cfg.AutoDisable}
-	subs, room := d.hints.undrained(handOffTargets(batch)), d.room()
-	if len(subs) == 0 || room <= 0 || d.fullWanted.Load() || !d.heart.alive() {
+func (c *completer) handOff(batch []store.Completion) (store.CompleteParams, func([]store.Claimed, bool)) {
+	l := c.ledger
+	p := store.CompleteParams{AutoDisable: c.autoDisable}
+	subs, room := l.hints.undrained(handOffTargets(batch)), l.room()
+	if len(subs) == 0 || room <= 0 || l.fullWanted.Load() || !c.heart.alive() {
 		// Their next jobs are for the next claim (unless known drained).
-		return p, func([]store.Claimed, bool) { d.hints.add(d.hints.undrained(store.SubscriptionsOf(batch))) }
+		return p, func([]store.Claimed, bool) { l.hints.add(l.hints.undrained(store.SubscriptionsOf(batch))) }
 	}
-	done, ok := d.mayClaim()
+	done, ok := c.gate.mayClaim()
 	if !ok {
 		return p, func([]store.Claimed, bool) {}
 	}
 	// A hand-off may take a whole run of an ordered subscription.
 	// Its own token: if the batch's answer is lost, the writer finds
 	// with it what the hand-off took (store.Reclaim).
-	next := store.ClaimParams{Batch: min(room, max(d.cfg.ClaimBatch, d.cfg.RunLength)), Lease: d.heldLease(), Subscriptions: subs,
-		Run: d.cfg.RunLength, Exclude: d.dests.excluded(), Owner: d.heart.id(), Token: hub.NewID("lease", d.now())}
+	next := store.ClaimParams{Batch: min(room, max(c.cfg.ClaimBatch, c.cfg.RunLength)), Lease: c.heart.lapse, Subscriptions: subs,
+		Run: c.cfg.RunLength, Exclude: c.excluded(), Owner: c.heart.id(), Token: hub.NewID("lease", c.now())}
 	p.Next = &next
-	seq := d.hints.now()
+	seq := l.hints.now()
 	// Births wait until the jobs it takes are queued (placing).
-	d.placing.RLock()
+	l.placing.RLock()
 	return p, func(claimed []store.Claimed, written bool) {
 		done()
-		defer d.placing.RUnlock()
+		defer l.placing.RUnlock()
 		if !written {
-			d.hints.add(d.hints.undrained(store.SubscriptionsOf(batch)))
+			l.hints.add(l.hints.undrained(store.SubscriptionsOf(batch)))
 			return
 		}
-		q := d.q.Load()
-		if q == nil || next.Owner != d.heart.id() {
-			d.release(claimed) // taken over meanwhile, or not running
+		q := l.queue()
+		if q == nil || next.Owner != c.heart.id() {
+			l.release(claimed) // taken over meanwhile, or not running
 			return
 		}
-		d.hints.claimed(claimed, next, seq)
-		d.enqueue(q, claimed)
+		l.hints.claimed(claimed, next, seq)
+		l.enqueue(q, claimed)
 	}
 }
 
-// Written accounts for results written (res.Fenced: not written, their
+// written accounts for results written (res.Fenced: not written, their
 // lease lost) and the subscriptions auto-disable turned off.
-func (d *Dispatcher) Written(cs []store.Completion, res store.CompleteResult) {
-	d.account(cs, res.Fenced)
-	d.disabled(res.Disabled)
+func (c *completer) written(cs []store.Completion, res store.CompleteResult) {
+	c.account(cs, res.Fenced)
+	reportDisabled(c.metrics, c.log, res.Disabled)
 }
 
-// GivenUp forgets results that will not be written: the database refused
+// givenUp forgets results that will not be written: the database refused
 // one for good, or the process stops. Their jobs are still this process's
-// in the database; the lease sweep gives them back (sweepLeases).
-func (d *Dispatcher) GivenUp(cs []store.Completion) { d.forgetAll(cs) }
-
-// Unwritten is the readiness check named results (docs/operations.md,
-// "Results that cannot be written").
-func (d *Dispatcher) Unwritten(ctx context.Context) error { return d.w.Unwritten(d.cfg.Lease)(ctx) }
+// in the database; the lease sweep gives them back (maintainer.sweep).
+func (c *completer) givenUp(cs []store.Completion) { c.ledger.forgetAll(cs) }
 
 // complete writes one batch of results (claiming next as asked) and
 // accounts for them.
-func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *store.ClaimParams) (store.CompleteResult, error) {
-	res, err := d.cfg.Store.CompleteJobs(ctx, store.CompleteParams{Completions: cs, AutoDisable: d.cfg.AutoDisable, Next: next})
+func (c *completer) complete(ctx context.Context, cs []store.Completion, next *store.ClaimParams) (store.CompleteResult, error) {
+	res, err := c.store.CompleteJobs(ctx, store.CompleteParams{Completions: cs, AutoDisable: c.autoDisable, Next: next})
 	if err != nil {
 		return res, err
 	}
-	d.account(cs, res.Fenced)
-	d.disabled(res.Disabled)
+	c.written(cs, res)
 	return res, nil
 }
 
@@ -94,65 +118,62 @@ func (d *Dispatcher) complete(ctx context.Context, cs []store.Completion, next *
 // not written, their lease lost): their leases are no longer renewed,
 // the claim loop learns when the waiting ones come due, and the metrics
 // count them.
-func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
-	d.forgetAll(cs) // written (or fenced): nothing left to renew
+func (c *completer) account(cs []store.Completion, fencedIDs []string) {
+	l := c.ledger
+	l.forgetAll(cs) // written (or fenced): nothing left to renew
 	fenced := make(map[string]bool, len(fencedIDs))
 	for _, id := range fencedIDs {
 		fenced[id] = true
 	}
-	m := d.cfg.Metrics
-	now := d.now()
-	for _, c := range cs {
-		if fenced[c.JobID] {
+	m := c.metrics
+	now := c.now()
+	for _, r := range cs {
+		if fenced[r.JobID] {
 			continue
 		}
-		if c.Status == hub.JobPending {
-			d.hints.undrain([]string{c.SubscriptionID}) // it has a job again
-			if c.NextAttemptAt.After(now) {
-				d.due.add(c.NextAttemptAt) // the claim loop wakes then
+		if r.Status == hub.JobPending {
+			l.hints.undrain([]string{r.SubscriptionID}) // it has a job again
+			if r.NextAttemptAt.After(now) {
+				l.due.add(r.NextAttemptAt) // the claim loop wakes then
 			}
 		}
-		switch c.Status {
+		switch r.Status {
 		case hub.JobSucceeded:
-			m.JobsCompleted.WithLabelValues(string(c.Status), "").Inc()
+			m.JobsCompleted.WithLabelValues(string(r.Status), "").Inc()
 		case hub.JobDeadLettered:
-			m.JobsCompleted.WithLabelValues(string(c.Status), c.DeadLetterReason).Inc()
-			d.cfg.Logger.Warn("delivery dead-lettered", "job", c.JobID, "subscription", c.SubscriptionID,
-				"reason", c.DeadLetterReason, "last_error", c.LastError)
+			m.JobsCompleted.WithLabelValues(string(r.Status), r.DeadLetterReason).Inc()
+			c.log.Warn("delivery dead-lettered", "job", r.JobID, "subscription", r.SubscriptionID,
+				"reason", r.DeadLetterReason, "last_error", r.LastError)
 		}
 	}
 	if len(fencedIDs) > 0 {
 		// Not a redelivery count: whoever took the jobs over counted it
 		// when it did (docs/delivery.md, "Crashes").
 		m.CompletionsFenced.Add(float64(len(fencedIDs)))
-		d.cfg.Logger.Info("results not recorded: the job had been taken over by another process", "jobs", fencedIDs)
+		c.log.Info("results not recorded: the job had been taken over by another process", "jobs", fencedIDs)
 	}
 }
 
-// forgetAll stops renewing the leases of a batch of results.
-func (d *Dispatcher) forgetAll(cs []store.Completion) {
-	leases := make([]store.JobLease, len(cs))
-	for i, c := range cs {
-		leases[i] = c.JobLease
-	}
-	d.leases.forget(leases...)
+// HandOff, Written and GivenUp are the writer's questions and news
+// (writer.Delivery), answered by the completer.
+func (d *Dispatcher) HandOff(batch []store.Completion) (store.CompleteParams, func([]store.Claimed, bool)) {
+	return d.results.handOff(batch)
 }
 
-// observeSuccess and observeFailure record an attempt's metrics.
-func (d *Dispatcher) observeSuccess(c store.Claimed, a *hub.Attempt) {
-	m := d.cfg.Metrics
-	m.Attempts.WithLabelValues("success").Inc()
-	m.AttemptDuration.WithLabelValues("success").Observe(a.Duration.Seconds())
-	m.EndToEnd.Observe(d.now().Sub(c.Job.EnqueuedAt).Seconds())
+// Written accounts for results written (res.Fenced: not written, their
+// lease lost) and the subscriptions auto-disable turned off.
+func (d *Dispatcher) Written(cs []store.Completion, res store.CompleteResult) {
+	d.results.written(cs, res)
 }
 
-func (d *Dispatcher) observeFailure(c store.Claimed, a *hub.Attempt, err error) {
-	m := d.cfg.Metrics
-	m.Attempts.WithLabelValues("failure").Inc()
-	m.AttemptDuration.WithLabelValues("failure").Observe(a.Duration.Seconds())
-	d.cfg.Logger.Debug("delivery attempt failed", "job", c.Job.ID, "subscription", c.Job.SubscriptionID,
-		"attempt", c.Job.Attempts+1, "error", a.Error, "detail", destination.Detail(err))
-}
+// GivenUp forgets results that will not be written: the database refused
+// one for good, or the process stops. Their jobs are still this process's
+// in the database; the lease sweep gives them back.
+func (d *Dispatcher) GivenUp(cs []store.Completion) { d.results.givenUp(cs) }
+
+// Unwritten is the readiness check named results (docs/operations.md,
+// "Results that cannot be written").
+func (d *Dispatcher) Unwritten(ctx context.Context) error { return d.w.Unwritten(d.cfg.Lease)(ctx) }
 
 // handOffTargets lists the subscriptions of a batch whose next jobs may be
 // claimed at once: all but those shed by an open breaker.
@@ -172,11 +193,11 @@ func handOffTargets(batch []store.Completion) []string {
 	return out
 }
 
-// disabled accounts for subscriptions auto-disabled.
-func (d *Dispatcher) disabled(subs []store.Disabled) {
+// reportDisabled accounts for subscriptions auto-disabled.
+func reportDisabled(m *metrics.Metrics, log *slog.Logger, subs []store.Disabled) {
 	for _, s := range subs {
-		d.cfg.Metrics.AutoDisables.Inc()
-		d.cfg.Logger.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
+		m.AutoDisables.Inc()
+		log.Warn("subscription auto-disabled: its destination kept failing for the whole window (sustained and spread); "+
 			"its waiting deliveries are dead-lettered as subscription_disabled; POST /v1/subscriptions/{id}/verify re-enables it",
 			"subscription", s.SubscriptionID, "reason", s.Reason)
 	}
