@@ -66,7 +66,10 @@ func schemaOf(t *testing.T, pool *pgxpool.Pool) string {
 		SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
 			FROM information_schema.columns WHERE table_schema = current_schema() AND table_name !~ '_w[0-9]{8}$'
 		UNION ALL
-		SELECT 'index ' || indexname || ' ' || replace(indexdef, current_schema() || '.', '')
+		-- PostgreSQL names a partition's indexes itself (…_idx, …_idx1): which
+		-- gets which suffix follows the order they were made, not the schema.
+		SELECT 'index ' || regexp_replace(indexname, '_idx[0-9]+$', '_idx') || ' ' ||
+			regexp_replace(replace(indexdef, current_schema() || '.', ''), '_idx[0-9]+ ON ', '_idx ON ')
 			FROM pg_indexes WHERE schemaname = current_schema() AND tablename !~ '_w[0-9]{8}$'
 		UNION ALL
 		SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
