@@ -22,6 +22,7 @@ func TestNew_AnIncompleteConfigNamesTheField(t *testing.T) {
 		"MaxRecordBytes": func(c *ingest.Config) { c.MaxRecordBytes = 0 },
 		"MaxBatch":       func(c *ingest.Config) { c.MaxBatch = 0 },
 		"MaxBacklog":     func(c *ingest.Config) { c.MaxBacklog = 0 },
+		"FetchMaxWait":   func(c *ingest.Config) { c.FetchMaxWait = 0 },
 		"RetryMin":       func(c *ingest.Config) { c.RetryMin = 0 },
 		"RetryMax":       func(c *ingest.Config) { c.RetryMax = 0 },
 		"WriteTimeout":   func(c *ingest.Config) { c.WriteTimeout = 0 },

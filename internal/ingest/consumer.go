@@ -65,6 +65,7 @@ func (c Config) check() error {
 	config.Positive(&ch, "MaxRecordBytes", c.MaxRecordBytes)
 	config.Positive(&ch, "MaxBatch", c.MaxBatch)
 	config.Positive(&ch, "MaxBacklog", c.MaxBacklog)
+	config.Positive(&ch, "FetchMaxWait", c.FetchMaxWait)
 	config.Positive(&ch, "RetryMin", c.RetryMin)
 	config.Positive(&ch, "RetryMax", c.RetryMax)
 	config.Positive(&ch, "WriteTimeout", c.WriteTimeout)
@@ -156,6 +157,12 @@ func New(cfg Config) (*Consumer, error) {
 		kgo.OnPartitionsLost(c.lost),
 		kgo.WithLogger(kgoLogger{cfg.Logger, sec}),
 		kgo.SessionTimeout(cfg.SessionTimeout),
+		// A partition paused for its backlog (partition.push) is fetched
+		// again only after the fetch in flight to its broker returns, and
+		// a fetch of idle partitions returns after FetchMaxWait: at
+		// franz-go's 5s, one tenant's busy partition among idle ones
+		// waited that long after each resume (docs/performance.md).
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.HeartbeatInterval(min(3*time.Second, cfg.SessionTimeout/3)),
 	}
 	if cfg.InstanceID != "" {
