@@ -106,6 +106,14 @@ func (d *Dispatcher) account(cs []store.Completion, fencedIDs []string) {
 		if fenced[c.JobID] {
 			continue
 		}
+		if c.Status == hub.JobPending && c.LastError == canceledAtFence {
+			// Canceled at the fence, its job back to pending under a
+			// lease still this process's: it is sent again though the
+			// canceled request may have reached its receiver. Counted
+			// here, once its result is written; a result fenced (the job
+			// taken over meanwhile) is counted by whoever took it over.
+			m.Redeliveries.WithLabelValues("fenced").Inc()
+		}
 		if c.Status == hub.JobPending {
 			d.hints.undrain([]string{c.SubscriptionID}) // it has a job again
 			if c.NextAttemptAt.After(now) {
