@@ -18,6 +18,10 @@ const (
 	Unwritten = "unwritten"
 	// Written: a batch of results was just written.
 	Written = "written"
+	// Merged: a batch of records and answered results together (the
+	// writer's merged batch: the records' ingest, their births and the
+	// results in one transaction) is about to be written.
+	Merged = "merged"
 )
 
 // Reach marks that the process reached the named step.

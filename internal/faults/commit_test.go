@@ -22,8 +22,9 @@ import (
 // both ingests and delivers (docs/architecture.md, "The writer")
 // at each of its steps, on PostgreSQL with real processes: kill -9 right
 // after an ingest commit whose born jobs are still in memory, during
-// attempts, with answered results not yet written, right after a batch of
-// results was written, of one of three replicas, and PostgreSQL backends
+// attempts, with answered results not yet written, with a merged batch of
+// records and results not yet written, right after a batch of results was
+// written, of one of three replicas, and PostgreSQL backends
 // terminated while results are written behind. Each checks the protocol's
 // invariants:
 //
@@ -305,6 +306,17 @@ func TestCommitKillDuringAttempts(t *testing.T) {
 func TestCommitKillWithUnwrittenResults(t *testing.T) {
 	crashAndRestart(t, crashCase{name: "kill -9 with answered results unwritten (crash point unwritten:120); restart",
 		crashAt: "unwritten:120", delay: 100 * time.Millisecond, events: 480, rate: 60, unwritten: true})
+}
+
+// kill -9 with a merged batch in hand (steps 1 and 5 at once): the 40th
+// batch that carries both records (their ingest and born jobs) and
+// answered results kills the process before its transaction. Neither is
+// written: the records are consumed again from the last committed
+// offsets, and the answered jobs, still leased, are recovered and sent
+// again.
+func TestCommitKillWithAMergedBatchInFlight(t *testing.T) {
+	crashAndRestart(t, crashCase{name: "kill -9 with a merged batch of records and results unwritten (crash point merged:40); restart",
+		crashAt: "merged:40", delay: 100 * time.Millisecond, events: 480, rate: 60, unwritten: true})
 }
 
 // kill -9 right after a batch of results was written (step 6), before the
