@@ -497,3 +497,32 @@ func TestCommitLeasesKeptWhileTheFirstPartitionPassRuns(t *testing.T) {
 			got.duplicated, redelivered, fenced)
 	}
 }
+
+// The answer of a merged batch's COMMIT lost (records, their births and
+// answered results committed; the connection gone before the writer
+// heard): the 40th merged batch committed loses its answer
+// (STREAMING_HUB_CRASH_AT=lostcommit:40), the process lives on. The writer
+// finds what the batch leased by its tokens, asks which results were
+// written after all, and writes its records again, deduplicated: nothing
+// is lost, sent twice, refused as a duplicate or overtaken.
+func TestCommitAnswerOfAMergedBatchLost(t *testing.T) {
+	w, db := newCommitWorld(t, 100*time.Millisecond)
+	p := w.start("STREAMING_HUB_CRASH_AT=lostcommit:40")
+	var ids []string
+	produced := make(chan struct{})
+	go func() { ids = w.produce(480, 60); close(produced) }()
+	const line = "crashpoint lostcommit reached (40): answer lost"
+	w.waitFor("the 40th merged batch's answer lost", func() bool { return strings.Contains(p.logs.String(), line) })
+	<-produced
+	got := w.commitCheck("the answer of a merged batch's COMMIT lost (crash point lostcommit:40), the process lives on", ids, db)
+	writes := failedWrites(p.logs)
+	redelivered, fenced := metric(t, p, unwrittenSeries), metric(t, p, fencedSeries)
+	fmt.Printf("   %s\n   redeliveries unwritten_result %v, fenced %v; duplicates %d\n", writes, redelivered, fenced, got.duplicated)
+	if got.duplicated > 0 || redelivered > 0 || fenced > 0 {
+		t.Errorf("a lost answer made %d events received twice (%v, %v redeliveries counted): what it committed is found, not sent again",
+			got.duplicated, redelivered, fenced)
+	}
+	if writes.duplicates > 0 {
+		t.Errorf("%d lines with a duplicate key (SQLSTATE 23505), e.g. %s", writes.duplicates, writes.duplicateLine)
+	}
+}
