@@ -6,7 +6,7 @@
 //
 // With the tag, STREAMING_HUB_CRASH_AT=NAME[:N] makes the N-th (default
 // first) Reach(NAME) write one line to stderr and send the process
-// SIGKILL.
+// SIGKILL, or the N-th Lose(NAME) write one line and report true.
 package crashpoint
 
 // The named steps.
@@ -18,7 +18,20 @@ const (
 	Unwritten = "unwritten"
 	// Written: a batch of results was just written.
 	Written = "written"
+	// Merged: a batch of records and answered results together (the
+	// writer's merged batch: the records' ingest, their births and the
+	// results in one transaction) is about to be written.
+	Merged = "merged"
+	// LostCommit: a merged batch was committed; at this step the process
+	// is not killed, the COMMIT's answer is lost instead (Lose).
+	LostCommit = "lostcommit"
 )
 
 // Reach marks that the process reached the named step.
 func Reach(name string) { reach(name) }
+
+// Lose reports whether the answer of the named step is to be lost here:
+// with the tag, true at the N-th Lose(NAME) of STREAMING_HUB_CRASH_AT=NAME[:N]
+// (the caller then drops its connection and returns an error, as when the
+// answer of a COMMIT that went through is cut off); never kills.
+func Lose(name string) bool { return lose(name) }

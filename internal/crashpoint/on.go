@@ -19,7 +19,9 @@ var (
 	seen  int
 )
 
-func reach(name string) {
+// hit counts a reach of name and reports whether it is the one
+// STREAMING_HUB_CRASH_AT names.
+func hit(name string) bool {
 	once.Do(func() {
 		spec := os.Getenv("STREAMING_HUB_CRASH_AT")
 		n := 1
@@ -32,15 +34,26 @@ func reach(name string) {
 		at, after = spec, n
 	})
 	if at == "" || name != at {
-		return
+		return false
 	}
 	mu.Lock()
+	defer mu.Unlock()
 	seen++
-	hit := seen == after
-	mu.Unlock()
-	if hit {
+	return seen == after
+}
+
+func reach(name string) {
+	if hit(name) {
 		fmt.Fprintf(os.Stderr, "crashpoint %s reached (%d): SIGKILL\n", name, after)
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
+}
+
+func lose(name string) bool {
+	if hit(name) {
+		fmt.Fprintf(os.Stderr, "crashpoint %s reached (%d): answer lost\n", name, after)
+		return true
+	}
+	return false
 }

@@ -191,6 +191,11 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 	return out
 }
 
+// canceledAtFence is the error of an attempt canceled at the heartbeat's
+// fence: its job's last_error until it is sent again, and what tells the
+// writer's accounting (account) to count its redelivery.
+const canceledAtFence = "canceled: this process could not renew its heartbeat in time (docs/delivery.md, crashes)"
+
 // canceled is the outcome of an attempt this process canceled because it
 // could not renew its heartbeat: the request may have reached the
 // receiver, so it is logged; the job is due again at once (whoever holds
@@ -198,7 +203,7 @@ func (d *Dispatcher) await(a *attempt) store.Completion {
 // learned of it.
 func (d *Dispatcher) canceled(a *attempt, res destination.Result) store.Completion {
 	a.rec.Duration, a.rec.RequestHeaders = a.transformed+res.Duration, res.Sent
-	a.rec.Error = "canceled: this process could not renew its heartbeat in time (docs/delivery.md, crashes)"
+	a.rec.Error = canceledAtFence
 	endAttempt(a.span, 0, res.Err)
 	out := a.out
 	out.Status, out.NextAttemptAt, out.LastError = hub.JobPending, time.Time{}, a.rec.Error

@@ -291,14 +291,22 @@ func (h *host) startParked(dest string, share int, now time.Time) (start []parke
 }
 
 // observe tells dest's limit what one attempt of a run said, the run
-// keeping its slot for its next attempt.
-func (ds *hosts) observe(dest string, o concurrency.Outcome, rtt time.Duration) {
+// keeping its slot for its next attempt. An answer may have raised the
+// limit: like leave, it returns the units parked there that now start
+// (their slots taken) and the subscriptions of refused tenants that now
+// have room there. Without it, work parked behind runs (an ordered
+// subscription's jobs, attempted one after the other under one slot)
+// waited for a whole run to end, however much the limit grew meanwhile.
+func (ds *hosts) observe(dest string, o concurrency.Outcome, rtt time.Duration) (start []parkedUnit, freed []string) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if h := ds.m[dest]; h != nil {
-		h.lim.Release(o, rtt)
-		h.lim.Acquire()
+	h := ds.m[dest]
+	if h == nil {
+		return nil, nil
 	}
+	h.lim.Release(o, rtt)
+	h.lim.Acquire()
+	return h.roomMade(dest, ds.now())
 }
 
 // leave gives back one of tenant's slots at dest, with what its last
@@ -323,6 +331,16 @@ func (ds *hosts) leave(dest, tenant string, o concurrency.Outcome, rtt time.Dura
 			delete(h.busy, tenant)
 		}
 	}
+	start, freed = h.roomMade(dest, now)
+	if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 && len(h.ring) == 0 {
+		delete(ds.m, dest)
+	}
+	return start, freed
+}
+
+// roomMade starts the parked units that fit now and frees the refused
+// tenants with room and nothing parked: an attempt ended, or a limit grew.
+func (h *host) roomMade(dest string, now time.Time) (start []parkedUnit, freed []string) {
 	h.prune(now)
 	start = h.startParked(dest, h.limit(), now)
 	for id, t := range h.waiting {
@@ -332,9 +350,6 @@ func (ds *hosts) leave(dest, tenant string, o concurrency.Outcome, rtt time.Dura
 			}
 			delete(h.waiting, id)
 		}
-	}
-	if h.total == 0 && len(h.waiting) == 0 && len(h.tenants) == 0 && len(h.ring) == 0 {
-		delete(ds.m, dest)
 	}
 	return start, freed
 }

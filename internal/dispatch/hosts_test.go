@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lerianstudio/streaming-hub/internal/dispatch/concurrency"
+	"github.com/lerianstudio/streaming-hub/internal/store"
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 )
 
@@ -121,6 +122,43 @@ func TestFairShare_EveryTenantGetsOneWithinTheCeiling(t *testing.T) {
 	}
 	if _, freed := ds.leave(shared, "hog", concurrency.Success, time.Millisecond); len(freed) == 0 {
 		t.Fatal("below the ceiling again, nobody was freed")
+	}
+}
+
+// Work parked behind runs starts as soon as an answer makes room, not
+// when a run ends: ordered subscriptions' runs each keep their slot from
+// one job to the next, and an ordered subscription parked while the
+// host's limit was low (a process just started, or that just took a dead
+// one's jobs over) waited for a whole run, 64 jobs, however much the limit
+// grew meanwhile (seen in the fault suite: 12 s after a kill -9, 200 ms
+// receivers; docs/delivery.md, "One receiver host": parked work "starts as
+// soon as an attempt to that host answers").
+func TestFairShare_WorkParkedBehindRunsStartsWhenTheLimitGrows(t *testing.T) {
+	clock := testkit.NewClock()
+	ds := fixedHosts(1, clock.Now)
+	// Three ordered subscriptions of three tenants; a limit of 1 lets two
+	// in (twice the share), the third is parked.
+	for _, tenant := range []string{"a", "b"} {
+		if !ds.admit(shared, tenant, "sub_"+tenant, 1) {
+			t.Fatalf("tenant %s refused", tenant)
+		}
+	}
+	if ds.admit(shared, "c", "sub_c", 1) {
+		t.Fatal("a third run was let in beyond twice a share of 1")
+	}
+	parked := unit{first: store.Claimed{Job: hub.Job{ID: "job_c", TenantID: "c", SubscriptionID: "sub_c"}}}
+	ds.park(shared, "c", parked)
+	// An answer of a's run, its next job to come, with the limit as it was:
+	// nothing starts.
+	if start, _ := ds.observe(shared, concurrency.Success, time.Millisecond); len(start) != 0 {
+		t.Fatalf("started %d units with no room made", len(start))
+	}
+	// The limit grew (the adaptive limiter's windows); the next answer of
+	// a run that keeps its slot starts the parked unit.
+	ds.m[shared].fixed = 4
+	start, _ := ds.observe(shared, concurrency.Success, time.Millisecond)
+	if len(start) != 1 || start[0].u.first.Job.ID != "job_c" || start[0].tenant != "c" {
+		t.Fatalf("after the limit grew, an answer started %+v, want the unit parked by c", start)
 	}
 }
 

@@ -90,6 +90,38 @@ func (d *Dispatcher) start(ctx context.Context, u unit, flying *sync.WaitGroup) 
 	d.launch(ctx, u, dest, tenant, address, flying)
 }
 
+// roomMade returns what launches the units parked at a destination that
+// now start (hosts.leave, hosts.observe) and hands the subscriptions freed
+// there back to claims. held: the caller keeps a slot of the in-flight
+// set (a run going on), so each unit waits for its own slot in a goroutine
+// of its own: runs that all wait for a slot while holding one would never
+// get it.
+func (d *Dispatcher) roomMade(ctx context.Context, flying *sync.WaitGroup, held bool) func([]parkedUnit, []string) {
+	return func(start []parkedUnit, freed []string) {
+		if len(freed) > 0 {
+			d.ledger.hints.add(freed) // no longer excluded from claims
+		}
+		for _, p := range start {
+			if d.gate.isStopping() || !d.heart.alive() {
+				// Not started after all: given back with the rest
+				// parked, when the stop ends (or dropped, when taken
+				// over).
+				d.dests.repark(p)
+				continue
+			}
+			if !held {
+				d.launch(ctx, p.u, p.dest, p.tenant, p.u.first.Subscription.Destination.Address(), flying)
+				continue
+			}
+			flying.Add(1)
+			go func() {
+				defer flying.Done()
+				d.launch(ctx, p.u, p.dest, p.tenant, p.u.first.Subscription.Destination.Address(), flying)
+			}()
+		}
+	}
+}
+
 // launch sends the first request of a unit admitted at its destination
 // and waits for its answers in a goroutine of its own.
 func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address string, flying *sync.WaitGroup) {
@@ -101,20 +133,7 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 		defer flying.Done()
 		defer func() {
 			<-d.slots
-			start, freed := d.dests.leave(dest, tenant, a.outcome, a.rtt)
-			if len(freed) > 0 {
-				d.ledger.hints.add(freed) // no longer excluded from claims
-			}
-			for _, p := range start {
-				if d.gate.isStopping() || !d.heart.alive() {
-					// Not started after all: given back with the rest
-					// parked, when the stop ends (or dropped, when taken
-					// over).
-					d.dests.repark(p)
-					continue
-				}
-				d.launch(ctx, p.u, p.dest, p.tenant, p.u.first.Subscription.Destination.Address(), flying)
-			}
+			d.roomMade(ctx, flying, false)(d.dests.leave(dest, tenant, a.outcome, a.rtt))
 		}()
 		for {
 			// The result is written behind, in a batch: the next job of a
@@ -148,8 +167,9 @@ func (d *Dispatcher) launch(ctx context.Context, u unit, dest, tenant, address s
 			if !ok {
 				return
 			}
-			// The run keeps its slot; the host's limit hears this answer.
-			d.dests.observe(dest, a.outcome, a.rtt)
+			// The run keeps its slot; the host's limit hears this answer,
+			// and work parked there starts if it grew.
+			d.roomMade(ctx, flying, true)(d.dests.observe(dest, a.outcome, a.rtt))
 			a = d.prepare(ctx, next, address)
 		}
 	}()

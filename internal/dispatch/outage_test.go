@@ -170,3 +170,62 @@ func TestOutage_AnAnsweredJobIsNeverAttemptedAgain(t *testing.T) {
 		}
 	})
 }
+
+// The database goes away while an attempt is under way, and stays away
+// past the heartbeat's fence: the process cancels the attempt, whose
+// request had reached the receiver. When the database is back the job,
+// still this process's, is sent again, and that re-send is counted once,
+// in streaming_hub_redeliveries_total{reason="fenced"}, by this process
+// (docs/operations.md, "What a crash, a freeze and an outage cost"): the
+// redeliveries counted equal the re-sends.
+func TestOutage_AnAttemptCanceledAtTheFenceIsCountedWhenSentAgain(t *testing.T) {
+	testkit.Long(t)
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		const lease = time.Second
+		var o *outageStore
+		var r *rig
+		r = newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
+			o = &outageStore{Store: c.Store}
+			c.Store = o
+			c.Lease = lease
+			c.MaintenanceInterval = 5 * time.Millisecond
+		}})
+		fenced := func() bool { return testutil.ToFloat64(r.metrics.HeartbeatFences) >= 1 }
+		r.sink.script(func(n int, _ *http.Request) (int, http.Header, string) {
+			if n == 1 {
+				// The first request reached the receiver; the database
+				// goes away and the receiver holds its answer until the
+				// process has stopped attempting.
+				o.set(true)
+				deadline := time.Now().Add(30 * time.Second)
+				for !fenced() && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			return 200, nil, "ok"
+		})
+		r.publish(event("acme", "evt-1"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.d.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		testkit.WaitFor(t, "the process fenced itself for lack of a heartbeat", fenced)
+		o.set(false)
+		testkit.WaitFor(t, "the job delivered again", func() bool {
+			j, _ := r.onlyJob()
+			return j.Status == hub.JobSucceeded
+		})
+		if n := len(r.sink.got()); n != 2 {
+			t.Fatalf("the receiver got %d requests, want the canceled one and its re-send", n)
+		}
+		if n := testutil.ToFloat64(r.metrics.Redeliveries.WithLabelValues("fenced")); n != 1 {
+			t.Errorf("%v redeliveries counted (fenced) for one re-send", n)
+		}
+		if n := testutil.ToFloat64(r.metrics.Redeliveries.WithLabelValues("unwritten_result")); n != 0 {
+			t.Errorf("%v redeliveries counted (unwritten_result): nobody took the job over", n)
+		}
+	})
+}

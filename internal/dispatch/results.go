@@ -131,6 +131,14 @@ func (c *completer) account(cs []store.Completion, fencedIDs []string) {
 		if fenced[r.JobID] {
 			continue
 		}
+		if r.Status == hub.JobPending && r.LastError == canceledAtFence {
+			// Canceled at the fence, its job back to pending under a
+			// lease still this process's: it is sent again though the
+			// canceled request may have reached its receiver. Counted
+			// here, once its result is written; a result fenced (the job
+			// taken over meanwhile) is counted by whoever took it over.
+			m.Redeliveries.WithLabelValues("fenced").Inc()
+		}
 		if r.Status == hub.JobPending {
 			l.hints.undrain([]string{r.SubscriptionID}) // it has a job again
 			if r.NextAttemptAt.After(now) {

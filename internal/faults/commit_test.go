@@ -22,8 +22,9 @@ import (
 // both ingests and delivers (docs/architecture.md, "The writer")
 // at each of its steps, on PostgreSQL with real processes: kill -9 right
 // after an ingest commit whose born jobs are still in memory, during
-// attempts, with answered results not yet written, right after a batch of
-// results was written, of one of three replicas, and PostgreSQL backends
+// attempts, with answered results not yet written, with a merged batch of
+// records and results not yet written, right after a batch of results was
+// written, of one of three replicas, and PostgreSQL backends
 // terminated while results are written behind. Each checks the protocol's
 // invariants:
 //
@@ -307,6 +308,17 @@ func TestCommitKillWithUnwrittenResults(t *testing.T) {
 		crashAt: "unwritten:120", delay: 100 * time.Millisecond, events: 480, rate: 60, unwritten: true})
 }
 
+// kill -9 with a merged batch in hand (steps 1 and 5 at once): the 40th
+// batch that carries both records (their ingest and born jobs) and
+// answered results kills the process before its transaction. Neither is
+// written: the records are consumed again from the last committed
+// offsets, and the answered jobs, still leased, are recovered and sent
+// again.
+func TestCommitKillWithAMergedBatchInFlight(t *testing.T) {
+	crashAndRestart(t, crashCase{name: "kill -9 with a merged batch of records and results unwritten (crash point merged:40); restart",
+		crashAt: "merged:40", delay: 100 * time.Millisecond, events: 480, rate: 60, unwritten: true})
+}
+
 // kill -9 right after a batch of results was written (step 6), before the
 // jobs the same transaction claimed were queued: the 120th batch written
 // kills the process.
@@ -483,5 +495,34 @@ func TestCommitLeasesKeptWhileTheFirstPartitionPassRuns(t *testing.T) {
 	if got.duplicated > 0 || redelivered > 0 || fenced > 0 {
 		t.Errorf("with no process killed and the database up, %d events were received twice, %v jobs recovered from a live process's lapsed lease (unwritten_result) and %v results fenced",
 			got.duplicated, redelivered, fenced)
+	}
+}
+
+// The answer of a merged batch's COMMIT lost (records, their births and
+// answered results committed; the connection gone before the writer
+// heard): the 40th merged batch committed loses its answer
+// (STREAMING_HUB_CRASH_AT=lostcommit:40), the process lives on. The writer
+// finds what the batch leased by its tokens, asks which results were
+// written after all, and writes its records again, deduplicated: nothing
+// is lost, sent twice, refused as a duplicate or overtaken.
+func TestCommitAnswerOfAMergedBatchLost(t *testing.T) {
+	w, db := newCommitWorld(t, 100*time.Millisecond)
+	p := w.start("STREAMING_HUB_CRASH_AT=lostcommit:40")
+	var ids []string
+	produced := make(chan struct{})
+	go func() { ids = w.produce(480, 60); close(produced) }()
+	const line = "crashpoint lostcommit reached (40): answer lost"
+	w.waitFor("the 40th merged batch's answer lost", func() bool { return strings.Contains(p.logs.String(), line) })
+	<-produced
+	got := w.commitCheck("the answer of a merged batch's COMMIT lost (crash point lostcommit:40), the process lives on", ids, db)
+	writes := failedWrites(p.logs)
+	redelivered, fenced := metric(t, p, unwrittenSeries), metric(t, p, fencedSeries)
+	fmt.Printf("   %s\n   redeliveries unwritten_result %v, fenced %v; duplicates %d\n", writes, redelivered, fenced, got.duplicated)
+	if got.duplicated > 0 || redelivered > 0 || fenced > 0 {
+		t.Errorf("a lost answer made %d events received twice (%v, %v redeliveries counted): what it committed is found, not sent again",
+			got.duplicated, redelivered, fenced)
+	}
+	if writes.duplicates > 0 {
+		t.Errorf("%d lines with a duplicate key (SQLSTATE 23505), e.g. %s", writes.duplicates, writes.duplicateLine)
 	}
 }

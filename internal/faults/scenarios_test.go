@@ -398,6 +398,9 @@ func TestLeaseShorterThanTheDeliveryTimeout(t *testing.T) {
 	if got.duplicated > 0 || got.overlaps > 0 {
 		t.Errorf("%d duplicates, %d overlaps: an attempt slower than its lease was recovered beside itself", got.duplicated, got.overlaps)
 	}
+	// The last answers' results are written behind: the jobs are read
+	// once none is waiting or in flight.
+	w.waitQuiet()
 	ctx := context.Background()
 	for _, tenant := range w.tenants {
 		subs, _ := w.db.ListSubscriptions(ctx, store.ListSubscriptionsParams{TenantID: tenant, Limit: 10})

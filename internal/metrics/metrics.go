@@ -173,7 +173,7 @@ func New() *Metrics {
 		}),
 		Redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "streaming_hub_redeliveries_total",
-			Help: "Jobs sent again although an earlier attempt may have reached the receiver, counted once, by the process that takes them over: unwritten_result (their process stopped, or lost its database past its heartbeat, before their result was written).",
+			Help: "Jobs sent again although an earlier attempt may have reached the receiver, counted once, by the process that takes them over: unwritten_result (their process stopped, or lost its database past its heartbeat, before their result was written), fenced (an attempt canceled when its process could not renew its heartbeat in time, counted by that process once it writes the job back).",
 		}, []string{"reason"}),
 		CompletionsFenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streaming_hub_completions_fenced_total",

@@ -132,6 +132,9 @@ func (w *Writer) write(ctx context.Context, b batch) {
 	}
 	if len(b.results) > 0 {
 		crashpoint.Reach(crashpoint.Unwritten) // answered, not yet written
+		if len(b.records) > 0 {
+			crashpoint.Reach(crashpoint.Merged) // records and results in one transaction
+		}
 	}
 	start := time.Now()
 	res, err := w.try(p)

@@ -64,7 +64,7 @@ func (h *Hosts) Get(host string, ceiling int) *Limiter {
 		if l = h.m[host]; l == nil {
 			l = NewLimiter(ceiling, h.now)
 			if h.initial > 1 {
-				l.limit = min(h.initial, l.ceiling)
+				l.limit, l.initial = min(h.initial, l.ceiling), h.initial
 			}
 			l.host, l.onChange = host, h.onChange
 			h.m[host] = l

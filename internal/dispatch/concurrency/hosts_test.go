@@ -30,6 +30,33 @@ func TestHosts_CreatesOneLimiterPerHostOnFirstUse(t *testing.T) {
 	}
 }
 
+// A new host found by an ordered subscription (max_in_flight 1) has a
+// ceiling of 1 at first, which grows as its other subscriptions send
+// there: its limit starts at the initial one, or its ceiling if lower
+// (docs/delivery.md), not at 1. (Seen in the fault suite: eight ordered
+// subscriptions to one receiver, a process restarted after a kill -9
+// started them over a second at limits 1, 2, 3, 4.)
+func TestHosts_ANewHostStartsAtTheInitialLimitAsItsCeilingGrows(t *testing.T) {
+	clock := testkit.NewClock()
+	h := NewHosts(clock.Now, nil)
+	h.SetInitial(8)
+	const host = "http://receiver.example:8080"
+	for i, want := range []int{1, 2, 3, 8, 8} {
+		if got := h.Get(host, []int{1, 2, 3, 8, 20}[i]).Limit(); got != want {
+			t.Fatalf("step %d: limit %d, want %d", i, got, want)
+		}
+	}
+	// Once the limit changed for a reason of its own (here a lower
+	// ceiling), a higher ceiling lets it grow only as answers allow.
+	l := h.Get(host, 2)
+	if got := l.Limit(); got != 2 {
+		t.Fatalf("a ceiling of 2 left the limit at %d", got)
+	}
+	if got := h.Get(host, 20).Limit(); got != 2 {
+		t.Fatalf("after a cut, a higher ceiling raised the limit to %d at once", got)
+	}
+}
+
 func TestHosts_GetSetsTheCeilingAndReportsTheCut(t *testing.T) {
 	clock := testkit.NewClock()
 	var changes []Change

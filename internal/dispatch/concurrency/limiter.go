@@ -89,6 +89,7 @@ const (
 	BackPressure Reason = "the receiver answered with back-pressure"
 	Slowed       Reason = "latency above twice its best"
 	Capped       Reason = "the ceiling was lowered"
+	Started      Reason = "a new host's ceiling grew: it starts at the initial limit, or its ceiling if lower"
 )
 
 // Change is one change of a host's limit, handed to the OnChange function
@@ -147,6 +148,7 @@ type Limiter struct {
 	mu       sync.Mutex
 	limit    int
 	ceiling  int
+	initial  int // where a new host's limit starts (at most its ceiling): Hosts.SetInitial
 	inFlight int
 	lastUsed time.Time // the last acquire, release or lookup (Hosts forgets idle ones)
 	changed  time.Time // the last change of the limit
@@ -418,6 +420,17 @@ func (l *Limiter) SetCeiling(n int) {
 // setCeiling is SetCeiling with l.mu held and the time given.
 func (l *Limiter) setCeiling(n int, now time.Time) Change {
 	l.ceiling = max(1, n)
+	if l.limit < min(l.initial, l.ceiling) && l.changed.IsZero() && l.best == 0 {
+		// A new host's ceiling is first the max_in_flight of the one
+		// subscription that found it, and grows as its others send
+		// there: until anything was measured its limit is the initial
+		// one, or its ceiling if lower (docs/delivery.md), not the
+		// first subscription's 1.
+		from := l.limit
+		l.limit = min(l.initial, l.ceiling)
+		l.restart(now)
+		return l.change(from, Started)
+	}
 	if l.limit <= l.ceiling {
 		return Change{}
 	}

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lerianstudio/streaming-hub/internal/crashpoint"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -138,6 +140,12 @@ func (db *DB) Write(ctx context.Context, p store.WriteParams) (_ store.WriteResu
 		}
 	}
 
+	if len(p.Ingest.Events) > 0 && len(cs) > 0 && crashpoint.Lose(crashpoint.LostCommit) {
+		// The fault suite: the merged batch's COMMIT went through, its
+		// answer is lost with the connection.
+		conn.Conn().Close(ctx)
+		return store.WriteResult{}, errLostCommit
+	}
 	if len(m.jobs) > 0 {
 		if offer == nil {
 			db.wakes.Notify(m.subs) // the transaction told the other processes
@@ -149,6 +157,10 @@ func (db *DB) Write(ctx context.Context, p store.WriteParams) (_ store.WriteResu
 	}
 	return res, nil
 }
+
+// errLostCommit is the error of a COMMIT whose answer the fault suite cut
+// off (crashpoint.LostCommit): the connection's, as pgx reports it.
+var errLostCommit = errors.New("crashpoint lostcommit: unexpected EOF")
 
 // union is a and b, once each, sorted.
 func union(a, b []string) []string {
