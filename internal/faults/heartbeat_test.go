@@ -475,8 +475,13 @@ func (w *world) heldBy(db *pgxpool.Pool, name string) int {
 // an error), and the metric equals what the database recorded.
 func (w *world) checkResends(db *pgxpool.Pool, got tally, counted float64) (uncountedRun int) {
 	w.t.Helper()
-	rows, err := db.Query(context.Background(), `SELECT j.tenant_id, j.event_id, j.event_sequence, j.recoveries + (SELECT count(*)
-		FROM delivery_attempts a WHERE a.job_id = j.id AND a.error LIKE 'canceled: this process could not renew its heartbeat%')
+	// A job's redeliveries in the database: its recoveries, or its attempts
+	// canceled at a fence, whichever is more. An attempt is logged even
+	// when its result is fenced (the request was sent): the attempt a
+	// frozen process canceled on waking is logged beside the recovery of
+	// the process that took its job over, one redelivery counted once.
+	rows, err := db.Query(context.Background(), `SELECT j.tenant_id, j.event_id, j.event_sequence, greatest(j.recoveries, (SELECT count(*)
+		FROM delivery_attempts a WHERE a.job_id = j.id AND a.error LIKE 'canceled: this process could not renew its heartbeat%'))
 		FROM delivery_jobs j`)
 	if err != nil {
 		w.t.Fatal(err)

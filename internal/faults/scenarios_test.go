@@ -387,14 +387,18 @@ func TestHungReceiversBesideHealthyOnes(t *testing.T) {
 
 // A lease shorter than the delivery timeout, with a receiver slower than
 // the lease: the leases are renewed while the attempts wait, so no attempt
-// is recovered beside itself, sent twice, or counted toward poison.
+// is recovered beside itself, sent twice, or counted toward poison. (A
+// lease of 3 s: its fence falls 1.8 s after the last renewal that went
+// through. With 1 s, 0.6 s without a renewal on a loaded CI machine fenced
+// the process, which canceled its attempts and sent them again, rightly,
+// while the receiver still held the first requests.)
 func TestLeaseShorterThanTheDeliveryTimeout(t *testing.T) {
 	w := newWorld(t, 4, 2, 0)
-	w.sink.delay = 2500 * time.Millisecond
-	w.start("STREAMING_HUB_DISPATCH_LEASE=1s", "STREAMING_HUB_DELIVERY_TIMEOUT=15s")
-	ids := w.produce(24, 100)
+	w.sink.delay = 4 * time.Second
+	w.start("STREAMING_HUB_DISPATCH_LEASE=3s", "STREAMING_HUB_DELIVERY_TIMEOUT=15s")
+	ids := w.produce(12, 100)
 	got := w.waitDelivered(ids)
-	w.report("1 s lease, 15 s timeout, a receiver answering in 2.5 s", got)
+	w.report("3 s lease, 15 s timeout, a receiver answering in 4 s", got)
 	if got.duplicated > 0 || got.overlaps > 0 {
 		t.Errorf("%d duplicates, %d overlaps: an attempt slower than its lease was recovered beside itself", got.duplicated, got.overlaps)
 	}
