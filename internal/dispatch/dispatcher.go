@@ -134,10 +134,6 @@ type Dispatcher struct {
 
 	// gate fences claims off once the stop begins.
 	gate *stopGate
-
-	// after is the clock's timer for retry waits (time.After unless a
-	// test replaces it).
-	after func(time.Duration) <-chan time.Time
 }
 
 // New returns a dispatcher; Run starts it.
@@ -164,8 +160,8 @@ func New(cfg Config) (*Dispatcher, error) {
 				"latency", c.Latency, "best", c.Best)
 		}),
 		heart: newHeart(cfg.Lease, hub.NewID("disp", cfg.Now())),
-		gate:  newStopGate(), after: time.After,
-		w: cfg.Writer}
+		gate:  newStopGate(),
+		w:     cfg.Writer}
 	if d.w == nil {
 		w, err := writer.New(writer.Config{FlushSize: cfg.FlushSize, FlushInterval: cfg.FlushInterval,
 			StatsInterval: cfg.StatsFlushInterval, Store: cfg.Store, Metrics: cfg.Metrics, Logger: cfg.Logger, Now: cfg.Now})
@@ -250,17 +246,6 @@ func (g *stopGate) mayClaim() (done func(), ok bool) {
 		return nil, false
 	}
 	return g.mu.RUnlock, true
-}
-
-// sleep waits for wait on the dispatcher's clock; it returns false if ctx
-// ends first.
-func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-d.after(wait):
-		return true
-	}
 }
 
 // Wake tells an idle dispatcher new jobs may exist anywhere: it claims
