@@ -184,7 +184,12 @@ func (c *claimer) waitForWork() {
 }
 
 // reclaim finds what a claim whose answer was lost took after all
-// (store.Reclaim), trying until the database answers or ctx ends.
+// (store.Reclaim), trying until the database answers, ctx ends or the
+// stop begins. A stopping process gives up: it places nothing more, so no
+// later job can pass what the lost claim took, and those jobs, under this
+// process's name, are taken over once its heartbeat ends. Waiting on
+// would hold Stop (it waits for the claims in progress) for as long as
+// the database stays away.
 func (c *claimer) reclaim(ctx context.Context, token string) []store.Claimed {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -199,7 +204,12 @@ func (c *claimer) reclaim(ctx context.Context, token string) []store.Claimed {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.gate.stopping:
+			c.log.Warn("stopping before finding what a claim whose answer was lost took: its jobs, if any, "+
+				"are taken over once this process's heartbeat ends", "err", err)
+			return nil
 		case <-time.After(wait):
+			c.log.Warn("finding what a claim whose answer was lost took failed; retrying", "err", err)
 		}
 	}
 }

@@ -21,9 +21,10 @@ import (
 // counts the maintenance passes made while the database answers.
 type outageStore struct {
 	dispatch.Store
-	mu     sync.Mutex
-	down   bool
-	passes int // maintenance passes that reached the database
+	mu       sync.Mutex
+	down     bool
+	passes   int // maintenance passes that reached the database
+	reclaims int // Reclaim calls made while the database was away
 }
 
 var errUnreachable = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
@@ -51,6 +52,25 @@ func (o *outageStore) ClaimJobs(ctx context.Context, p store.ClaimParams) ([]sto
 		return nil, errUnreachable
 	}
 	return o.Store.ClaimJobs(ctx, p)
+}
+
+func (o *outageStore) Reclaim(ctx context.Context, token string) ([]store.Claimed, error) {
+	o.mu.Lock()
+	down := o.down
+	if down {
+		o.reclaims++
+	}
+	o.mu.Unlock()
+	if down {
+		return nil, errUnreachable
+	}
+	return o.Store.Reclaim(ctx, token)
+}
+
+func (o *outageStore) failedReclaims() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reclaims
 }
 
 func (o *outageStore) Write(ctx context.Context, p store.WriteParams) (store.WriteResult, error) {

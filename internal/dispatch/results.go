@@ -179,6 +179,10 @@ func (d *Dispatcher) Written(cs []store.Completion, res store.CompleteResult) {
 // in the database; the lease sweep gives them back.
 func (d *Dispatcher) GivenUp(cs []store.Completion) { d.results.givenUp(cs) }
 
+// Stopping is closed once Stop begins: the writer then stops looking for
+// what a failed batch leased (Stop waits for a hand-off in progress).
+func (d *Dispatcher) Stopping() <-chan struct{} { return d.gate.stopping }
+
 // Unwritten is the readiness check named results (docs/operations.md,
 // "Results that cannot be written").
 func (d *Dispatcher) Unwritten(ctx context.Context) error { return d.w.Unwritten(d.cfg.Lease)(ctx) }

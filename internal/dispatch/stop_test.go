@@ -160,3 +160,37 @@ func TestRun_ResultRetriesEndWithTheContext(t *testing.T) {
 		}
 	})
 }
+
+// A claim whose answer was lost is looked for again (store.Reclaim) while
+// the database is away, but not past the stop: Stop returns though the
+// database never comes back (a shutdown is not held by it), and Run
+// returns once its context ends.
+func TestStop_ReturnsWhileTheDatabaseStaysAway(t *testing.T) {
+	testkit.EachDriver(t, func(t *testing.T, d testkit.Driver) {
+		var o *outageStore
+		r := newRig(t, d, rigOptions{cfg: func(c *dispatch.Config) {
+			o = &outageStore{Store: c.Store}
+			c.Store, c.IdleInterval = o, time.Millisecond // the claim loop polls all the time
+		}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- r.d.Run(ctx) }()
+		r.publish(event("acme", "evt-1"))
+		testkit.WaitFor(t, "the hub delivering", func() bool { return len(r.sink.got()) == 1 })
+		o.set(true)
+		testkit.WaitFor(t, "a lost claim looked for again", func() bool { return o.failedReclaims() >= 2 })
+
+		sctx, scancel := context.WithTimeout(context.Background(), testkit.Patience)
+		defer scancel()
+		if err := r.d.Stop(sctx); err != nil {
+			t.Fatalf("Stop with the database away: %v", err)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(testkit.Patience + dispatch.LastTry):
+			t.Fatal("Run did not return after Stop and the end of its context")
+		}
+	})
+}

@@ -159,13 +159,13 @@ func (w *Writer) write(ctx context.Context, b batch) {
 	// later jobs would pass it). Then each part goes on alone, so one the
 	// database refuses holds up no other.
 	if p.Complete.Next != nil {
-		claimed, ok := w.reclaim(ctx, p.Complete.Next.Token)
+		claimed, ok := w.reclaim(ctx, p.Complete.Next.Token, d.Stopping())
 		placed(claimed, ok && len(claimed) > 0)
 	} else {
 		placed(nil, false)
 	}
 	if p.Offer != nil {
-		born, _ := w.reclaim(ctx, p.Offer.Token)
+		born, _ := w.reclaim(ctx, p.Offer.Token, d.Stopping())
 		d.Born(p.Offer, born)
 	}
 	if !b.stats.Empty() {
@@ -206,7 +206,7 @@ func (w *Writer) alone(ctx context.Context, rs []*records) {
 		if err == nil {
 			w.gather(p, res)
 		} else if offer != nil {
-			res.Born, _ = w.reclaim(ctx, offer.Token)
+			res.Born, _ = w.reclaim(ctx, offer.Token, w.cfg.Delivery.Stopping())
 		}
 		if offer != nil {
 			w.cfg.Delivery.Born(offer, res.Born)
@@ -291,9 +291,10 @@ func (w *Writer) abandon() {
 }
 
 // reclaim finds the jobs a failed batch leased under token after all
-// (store.Reclaim), trying until the database answers or ctx ends (then
-// ok is false: the jobs, if any, are given back by the lease sweep).
-func (w *Writer) reclaim(ctx context.Context, token string) (jobs []store.Claimed, ok bool) {
+// (store.Reclaim), trying until the database answers, ctx ends or stopping
+// is closed (then ok is false: the jobs, if any, are taken over once the
+// process's heartbeat ends).
+func (w *Writer) reclaim(ctx context.Context, token string, stopping <-chan struct{}) (jobs []store.Claimed, ok bool) {
 	if token == "" {
 		return nil, true
 	}
@@ -311,6 +312,10 @@ func (w *Writer) reclaim(ctx context.Context, token string) (jobs []store.Claime
 		w.cfg.Logger.Warn("finding what a failed batch leased failed; retrying", "err", err, "next_try_in", wait)
 		select {
 		case <-ctx.Done():
+			return nil, false
+		case <-stopping:
+			w.cfg.Logger.Warn("stopping before finding what a failed batch leased: those jobs, if any, are taken over "+
+				"once this process's heartbeat ends", "err", err)
 			return nil, false
 		case <-time.After(wait):
 		}

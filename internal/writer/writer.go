@@ -47,6 +47,12 @@ type Delivery interface {
 	// GivenUp: these results will not be written (the database refused one
 	// for good, or the process stops): they are no longer held here.
 	GivenUp(results []store.Completion)
+	// Stopping is closed once the delivery stops taking work. Looking for
+	// what a failed batch leased (a hand-off, births) ends then: those
+	// jobs, under the process's name, are taken over once its heartbeat
+	// ends, and the stop, which waits for a hand-off in progress, is not
+	// held for as long as the database stays away.
+	Stopping() <-chan struct{}
 }
 
 // Config configures a Writer; config.Defaults fills the settings.

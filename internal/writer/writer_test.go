@@ -160,6 +160,7 @@ type fakeDelivery struct {
 
 func (f *fakeDelivery) Offer() *store.BirthOffer                { return nil }
 func (f *fakeDelivery) Born(*store.BirthOffer, []store.Claimed) {}
+func (f *fakeDelivery) Stopping() <-chan struct{}               { return nil }
 func (f *fakeDelivery) HandOff([]store.Completion) (store.CompleteParams, func([]store.Claimed, bool)) {
 	return store.CompleteParams{}, func([]store.Claimed, bool) {}
 }
