@@ -268,9 +268,10 @@ func (w *worker) do(ctx context.Context, q []byte, budget time.Duration) (res Re
 }
 
 // hasExited reports whether the worker ended by itself: its result pipe
-// closed, and it exits soon after.
+// closed, or its request pipe (it died reading a large request: out of
+// memory), and it exits soon after.
 func (w *worker) hasExited(err error) bool {
-	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.EPIPE) {
 		return false
 	}
 	select {
