@@ -118,6 +118,7 @@ func (c *claimer) loop(ctx context.Context, q *queue) {
 				c.waitForWork()
 				continue
 			}
+			p.Batch = targetedBatch(c.cfg, room, len(p.Subscriptions))
 		}
 		p.Exclude = c.excluded()
 		done, ok := c.gate.mayClaim()
@@ -212,4 +213,15 @@ func (c *claimer) reclaim(ctx context.Context, token string) []store.Claimed {
 			c.log.Warn("finding what a claim whose answer was lost took failed; retrying", "err", err)
 		}
 	}
+}
+
+// targetedBatch is how many jobs a claim naming subs subscriptions (a
+// targeted claim, a hand-off) may take: a whole run for each (RunLength),
+// and at least ClaimBatch, within the room. A claim shares its batch out
+// tenant round by tenant round, so a batch of ClaimBatch over a hundred
+// ordered subscriptions gave each a run of two or three jobs, and each
+// of them waited for the writer's next hand-off two or three attempts
+// later (docs/performance.md, "A burst").
+func targetedBatch(cfg config.Dispatch, room, subs int) int {
+	return min(room, max(cfg.ClaimBatch, cfg.RunLength*subs))
 }

@@ -2,12 +2,14 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	hub "github.com/lerianstudio/streaming-hub"
 	"github.com/lerianstudio/streaming-hub/internal/store"
+	"github.com/lerianstudio/streaming-hub/internal/store/storetest"
 )
 
 // newTestCompleter is a completer on r's store for a process named owner,
@@ -177,5 +179,67 @@ func TestCompleter_NoHandOffWhileAFullClaimIsDueOrOnceStopping(t *testing.T) {
 	}
 	if p, _ := c.handOff(batch); p.Next != nil {
 		t.Fatal("handed off once the stop began")
+	}
+}
+
+// A hand-off freeing several ordered subscriptions takes a whole run of
+// each (RunLength jobs), not a claim batch shared out among them: with a
+// batch of 4 over four subscriptions each got one job, and went back to
+// the writer for its next after every attempt.
+func TestCompleter_AHandOffTakesAWholeRunOfEachFreedSubscription(t *testing.T) {
+	r := newPartsRig(t, 1)
+	r.cfg.ClaimBatch, r.cfg.RunLength = 4, 6
+	tenants := []string{"acme", "beta", "gamma", "delta"}
+	for _, tenant := range tenants[1:] {
+		if _, err := r.store.CreateTenant(r.ctx, store.CreateTenantParams{ID: tenant, Name: tenant}); err != nil {
+			t.Fatal(err)
+		}
+		s := storetest.NewSubscription(tenant, "sub_"+tenant)
+		s.VerificationState, s.MaxInFlight = hub.VerificationActive, 1
+		if _, err := r.store.CreateSubscription(r.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var evs []hub.Event
+	for _, tenant := range tenants {
+		for i := range 6 {
+			evs = append(evs, storetest.NewEvent(tenant, fmt.Sprintf("%s-%d", tenant, i)))
+		}
+	}
+	if _, err := r.store.Ingest(r.ctx, store.IngestParams{Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	c, l, q := newTestCompleter(r, "disp_me", 8)
+	first := r.claim(c.heart.id(), 4, time.Hour)
+	if len(first) != 4 {
+		t.Fatalf("claimed %v, want the first job of each subscription", eventIDs(first))
+	}
+	l.enqueue(q, first)
+	runs := map[string]*run{}
+	for range first {
+		u := <-q.ch // workers took each run, and send its first job
+		runs[u.first.Job.TenantID] = u.run
+	}
+	var batch []store.Completion
+	for _, j := range first {
+		batch = append(batch, r.result(j, hub.JobSucceeded))
+	}
+	p, placed := c.handOff(batch)
+	p.Completions = batch
+	res, err := r.store.CompleteJobs(r.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed(res.Claimed, true)
+	c.written(batch, res)
+	for _, tenant := range tenants {
+		var got []string
+		for j, ok := l.runs.take(runs[tenant]); ok; j, ok = l.runs.take(runs[tenant]) {
+			got = append(got, j.Event.ID)
+		}
+		want := []string{tenant + "-1", tenant + "-2", tenant + "-3", tenant + "-4", tenant + "-5"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's run goes on with %v, want its other five jobs %v", tenant, got, want)
+		}
 	}
 }

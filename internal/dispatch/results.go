@@ -65,10 +65,11 @@ func (c *completer) handOff(batch []store.Completion) (store.CompleteParams, fun
 	if !ok {
 		return p, func([]store.Claimed, bool) {}
 	}
-	// A hand-off may take a whole run of an ordered subscription.
-	// Its own token: if the batch's answer is lost, the writer finds
-	// with it what the hand-off took (store.Reclaim).
-	next := store.ClaimParams{Batch: min(room, max(c.cfg.ClaimBatch, c.cfg.RunLength)), Lease: c.heart.lapse, Subscriptions: subs,
+	// A hand-off may take a whole run of each ordered subscription it
+	// frees (targetedBatch). Its own token: if the batch's answer is
+	// lost, the writer finds with it what the hand-off took
+	// (store.Reclaim).
+	next := store.ClaimParams{Batch: targetedBatch(c.cfg, room, len(subs)), Lease: c.heart.lapse, Subscriptions: subs,
 		Run: c.cfg.RunLength, Exclude: c.excluded(), Owner: c.heart.id(), Token: hub.NewID("lease", c.now())}
 	p.Next = &next
 	seq := l.hints.now()
