@@ -123,13 +123,7 @@ func TestCompleter_HandOffTakesTheFreedSubscriptionsNextJobs(t *testing.T) {
 	if p.Next == nil || !slices.Equal(p.Next.Subscriptions, []string{r.sub.ID}) || p.Next.Owner != c.heart.id() {
 		t.Fatalf("hand-off %+v, want the next jobs of %s for this process", p.Next, r.sub.ID)
 	}
-	p.Completions = batch
-	res, err := r.store.CompleteJobs(r.ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	placed(res.Claimed, true)
-	c.written(batch, res)
+	r.writeHandedOff(c, batch, p, placed)
 	if len(q.ch) != 0 {
 		t.Fatalf("%d units queued, want none: the next jobs join the run in flight", len(q.ch))
 	}
@@ -225,13 +219,7 @@ func TestCompleter_AHandOffTakesAWholeRunOfEachFreedSubscription(t *testing.T) {
 		batch = append(batch, r.result(j, hub.JobSucceeded))
 	}
 	p, placed := c.handOff(batch)
-	p.Completions = batch
-	res, err := r.store.CompleteJobs(r.ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	placed(res.Claimed, true)
-	c.written(batch, res)
+	r.writeHandedOff(c, batch, p, placed)
 	for _, tenant := range tenants {
 		var got []string
 		for j, ok := l.runs.take(runs[tenant]); ok; j, ok = l.runs.take(runs[tenant]) {
@@ -242,4 +230,17 @@ func TestCompleter_AHandOffTakesAWholeRunOfEachFreedSubscription(t *testing.T) {
 			t.Errorf("%s's run goes on with %v, want its other five jobs %v", tenant, got, want)
 		}
 	}
+}
+
+// writeHandedOff writes batch with its hand-off p, as the writer does,
+// and tells placed and c what was written.
+func (r *partsRig) writeHandedOff(c *completer, batch []store.Completion, p store.CompleteParams, placed func([]store.Claimed, bool)) {
+	r.t.Helper()
+	p.Completions = batch
+	res, err := r.store.CompleteJobs(r.ctx, p)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	placed(res.Claimed, true)
+	c.written(batch, res)
 }
