@@ -3,6 +3,7 @@ package dispatch
 import (
 	"sync"
 
+	"github.com/lerianstudio/streaming-hub/internal/config"
 	"github.com/lerianstudio/streaming-hub/internal/store"
 )
 
@@ -151,4 +152,15 @@ func (r *runs) dropAll() int {
 	clear(r.bySub)
 	clear(r.gaveBack)
 	return n
+}
+
+// targetedBatch is how many jobs a claim naming subs subscriptions (a
+// targeted claim, a hand-off) may take: a whole run for each (RunLength),
+// and at least ClaimBatch, within the room. A claim shares its batch out
+// tenant round by tenant round, so a batch of ClaimBatch over a hundred
+// ordered subscriptions gave each a run of two or three jobs, and each
+// of them waited for the writer's next hand-off two or three attempts
+// later (docs/performance.md, "A burst").
+func targetedBatch(cfg config.Dispatch, room, subs int) int {
+	return min(room, max(cfg.ClaimBatch, cfg.RunLength*subs))
 }
