@@ -35,7 +35,3 @@ func (w *Worker) Stop() { w.w.kill() }
 // ForgetTenants starts the pool's sharing afresh, as a new process would:
 // a test's tenants, heavy or about, are no one's concern after it.
 func ForgetTenants() { workers.fair = newFair(poolSize, maxWait, time.Now) }
-
-// RaceEnabled: built with the race detector (workers then have no
-// address-space limit).
-const RaceEnabled = raceEnabled

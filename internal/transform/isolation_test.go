@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lerianstudio/streaming-hub/internal/testkit"
 	"github.com/lerianstudio/streaming-hub/internal/transform"
@@ -174,53 +171,4 @@ func TestWorker_AnswersAProgramThatDoesNotCompile(t *testing.T) {
 	if res, err, _ := w.Run(context.Background(), `.type`, event()); err != nil || string(res.Body) != "studio.lerian.transaction.posted" {
 		t.Fatalf("got %s, %v", res.Body, err)
 	}
-}
-
-// A worker whose address space is nearly spent (a loaded machine's threads
-// take it; here the test lowers its limit) dies of it while reading a
-// large request, before it answers: that is the memory limit too, not an
-// unexplained failure, and the worker is gone.
-func TestWorker_OutOfMemoryWhileReadingItsRequestIsTheMemoryLimit(t *testing.T) {
-	if transform.RaceEnabled {
-		t.Skip("the race detector's workers have no address-space limit")
-	}
-	w, err := transform.StartWorker(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	vm := vmSizeOf(t, w.Pid())
-	lim := unix.Rlimit{Cur: vm + 2<<20, Max: vm + 2<<20}
-	if err := unix.Prlimit(w.Pid(), unix.RLIMIT_AS, &lim, nil); err != nil {
-		t.Fatal(err)
-	}
-	in := event()
-	in.Data, in.DataContentType = bytes.Repeat([]byte("a"), 8<<20), "text/plain"
-	_, err, alive := w.Run(context.Background(), `.data | length`, in)
-	if !errors.Is(err, transform.ErrMemory) || alive {
-		t.Fatalf("got %v (alive %v), want the memory limit and the worker gone", err, alive)
-	}
-	if err := syscall.Kill(w.Pid(), 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("worker %d still there: %v", w.Pid(), err)
-	}
-}
-
-// vmSizeOf is a process's mapped address space (VmSize), in bytes.
-func vmSizeOf(t *testing.T, pid int) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmSize:"); ok {
-			var kb uint64
-			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmSize")
-	return 0
 }
